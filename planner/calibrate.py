@@ -1,0 +1,46 @@
+"""Post-training quantization of a float Network from calibration inputs.
+
+Scheme (see `planner.quant`): each activation tensor gets asymmetric int8 parameters from the
+min/max it reaches over the calibration inputs (range widened to contain 0); max-pool
+outputs reuse their input's parameters (so pooling is exact); weights are symmetric int8 per
+output channel; biases int32 at ``input_scale * weight_scale``.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from planner.errors import InputError
+from planner.ir import Network, Op, TensorQuant
+from planner.quant import layer_quant, tensor_quant_from_range
+from sim.golden.executor import run_float
+
+
+def tensor_ranges(net: Network, calibration: np.ndarray) -> dict[str, tuple[float, float]]:
+    """Min and max of every tensor over the calibration inputs `(N, C, H, W)`."""
+    samples = np.asarray(calibration, dtype=np.float64)
+    if samples.ndim == 3:
+        samples = samples[None]
+    if samples.ndim != 4 or samples.shape[0] == 0 or tuple(samples.shape[1:]) != net.input_shape:
+        raise InputError(f"calibration data has shape {tuple(samples.shape)}, expected (N, {', '.join(map(str, net.input_shape))}) with N >= 1")
+    ranges: dict[str, tuple[float, float]] = {}
+    for sample in samples:
+        for name, value in run_float(net, sample).items():
+            low, high = float(value.min()), float(value.max())
+            old = ranges.get(name, (low, high))
+            ranges[name] = (min(old[0], low), max(old[1], high))
+    return ranges
+
+
+def quantize_network(net: Network, calibration: np.ndarray) -> Network:
+    """The quantized network (LayerQuant on every layer, input quantization set)."""
+    ranges = tensor_ranges(net, calibration)
+    quants: dict[str, TensorQuant] = {name: tensor_quant_from_range(*r) for name, r in ranges.items()}
+    layers = []
+    for layer in net.layers:
+        inputs = tuple(quants[name] for name in layer.inputs)
+        if layer.op == Op.MAXPOOL:
+            quants[layer.output] = inputs[0]
+        layers.append(dataclasses.replace(layer, quant=layer_quant(layer, inputs, quants[layer.output])))
+    return dataclasses.replace(net, layers=tuple(layers), input_quant=quants[net.input_name])

@@ -1,0 +1,84 @@
+"""Reading an ONNX model and fixing its input shape, with clear errors."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+
+from planner.errors import ModelLoadError, ShapeError
+
+
+def read_model(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
+    """Load an ONNX model from a path (or pass a ModelProto through) and check it."""
+    if isinstance(model, onnx.ModelProto):
+        proto = model
+        where = proto.graph.name or "<model>"
+    else:
+        path = Path(model)
+        where = str(path)
+        if not path.is_file():
+            raise ModelLoadError(f"{path}: no such file")
+        try:
+            proto = onnx.load(str(path))
+        except Exception as error:  # protobuf raises several types for corrupt files
+            raise ModelLoadError(f"{path}: not a readable ONNX model ({type(error).__name__}: {error})") from None
+    if not proto.graph.node:
+        raise ModelLoadError(f"{where}: the ONNX graph has no nodes (truncated or empty file?)")
+    try:
+        onnx.checker.check_model(proto)
+    except onnx.checker.ValidationError as error:
+        first_line = str(error).strip().splitlines()[0]
+        raise ModelLoadError(f"{where}: invalid ONNX model: {first_line}") from None
+    return proto
+
+
+def data_input(proto: onnx.ModelProto) -> onnx.ValueInfoProto:
+    """The single graph input that is not an initializer."""
+    initializers = {init.name for init in proto.graph.initializer}
+    inputs = [value for value in proto.graph.input if value.name not in initializers]
+    if len(inputs) != 1:
+        names = ", ".join(value.name for value in inputs) or "none"
+        raise ShapeError(f"the model must have exactly one data input, it has {len(inputs)} ({names})")
+    return inputs[0]
+
+
+def _format_dims(value: onnx.ValueInfoProto) -> str:
+    dims = value.type.tensor_type.shape.dim
+    return "[" + ", ".join(d.dim_param or str(d.dim_value) if (d.dim_param or d.dim_value) else "?" for d in dims) + "]"
+
+
+def fix_input_shape(proto: onnx.ModelProto, input_shape: tuple[int, ...] | None) -> tuple[int, ...]:
+    """Make the data input's shape concrete (in place); returns it.
+
+    A symbolic batch dimension becomes 1. Any other unknown dimension needs `input_shape`.
+    """
+    value = data_input(proto)
+    dims = value.type.tensor_type.shape.dim
+    if input_shape is not None:
+        if len(input_shape) != len(dims) and len(dims) != 0:
+            raise ShapeError(f"--input-shape {'x'.join(map(str, input_shape))} has rank {len(input_shape)}, input {value.name!r} has rank {len(dims)} {_format_dims(value)}")
+        shape = tuple(int(d) for d in input_shape)
+    else:
+        if len(dims) == 0:
+            raise ShapeError(f"input {value.name!r} has no shape; give one with --input-shape, e.g. --input-shape 1x3x224x224")
+        shape = tuple(d.dim_value if d.dim_value > 0 else (1 if i == 0 else 0) for i, d in enumerate(dims))
+        if any(extent <= 0 for extent in shape):
+            raise ShapeError(
+                f"input {value.name!r} has unknown dimensions {_format_dims(value)}; "
+                f"give the shape with --input-shape, e.g. --input-shape 1x3x224x224"
+            )
+    if any(extent <= 0 for extent in shape):
+        raise ShapeError(f"input shape {shape} must have positive extents")
+    value.type.tensor_type.shape.ClearField("dim")
+    for extent in shape:
+        value.type.tensor_type.shape.dim.add().dim_value = extent
+    return shape
+
+
+def infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """ONNX shape inference in strict mode; inconsistencies become ShapeError."""
+    try:
+        return onnx.shape_inference.infer_shapes(proto, strict_mode=True, data_prop=True)
+    except Exception as error:
+        first_line = str(error).strip().splitlines()[0]
+        raise ShapeError(f"shape inference failed: {first_line}") from None
