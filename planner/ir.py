@@ -14,7 +14,7 @@ Integer semantics (implemented by `sim.golden`, documented in `docs/quantization
 - concat:    input i is copied to its channel range with ``acc = (x_i - z_i) * input_multipliers[i]``
 
 then for every op: ``y = clamp(round_shift(acc * multiplier[c], shift[c]) + zy, act_min, act_max)``
-where ``round_shift(v, s) = (v + 2**(s-1)) >> s`` (round half up; ``s = 0`` is exact).
+where ``round_shift(v, s)`` is ``v / 2**s`` rounded half to even (``s = 0`` is exact).
 """
 from __future__ import annotations
 

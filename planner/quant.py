@@ -5,7 +5,7 @@
 - Bias: int32 with scale ``input_scale * weight_scale[o]``.
 - Requantization: a real multiplier M is stored as ``(m, s)`` with ``M ~= m * 2**-s``,
   ``m`` in ``[2**30, 2**31)`` (31-bit unsigned) and ``0 <= s <= 62``; applied as
-  ``round_shift(acc * m, s)`` (round half up), see `sim.golden.kernels.requantize`.
+  ``round_shift(acc * m, s)`` (round half to even), see `sim.golden.kernels.requantize`.
 """
 from __future__ import annotations
 

@@ -18,7 +18,15 @@ LAYER_OPS = (
     "Conv", "QLinearConv", "Gemm", "MatMul", "QLinearMatMul", "MaxPool", "AveragePool",
     "GlobalAveragePool", "Add", "Concat", "Relu", "Clip", "BatchNormalization",
 )
-SUPPORTED_OPS = tuple(sorted(set(PASS_THROUGH_OPS + LAYER_OPS) - {"Constant"}))
+QLINEAR_CONTRIB_OPS = {
+    # com.microsoft op: (float op, (data, scale, zero point) input positions, output scale/zero point positions)
+    "QLinearAdd": ("Add", ((0, 1, 2), (3, 4, 5)), (6, 7)),
+    "QLinearAveragePool": ("AveragePool", ((0, 1, 2),), (3, 4)),
+    "QLinearGlobalAveragePool": ("GlobalAveragePool", ((0, 1, 2),), (3, 4)),
+    "QLinearConcat": ("Concat", None, (0, 1)),  # inputs after the output's: (data, scale, zero point) triples
+}
+CONTRIB_LAYER_OPS = (*QLINEAR_CONTRIB_OPS, "QGemm")
+SUPPORTED_OPS = tuple(sorted(set(PASS_THROUGH_OPS + LAYER_OPS + CONTRIB_LAYER_OPS) - {"Constant"}))
 
 
 def _unsupported_op(node: onnx.NodeProto) -> UnsupportedModelError:
@@ -48,14 +56,17 @@ class NetworkBuilder:
     # ----------------------------------------------------------------- walk
     def build(self) -> Network:
         for node in self.graph.node:
-            if node.op_type not in PASS_THROUGH_OPS + LAYER_OPS or node.domain not in ("", "ai.onnx"):
+            standard = node.op_type in PASS_THROUGH_OPS + LAYER_OPS and node.domain in ("", "ai.onnx")
+            if not standard and not (node.op_type in CONTRIB_LAYER_OPS and node.domain == "com.microsoft"):
                 raise _unsupported_op(node)
         for node in self.graph.node:
             if node.op_type in PASS_THROUGH_OPS:
                 self._pass_through(node)
         self._count_consumers()
         for node in self.graph.node:
-            if node.op_type in LAYER_OPS:
+            if node.op_type in QLINEAR_CONTRIB_OPS:
+                self._qlinear_contrib(node)
+            elif node.op_type in LAYER_OPS + CONTRIB_LAYER_OPS:
                 getattr(self, f"_op_{node.op_type}")(node)
         outputs = tuple(self._activation(o.name, f"graph output {o.name!r}") for o in self.graph.output)
         for out in outputs:
@@ -66,7 +77,7 @@ class NetworkBuilder:
 
     def _count_consumers(self) -> None:
         for node in self.graph.node:
-            if node.op_type in LAYER_OPS:
+            if node.op_type in LAYER_OPS + CONTRIB_LAYER_OPS:
                 for name in node.input:
                     if name and not self.tensors.is_constant(name):
                         self.consumers[self.tensors.canonical(name)] += 1
@@ -77,7 +88,7 @@ class NetworkBuilder:
         canonical = self.tensors.canonical(name)
         if canonical not in self.shapes:
             raise UnsupportedModelError(f"{where}: input {name!r} is not an activation computed earlier (graph not topologically sorted, or a constant where data is expected)")
-        if name in self.tensors.flattened and not allow_flattened:
+        if not allow_flattened and self.tensors.is_flattened(name):
             raise UnsupportedModelError(f"{where}: a flattened tensor may only feed a fully connected layer (Gemm/MatMul)")
         return canonical
 
@@ -176,18 +187,26 @@ class NetworkBuilder:
         if bias is not None:
             self.quant_bias[layer_name] = bias
 
-    def _quantized_operand(self, node: onnx.NodeProto, index: int, what: str):
-        """(float array, int8 weights + scales or None, int32 bias or None) of a weight/bias input."""
+    def _quantized_operand(self, node: onnx.NodeProto, index: int, what: str, transpose: bool = False):
+        """(float array, int8 weights + scales or None) of a weight input, or (float, int32) of a bias.
+
+        `transpose` turns a (K, N) matrix into (N, K) weights, per-column scales becoming per-row.
+        """
         if index >= len(node.input) or not node.input[index]:
             return None, None
         name = self.tensors.canonical(node.input[index])
         constant = self.tensors.quantized_constants.get(name)
         if constant is None:
-            return self._const(node, index, what), None
+            real = self._const(node, index, what)
+            return (real.T if transpose else real), None
         if what == "bias":
             if constant.values.dtype != np.int32:
                 raise QuantizationError(f"{node_label(node)}: quantized bias must be int32, got {constant.values.dtype}")
             return constant.real(), constant.values.astype(np.int32)
+        if transpose:
+            if constant.values.ndim != 2:
+                raise UnsupportedModelError(f"{node_label(node)}: {what} must be a 2-D matrix")
+            constant = dataclasses.replace(constant, values=constant.values.T, axis=1 - constant.axis)
         return constant.real(), int8_weights(constant, f"{node_label(node)} {what}")
 
     def _op_Conv(self, node: onnx.NodeProto) -> None:
@@ -211,7 +230,7 @@ class NetworkBuilder:
         """A fully connected layer with weights (out, in) as a conv covering the whole input map."""
         x = self._activation(x_name, node_label(node), allow_flattened=True)
         in_shape = self.shapes[x]
-        if x_name not in self.tensors.flattened and in_shape[1:] != (1, 1):
+        if not self.tensors.is_flattened(x_name) and in_shape[1:] != (1, 1):
             raise UnsupportedModelError(f"{node_label(node)}: a fully connected layer on a {in_shape} map needs a Flatten before it")
         out_features, in_features = weights_ko.shape
         if in_features != in_shape[0] * in_shape[1] * in_shape[2]:
@@ -231,10 +250,7 @@ class NetworkBuilder:
         attrs = attributes(node)
         if attrs.get("transA", 0):
             raise UnsupportedModelError(f"{node_label(node)}: transA=1 is not supported")
-        weights, quantized_weights = self._quantized_operand(node, 1, "weights")
-        if not attrs.get("transB", 0):
-            weights = weights.T
-            quantized_weights = None if quantized_weights is None else _transposed(quantized_weights, node)
+        weights, quantized_weights = self._quantized_operand(node, 1, "weights", transpose=not attrs.get("transB", 0))
         alpha, beta = float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0))
         if quantized_weights is not None and alpha != 1.0:
             raise UnsupportedModelError(f"{node_label(node)}: alpha={alpha} with quantized weights is not supported")
@@ -246,20 +262,52 @@ class NetworkBuilder:
         self._fully_connected(node, node.input[0], weights * alpha, None if bias is None else bias * beta, quantized_weights, quantized_bias)
 
     def _op_MatMul(self, node: onnx.NodeProto) -> None:
-        weights, quantized_weights = self._quantized_operand(node, 1, "weights")
+        weights, quantized_weights = self._quantized_operand(node, 1, "weights", transpose=True)
         if weights is None or weights.ndim != 2:
             raise UnsupportedModelError(f"{node_label(node)}: the second operand must be a 2-D constant (K, N)")
-        self._fully_connected(node, node.input[0], weights.T, None, None if quantized_weights is None else _transposed(quantized_weights, node))
+        self._fully_connected(node, node.input[0], weights, None, quantized_weights)
 
     def _op_QLinearMatMul(self, node: onnx.NodeProto) -> None:
+        self._quantized_fully_connected(node, b_is_out_by_in=False, bias_index=None, output_index=6)
+
+    def _op_QGemm(self, node: onnx.NodeProto) -> None:
+        attrs = attributes(node)
+        if attrs.get("transA", 0) or float(attrs.get("alpha", 1.0)) != 1.0:
+            raise UnsupportedModelError(f"{node_label(node)}: only transA=0 and alpha=1 are supported")
+        if len(node.input) < 8 or not node.input[7]:
+            raise UnsupportedModelError(f"{node_label(node)}: a QGemm with a float output (no y_scale) is not supported")
+        self._quantized_fully_connected(node, b_is_out_by_in=bool(attrs.get("transB", 0)), bias_index=6, output_index=7)
+
+    def _quantized_fully_connected(self, node: onnx.NodeProto, b_is_out_by_in: bool, bias_index: int | None, output_index: int) -> None:
+        """QLinearMatMul / QGemm: inputs (a, a_scale, a_zp, b, b_scale, b_zp, ...), output quantization at `output_index`."""
         a = node.input[0]
         self.tensors.set_quant(a, self._raw(node, 1), self._raw(node, 2), node_label(node))
         b = self._raw(node, 3)
         if b.ndim != 2:
-            raise UnsupportedModelError(f"{node_label(node)}: the second operand must be a 2-D constant (K, N)")
-        constant = quantized_constant(b.T.copy(), self._raw(node, 4), self._raw(node, 5), axis=0)
-        self._fully_connected(node, a, constant.real(), None, int8_weights(constant, f"{node_label(node)} weights"))
-        self.tensors.set_quant(node.output[0], self._raw(node, 6), self._raw(node, 7), node_label(node))
+            raise UnsupportedModelError(f"{node_label(node)}: the second operand must be a 2-D constant matrix")
+        constant = quantized_constant(b if b_is_out_by_in else b.T.copy(), self._raw(node, 4), self._raw(node, 5), axis=0)
+        weights = int8_weights(constant, f"{node_label(node)} weights")
+        bias = None if bias_index is None else self._raw(node, bias_index)
+        real_bias = None
+        if bias is not None:
+            real_bias = bias.astype(np.float64) * self.tensors.quant[self.tensors.canonical(a)].scale * weights[1]
+            bias = bias.astype(np.int32)
+        self._fully_connected(node, a, constant.real(), real_bias, weights, bias)
+        self.tensors.set_quant(node.output[0], self._raw(node, output_index), self._raw(node, output_index + 1), node_label(node))
+
+    def _qlinear_contrib(self, node: onnx.NodeProto) -> None:
+        """onnxruntime's QLinear* contrib ops: record the quantizations, then build the float op."""
+        float_op, data_positions, (out_scale, out_zp) = QLINEAR_CONTRIB_OPS[node.op_type]
+        if data_positions is None:
+            data_positions = tuple((i, i + 1, i + 2) for i in range(2, len(node.input), 3))
+        for data, scale, zero_point in data_positions:
+            self.tensors.set_quant(node.input[data], self._raw(node, scale), self._raw(node, zero_point), node_label(node))
+        if attributes(node).get("channels_last", 0):
+            raise UnsupportedModelError(f"{node_label(node)}: channels_last=1 is not supported")
+        plain = onnx.helper.make_node(float_op, [node.input[d] for d, _, _ in data_positions], list(node.output), name=node.name)
+        plain.attribute.extend(a for a in node.attribute if a.name != "channels_last")
+        getattr(self, f"_op_{float_op}")(plain)
+        self.tensors.set_quant(node.output[0], self._raw(node, out_scale), self._raw(node, out_zp), node_label(node))
 
     def _pool(self, node: onnx.NodeProto, op: Op, kernel: tuple[int, int] | None = None) -> None:
         x = self._activation(node.input[0], node_label(node))
@@ -363,7 +411,10 @@ class NetworkBuilder:
     def _op_BatchNormalization(self, node: onnx.NodeProto) -> None:
         layer = self._fusable_producer(node, "BatchNormalization", (Op.CONV, Op.FC))
         if layer.name in self.quant_weights or layer.activation != Activation.NONE:
-            raise UnsupportedModelError(f"{node_label(node)}: BatchNormalization can only be folded into a float Conv/Gemm without activation")
+            raise UnsupportedModelError(
+                f"{node_label(node)}: BatchNormalization can only be folded into a float Conv/Gemm without activation "
+                "(for a quantized model, fold it before quantizing, e.g. with onnxruntime.quantization.quant_pre_process)"
+            )
         if attributes(node).get("training_mode", 0):
             raise UnsupportedModelError(f"{node_label(node)}: training_mode=1 is not supported")
         gamma, beta, mean, var = (self._const(node, i, what).astype(np.float64) for i, what in ((1, "scale"), (2, "bias"), (3, "mean"), (4, "var")))
@@ -419,13 +470,6 @@ class NetworkBuilder:
 
 def _layer_name(node: onnx.NodeProto, index: int) -> str:
     return node.name or f"{node.op_type.lower()}_{index}"
-
-
-def _transposed(quantized_weights: tuple[np.ndarray, np.ndarray], node: onnx.NodeProto) -> tuple[np.ndarray, np.ndarray]:
-    weights, scales = quantized_weights
-    if scales.size > 1 and len(set(scales.tolist())) > 1:
-        raise QuantizationError(f"{node_label(node)}: per-input-channel weight scales are not supported (need one scale per output)")
-    return weights.T.copy(), np.full(weights.shape[1], scales.reshape(-1)[0])
 
 
 def _quantize_constant(real: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, axis: int):

@@ -67,6 +67,15 @@ class TensorTable:
             name = self.aliases[name]
         return name
 
+    def is_flattened(self, name: str) -> bool:
+        """Whether a Flatten/Reshape lies on the alias chain from `name` to its canonical tensor."""
+        while True:
+            if name in self.flattened:
+                return True
+            if name not in self.aliases:
+                return False
+            name = self.aliases[name]
+
     def is_constant(self, name: str) -> bool:
         name = self.canonical(name)
         return name in self.constants or name in self.quantized_constants

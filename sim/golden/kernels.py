@@ -71,11 +71,18 @@ def sum_pool(x: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int], pa
 
 
 def round_shift(value: np.ndarray, shift: np.ndarray | int) -> np.ndarray:
-    """Arithmetic right shift rounding half up: ``(v + 2**(s-1)) >> s``; ``s = 0`` is exact."""
+    """Arithmetic right shift by `shift` bits, rounding half to even (as ONNX QuantizeLinear).
+
+    ``q = v >> s``; the dropped bits ``r`` round up when ``r > 2**(s-1)``, or when
+    ``r == 2**(s-1)`` and ``q`` is odd. ``s = 0`` is exact.
+    """
     value = np.asarray(value, dtype=np.int64)
     shift = np.asarray(shift, dtype=np.int64)
-    rounding = np.where(shift > 0, np.left_shift(np.int64(1), np.maximum(shift - 1, 0)), 0)
-    return np.right_shift(value + rounding, shift)
+    floor = np.right_shift(value, shift)
+    remainder = value - np.left_shift(floor, shift)
+    half = np.where(shift > 0, np.left_shift(np.int64(1), np.maximum(shift - 1, 0)), 1)
+    round_up = (remainder > half) | ((remainder == half) & (shift > 0) & (floor % 2 == 1))
+    return floor + round_up
 
 
 def requantize(

@@ -1,0 +1,233 @@
+"""Reference networks (`planner.zoo.reference`): published shapes, MACs and parameter counts.
+
+Counts are read from the built ONNX graph (Conv / Gemm nodes, shapes from ONNX shape inference)
+and compared with published figures and with analytic counts derived here from each
+architecture's table, independently of the builder.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from functools import cache
+from math import prod
+from typing import NamedTuple
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from planner.errors import UnsupportedModelError
+from planner.frontend import load_network
+from planner.zoo.reference import REFERENCE_NETWORKS, build_reference
+
+
+class Counts(NamedTuple):
+    macs: int
+    weights: int  # conv / fc weights, biases excluded
+    biases: int  # conv / fc biases
+    bn_channels: int  # BatchNormalization channels (each has a trainable gamma and beta)
+
+    @property
+    def torch_params(self) -> int:
+        """Trainable parameters as torchvision counts them."""
+        return self.weights + self.biases + 2 * self.bn_channels
+
+
+@cache
+def built(name: str) -> tuple[onnx.ModelProto, Counts, Counter[str]]:
+    """The model (checked, strict shape inference), its graph counts and its op histogram."""
+    model = build_reference(name)
+    onnx.checker.check_model(model)
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    shapes = {
+        info.name: [d.dim_value for d in info.type.tensor_type.shape.dim]
+        for info in (*inferred.graph.value_info, *inferred.graph.output)
+    }
+    del inferred
+    dims = {t.name: list(t.dims) for t in model.graph.initializer}
+    macs = weights = biases = bn_channels = 0
+    for node in model.graph.node:
+        if node.op_type in ("Conv", "Gemm"):
+            w = dims[node.input[1]]  # Conv (O, C/g, KH, KW); Gemm (out, in) with transB=1
+            assert node.op_type == "Conv" or onnx.helper.get_node_attr_value(node, "transB") == 1
+            weights += prod(w)
+            macs += prod(shapes[node.output[0]][1:]) * prod(w[1:])
+            biases += prod(dims[node.input[2]]) if len(node.input) > 2 else 0
+        elif node.op_type == "BatchNormalization":
+            bn_channels += dims[node.input[1]][0]
+    ops = Counter(node.op_type for node in model.graph.node)
+    return model, Counts(macs, weights, biases, bn_channels), ops
+
+
+# --- analytic counts from the architecture tables -------------------------------------------
+
+ConvSpec = tuple[int, int, int, int, int]  # in channels, out channels, kernel, output size, groups
+
+
+def analytic_counts(convs: list[ConvSpec], fc: tuple[int, int], batch_norm: bool) -> Counts:
+    """Counts of a network of square convs (no conv bias) and one biased FC layer."""
+    weights = [cout * (cin // g) * k * k for cin, cout, k, _, g in convs]
+    macs = sum(w * hw * hw for w, (_, _, _, hw, _) in zip(weights, convs))
+    bn = sum(cout for _, cout, _, _, _ in convs) if batch_norm else 0
+    return Counts(macs + fc[0] * fc[1], sum(weights) + fc[0] * fc[1], fc[1], bn)
+
+
+def resnet_table(depths: tuple[int, ...], bottleneck: bool) -> Counts:
+    """torchvision ResNet at 224: stem, stages of 64/128/256/512 wide blocks, projections."""
+    convs: list[ConvSpec] = [(3, 64, 7, 112, 1)]
+    cin, hw = 64, 56
+    for stage, depth in enumerate(depths):
+        width = 64 * 2**stage
+        cout = 4 * width if bottleneck else width
+        for block in range(depth):
+            stride = 2 if stage > 0 and block == 0 else 1
+            out = hw // stride
+            if bottleneck:
+                convs += [(cin, width, 1, hw, 1), (width, width, 3, out, 1), (width, cout, 1, out, 1)]
+            else:
+                convs += [(cin, width, 3, out, 1), (width, width, 3, out, 1)]
+            if stride != 1 or cin != cout:
+                convs.append((cin, cout, 1, out, 1))
+            cin, hw = cout, out
+    return analytic_counts(convs, (cin, 1000), batch_norm=True)
+
+
+def mobilenetv2_table() -> Counts:
+    """torchvision MobileNetV2 (width 1.0) at 224 from its (t, c, n, s) table."""
+    convs: list[ConvSpec] = [(3, 32, 3, 112, 1)]
+    cin, hw = 32, 112
+    table = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)]
+    for t, c, n, s in table:
+        for i in range(n):
+            hidden, out = cin * t, hw // (s if i == 0 else 1)
+            if t != 1:
+                convs.append((cin, hidden, 1, hw, 1))
+            convs += [(hidden, hidden, 3, out, hidden), (hidden, c, 1, out, 1)]
+            cin, hw = c, out
+    convs.append((cin, 1280, 1, hw, 1))
+    return analytic_counts(convs, (1280, 1000), batch_norm=True)
+
+
+# --- published figures ----------------------------------------------------------------------
+
+PUBLISHED_EXACT = {  # e-PlaNNer thesis, section 5.1: (MACs, weights without biases)
+    "alexnet": (1_135_256_096, 62_367_776),
+    "vgg16": (15_470_264_320, 138_344_128),
+}
+TORCHVISION = {  # name: (table counts, published total params, published GMACs)
+    "resnet18": (lambda: resnet_table((2, 2, 2, 2), bottleneck=False), 11_689_512, 1.82),
+    "resnet50": (lambda: resnet_table((3, 4, 6, 3), bottleneck=True), 25_557_032, 4.09),
+    "mobilenetv2": (mobilenetv2_table, 3_504_872, 0.30),
+}
+SMALL = ("alexnet", "resnet18", "mobilenetv2")
+
+
+def test_names() -> None:
+    assert set(REFERENCE_NETWORKS) == {"alexnet", "vgg16", "resnet18", "resnet50", "mobilenetv2"}
+
+
+def test_unknown_name_lists_allowed_names() -> None:
+    with pytest.raises(UnsupportedModelError, match="resnet18") as info:
+        build_reference("resnet101")
+    assert "resnet101" in str(info.value) and all(name in str(info.value) for name in REFERENCE_NETWORKS)
+
+
+@pytest.mark.parametrize("name", REFERENCE_NETWORKS)
+def test_model_interface(name: str) -> None:
+    model, _, _ = built(name)
+    assert [(o.domain, o.version) for o in model.opset_import] == [("", 17)]
+    hw = 227 if name == "alexnet" else 224
+    (inp,) = model.graph.input
+    assert inp.name == "input"
+    assert inp.type.tensor_type.elem_type == onnx.TensorProto.FLOAT
+    assert [d.dim_value for d in inp.type.tensor_type.shape.dim] == [1, 3, hw, hw]
+    (out,) = model.graph.output
+    assert [d.dim_value for d in out.type.tensor_type.shape.dim] == [1, 1000]
+    assert all(t.data_type == onnx.TensorProto.FLOAT for t in model.graph.initializer)
+    names = [node.name for node in model.graph.node]
+    assert all(names) and len(set(names)) == len(names)
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED_EXACT))
+def test_published_exact_counts(name: str) -> None:
+    _, counts, ops = built(name)
+    assert (counts.macs, counts.weights) == PUBLISHED_EXACT[name]
+    assert counts.bn_channels == 0 and ops["Flatten"] == 1 and ops["Gemm"] == 3
+    assert ops["Conv"] == (5 if name == "alexnet" else 13)
+    assert ops["MaxPool"] == (3 if name == "alexnet" else 5)
+
+
+@pytest.mark.parametrize("name", sorted(TORCHVISION))
+def test_torchvision_counts(name: str) -> None:
+    table, params, gmacs = TORCHVISION[name]
+    _, counts, _ = built(name)
+    assert counts == table()
+    assert counts.torch_params == params
+    assert counts.macs == pytest.approx(gmacs * 1e9, rel=0.015)
+
+
+@pytest.mark.parametrize(
+    ("name", "adds", "projections", "node"),
+    [
+        ("resnet18", 8, 3, "layer2.0.downsample.0"),
+        ("resnet50", 16, 4, "layer1.0.downsample.0"),
+        ("mobilenetv2", 10, 0, "features.3.conv.1.0"),
+    ],
+)
+def test_block_structure(name: str, adds: int, projections: int, node: str) -> None:
+    model, _, ops = built(name)
+    nodes = {n.name: n for n in model.graph.node}
+    inits = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer if not t.dims}
+    assert ops["Add"] == adds
+    assert sum(".downsample.0" in n for n in nodes) == projections
+    assert nodes[node].op_type == "Conv"
+    assert ops["Dropout"] == 0
+    assert ops["MaxPool"] == (0 if name == "mobilenetv2" else 1)
+    assert ops["Clip"] == (35 if name == "mobilenetv2" else 0)  # 17 blocks (16 expand) + stem + last conv
+    assert ops["GlobalAveragePool"] == ops["Flatten"] == ops["Gemm"] == 1
+    assert ops["BatchNormalization"] == ops["Conv"]
+    for n in nodes.values():
+        if n.op_type == "Conv":
+            assert len(n.input) == 2  # BN follows; no conv bias
+        if n.op_type == "Clip":
+            assert (inits[n.input[1]], inits[n.input[2]]) == (0.0, 6.0)
+
+
+def test_mobilenetv2_depthwise_and_resnet50_stride_placement() -> None:
+    mobilenet, _, _ = built("mobilenetv2")
+    dw = next(n for n in mobilenet.graph.node if n.name == "features.2.conv.1.0")
+    assert onnx.helper.get_node_attr_value(dw, "group") == 96  # 16 * 6 expanded channels
+    resnet, _, _ = built("resnet50")
+    strides = {
+        n.name: list(onnx.helper.get_node_attr_value(n, "strides")) for n in resnet.graph.node if n.op_type == "Conv"
+    }
+    assert strides["layer2.0.conv1"] == [1, 1] and strides["layer2.0.conv2"] == [2, 2]  # v1.5
+
+
+@pytest.mark.parametrize("name", REFERENCE_NETWORKS)
+def test_front_end_counts(name: str) -> None:
+    """The front end folds BN into conv biases: its weight count is the conv / fc weights only."""
+    expected = PUBLISHED_EXACT[name] if name in PUBLISHED_EXACT else TORCHVISION[name][0]()[:2]
+    net = load_network(built(name)[0])
+    assert (net.total_macs, net.total_weights) == expected
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_runs_in_onnxruntime(name: str) -> None:
+    model, _, _ = built(name)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    hw = 227 if name == "alexnet" else 224
+    x = np.random.default_rng(1).standard_normal((1, 3, hw, hw), dtype=np.float32)
+    (y,) = session.run(None, {"input": x})
+    assert y.shape == (1, 1000) and y.dtype == np.float32
+    assert np.isfinite(y).all() and 0 < np.abs(y).max() < 1e4
+
+
+def test_seeded_weights() -> None:
+    first = {t.name: t.raw_data for t in build_reference("resnet18", seed=3).graph.initializer}
+    again = {t.name: t.raw_data for t in build_reference("resnet18", seed=3).graph.initializer}
+    other = {t.name: t.raw_data for t in build_reference("resnet18", seed=4).graph.initializer}
+    assert first == again
+    assert first["conv1.weight"] != other["conv1.weight"]
+    var = np.frombuffer(first["layer1.0.bn1.running_var"], dtype="<f4")
+    assert (var > 0).all()
