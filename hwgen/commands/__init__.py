@@ -1,0 +1,4 @@
+"""Subcommands of the `hwgen` command line, in the order `hwgen --help` lists them."""
+from hwgen.commands import demo, infer, inspect
+
+COMMANDS = (demo, inspect, infer)
