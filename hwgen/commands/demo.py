@@ -5,7 +5,7 @@ import argparse
 import time
 
 import numpy as np
-from rich.console import Console
+from hwgen.console import make_console
 
 from hwgen.commands.inspect import render_table
 from planner.calibrate import quantize_network
@@ -29,7 +29,7 @@ def accuracy(predictions: list[int], labels: np.ndarray) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    console = Console()
+    console = make_console()
     net = load_network(DIGITS_MODEL_PATH)
     console.print(render_table(net))
     start = time.perf_counter()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from rich.console import Console
+from hwgen.console import make_console
 from rich.table import Table
 
 from hwgen.commands.common import add_model_argument, load_model
@@ -74,5 +74,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(network_record(net), indent=2))
     else:
-        Console().print(render_table(net))
+        make_console().print(render_table(net))
     return 0

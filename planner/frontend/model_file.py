@@ -72,6 +72,10 @@ def fix_input_shape(proto: onnx.ModelProto, input_shape: tuple[int, ...] | None)
     value.type.tensor_type.shape.ClearField("dim")
     for extent in shape:
         value.type.tensor_type.shape.dim.add().dim_value = extent
+    # Shapes recorded for the old input size are stale: let shape inference recompute them.
+    proto.graph.ClearField("value_info")
+    for output in proto.graph.output:
+        output.type.tensor_type.ClearField("shape")
     return shape
 
 

@@ -89,7 +89,7 @@ def requantize(
     acc: np.ndarray,
     multiplier: np.ndarray,
     shift: np.ndarray,
-    zero_point: int,
+    zero_point: int | np.ndarray,
     act_min: int = -128,
     act_max: int = 127,
 ) -> np.ndarray:

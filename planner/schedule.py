@@ -1,0 +1,216 @@
+"""Schedules of one compute layer: tile sizes, the DRAM-level loop order, tile geometry, legality.
+
+A conv / FC layer is the loop nest ``for OC, IC, OH, OW`` tiled at the DRAM level; the kernel
+window is always whole. A `Schedule` gives the tile size of each of the four dims and their
+order (outermost first). Edge tiles are the remainders (`axis_tiles`). Depthwise layers
+(groups == channels) have one reduction channel per output channel: their IC dim has size 1
+and their input tile follows the OC tile. Other grouped convolutions are not supported.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from hwgen.config import AcceleratorConfig
+from planner.errors import PlanningError
+from planner.ir import COMPUTE_OPS, Layer, ceil_div
+
+DIMS = ("OC", "IC", "OH", "OW")
+ORDERS = tuple(itertools.permutations(DIMS))
+TENSORS = ("input", "weight", "output")
+
+
+@dataclass(frozen=True)
+class ConvShape:
+    """The loop bounds and window geometry of a conv / FC layer (`ic` counts channels per group)."""
+
+    oc: int
+    ic: int
+    ih: int
+    iw: int
+    oh: int
+    ow: int
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    pad_top: int
+    pad_left: int
+    depthwise: bool
+
+    @classmethod
+    def of(cls, layer: Layer) -> ConvShape:
+        if layer.op not in COMPUTE_OPS:
+            raise PlanningError(f"layer {layer.name!r}: {layer.op} is not a conv / fc layer")
+        in_c, ih, iw = layer.in_shape
+        oc, oh, ow = layer.out_shape
+        if layer.groups != 1 and not layer.is_depthwise:
+            raise PlanningError(
+                f"layer {layer.name!r}: groups={layer.groups} with {in_c} input / {oc} output channels is "
+                "not supported; allowed: groups == 1 or depthwise (groups == channels)"
+            )
+        return cls(oc, in_c // layer.groups, ih, iw, oh, ow, *layer.kernel, *layer.stride,
+                   layer.pads[0], layer.pads[1], layer.is_depthwise)
+
+    def bound(self, dim: str) -> int:
+        return {"OC": self.oc, "IC": self.ic, "OH": self.oh, "OW": self.ow}[dim]
+
+    @property
+    def in_channels(self) -> int:
+        return self.oc if self.depthwise else self.ic
+
+    @property
+    def input_dims(self) -> frozenset[str]:
+        """Loop dims that index the input tensor."""
+        return frozenset(("OC" if self.depthwise else "IC", "OH", "OW"))
+
+    def relevant(self, tensor: str) -> frozenset[str]:
+        return {"input": self.input_dims, "weight": frozenset(("OC", "IC")),
+                "output": frozenset(("OC", "OH", "OW"))}[tensor]
+
+    def describe(self) -> str:
+        kind = "depthwise " if self.depthwise else ""
+        return (f"{kind}{self.in_channels}x{self.ih}x{self.iw} -> {self.oc}x{self.oh}x{self.ow}, "
+                f"kernel {self.kh}x{self.kw}, stride {self.sh}x{self.sw}")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Tile size per dim (`tiles[dim]`) and the DRAM loop order, outermost first."""
+
+    oc: int
+    ic: int
+    oh: int
+    ow: int
+    order: tuple[str, ...] = DIMS
+
+    def tile(self, dim: str) -> int:
+        return {"OC": self.oc, "IC": self.ic, "OH": self.oh, "OW": self.ow}[dim]
+
+    @property
+    def tiles(self) -> dict[str, int]:
+        return {dim: self.tile(dim) for dim in DIMS}
+
+
+def axis_tiles(bound: int, tile: int) -> list[tuple[int, int]]:
+    """`(start, size)` of each tile along one axis; the last one may be partial."""
+    return [(start, min(tile, bound - start)) for start in range(0, bound, tile)]
+
+
+def window_span(start: int, count: int, stride: int, pad: int, kernel: int, size: int) -> tuple[int, int]:
+    """First input index and extent (halo included, clipped to the unpadded map) read by
+    `count` outputs from output index `start` along one axis."""
+    lo = start * stride - pad
+    hi = (start + count - 1) * stride - pad + kernel - 1
+    lo, hi = max(lo, 0), min(hi, size - 1)
+    return lo, max(0, hi - lo + 1)
+
+
+def input_extents(shape: ConvShape, dim: str, tile: int) -> list[int]:
+    """Input rows (dim OH) or columns (dim OW) read by each output tile along that axis."""
+    if dim == "OH":
+        return [window_span(s, n, shape.sh, shape.pad_top, shape.kh, shape.ih)[1] for s, n in axis_tiles(shape.oh, tile)]
+    return [window_span(s, n, shape.sw, shape.pad_left, shape.kw, shape.iw)[1] for s, n in axis_tiles(shape.ow, tile)]
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Largest tile of each tensor in bytes (what one buffer bank must hold)."""
+
+    input: int
+    weight: int
+    output: int
+
+
+def footprint(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig) -> Footprint:
+    w = config.widths
+    in_c = schedule.oc if shape.depthwise else schedule.ic
+    rows = max(input_extents(shape, "OH", schedule.oh))
+    cols = max(input_extents(shape, "OW", schedule.ow))
+    return Footprint(
+        input=in_c * rows * cols * w.activation_bytes,
+        weight=schedule.oc * schedule.ic * shape.kh * shape.kw * w.weight_bytes,
+        output=schedule.oc * schedule.oh * schedule.ow * w.accumulator_bytes,
+    )
+
+
+def is_legal(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig) -> bool:
+    """Every tile (halo included) fits one bank of its buffer (double buffering)."""
+    fp, b = footprint(shape, schedule, config), config.buffers
+    return fp.input <= b.input_bank and fp.weight <= b.weight_bank and fp.output <= b.output_bank
+
+
+def tile_candidates(bound: int, granule: int) -> tuple[int, ...]:
+    """The tile sizes searched along one dim: for every reachable trip count k, the smallest tile
+    with k trips (`ceil(bound/k)`) and the smallest multiple of `granule` with k trips."""
+    sizes = set()
+    for k in range(1, bound + 1):
+        t = ceil_div(bound, k)
+        if ceil_div(bound, t) != k:
+            continue
+        sizes.add(t)
+        rounded = min(bound, ceil_div(t, granule) * granule)
+        if ceil_div(bound, rounded) == k:
+            sizes.add(rounded)
+    return tuple(sorted(sizes))
+
+
+def granule(dim: str, shape: ConvShape, config: AcceleratorConfig) -> int:
+    """Spatial granularity of the PE mapping along a dim (rows <- OC, lanes <- IC, cols <- OW)."""
+    pe = config.pe
+    return {"OC": pe.rows, "IC": 1 if shape.depthwise else pe.simd, "OH": 1, "OW": pe.cols}[dim]
+
+
+def canonical_order(order: tuple[str, ...], trips: dict[str, int]) -> tuple[str, ...]:
+    """Loops with one trip do nothing wherever they sit: put them outermost, in `DIMS` order."""
+    single = [d for d in DIMS if trips[d] == 1]
+    return (*single, *(d for d in order if trips[d] > 1))
+
+
+def trips(shape: ConvShape, schedule: Schedule) -> dict[str, int]:
+    return {dim: ceil_div(shape.bound(dim), schedule.tile(dim)) for dim in DIMS}
+
+
+def minimal_buffers(shape: ConvShape, config: AcceleratorConfig) -> Footprint:
+    """Smallest buffer sizes (both banks) that admit the smallest schedule (all tiles 1)."""
+    fp = footprint(shape, Schedule(1, 1, 1, 1), config)
+    return Footprint(2 * fp.input, 2 * fp.weight, 2 * fp.output)
+
+
+def unplannable(name: str, shape: ConvShape, config: AcceleratorConfig) -> PlanningError:
+    """The error for a layer whose smallest tile does not fit."""
+    need, b = minimal_buffers(shape, config), config.buffers
+    parts = [f"{tensor} buffer needs >= {getattr(need, tensor)} B (has {getattr(b, tensor + '_bytes')})"
+             for tensor in TENSORS if getattr(need, tensor) > getattr(b, tensor + "_bytes")]
+    return PlanningError(f"layer {name!r} ({shape.describe()}): no legal tile; {'; '.join(parts)}")
+
+
+@dataclass(frozen=True)
+class Tile:
+    """One DRAM tile of a tensor: element offset in its row-major tensor and its shape."""
+
+    offset: int
+    shape: tuple[int, ...]
+
+
+def tensor_tiles(shape: ConvShape, schedule: Schedule, tensor: str) -> list[Tile]:
+    """Every distinct tile of a tensor, nested in `DIMS` order (input: ic, oh, ow; weight: oc, ic;
+    output: oc, oh, ow). Input tiles are (C, rows, cols) with halo, clipped to the unpadded map."""
+    s = schedule
+    if tensor == "weight":
+        k = shape.kh * shape.kw
+        return [Tile(o0 * shape.ic * k + i0 * k, (on, inn, shape.kh, shape.kw))
+                for o0, on in axis_tiles(shape.oc, s.oc) for i0, inn in axis_tiles(shape.ic, s.ic)]
+    if tensor == "output":
+        return [Tile(o0 * shape.oh * shape.ow + h0 * shape.ow + w0, (on, hn, wn))
+                for o0, on in axis_tiles(shape.oc, s.oc) for h0, hn in axis_tiles(shape.oh, s.oh)
+                for w0, wn in axis_tiles(shape.ow, s.ow)]
+    channel_tile = s.oc if shape.depthwise else s.ic
+    tiles = []
+    for c0, cn in axis_tiles(shape.in_channels, channel_tile):
+        for h0, hn in axis_tiles(shape.oh, s.oh):
+            r0, rn = window_span(h0, hn, shape.sh, shape.pad_top, shape.kh, shape.ih)
+            for w0, wn in axis_tiles(shape.ow, s.ow):
+                q0, qn = window_span(w0, wn, shape.sw, shape.pad_left, shape.kw, shape.iw)
+                tiles.append(Tile(c0 * shape.ih * shape.iw + r0 * shape.iw + q0, (cn, rn, qn)))
+    return tiles
