@@ -96,3 +96,22 @@ def test_demo_reports_accuracy(capsys):
     assert main(["demo", "--samples", "60"]) == 0
     out = capsys.readouterr().out
     assert "int8 golden accuracy" in out
+
+
+def test_unsupported_operator_exits_nonzero_naming_node(tmp_path, capsys):
+    g = GraphBuilder((1, 3, 8, 8))
+    onnx.save(g.model(g.node("Softmax", [g.conv(g.input_name, 3, 4)])), tmp_path / "softmax.onnx")
+    assert main(["inspect", str(tmp_path / "softmax.onnx")]) == 2
+    err = capsys.readouterr().err
+    assert "'Softmax'" in err and "softmax" in err and "supported operators" in err
+
+
+def test_symbolic_shape_error_and_input_shape_option(tmp_path, capsys):
+    g = GraphBuilder((1, 3, 8, 8))
+    model = g.model(g.conv(g.input_name, 3, 4), symbolic_batch=True)
+    model.graph.input[0].type.tensor_type.shape.dim[3].dim_param = "W"
+    onnx.save(model, tmp_path / "sym.onnx")
+    assert main(["inspect", str(tmp_path / "sym.onnx")]) == 2
+    assert "--input-shape" in capsys.readouterr().err
+    assert main(["inspect", str(tmp_path / "sym.onnx"), "--input-shape", "1x3x8x16", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["layers"][0]["output_shape"] == [4, 8, 16]
