@@ -82,7 +82,7 @@ class LayerQuant:
 
     inputs: tuple[TensorQuant, ...]
     output: TensorQuant
-    multiplier: np.ndarray = field(repr=False)  # int64, in [0, 2**31)
+    multiplier: np.ndarray = field(repr=False)  # int64, in [0, 2**MULTIPLIER_BITS)
     shift: np.ndarray = field(repr=False)  # int64, in [0, 63)
     act_min: int = -128
     act_max: int = 127

@@ -4,7 +4,8 @@
 - Weights: symmetric int8 per output channel (zero point 0, range [-127, 127]).
 - Bias: int32 with scale ``input_scale * weight_scale[o]``.
 - Requantization: a real multiplier M is stored as ``(m, s)`` with ``M ~= m * 2**-s``,
-  ``m`` in ``[2**30, 2**31)`` (31-bit unsigned) and ``0 <= s <= 62``; applied as
+  ``m`` in ``[2**15, 2**16)`` (`MULTIPLIER_BITS` = 16, unsigned: one SB_MAC16 operand, two
+  MULT18X18D per 32-bit accumulator) and ``0 <= s <= 62``; applied as
   ``round_shift(acc * m, s)`` (round half to even), see `sim.golden.kernels.requantize`.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 from planner.errors import QuantizationError
 from planner.ir import Activation, Layer, LayerQuant, Op, TensorQuant
 
-MULTIPLIER_BITS = 31
+MULTIPLIER_BITS = 16
 MAX_SHIFT = 62
 INT8_MIN, INT8_MAX = -128, 127
 

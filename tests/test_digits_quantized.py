@@ -6,6 +6,7 @@ import onnxruntime as ort
 
 from planner.calibrate import quantize_network
 from planner.frontend import load_network
+from planner.quant import MULTIPLIER_BITS
 from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
 from sim.golden import run_quantized
 
@@ -27,7 +28,7 @@ def test_quantized_parameters_are_in_hardware_ranges():
     qnet = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
     for layer in qnet.layers:
         q = layer.quant
-        assert ((q.multiplier >= 0) & (q.multiplier < 2**31)).all()
+        assert ((q.multiplier >= 0) & (q.multiplier < 2**MULTIPLIER_BITS)).all()
         assert ((q.shift >= 0) & (q.shift <= 62)).all()
         assert -128 <= q.act_min <= q.act_max <= 127
         if q.weights is not None:

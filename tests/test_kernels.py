@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.quant import fixed_point, shared_shift_multipliers
+from planner.quant import MULTIPLIER_BITS, fixed_point, shared_shift_multipliers
 from sim.golden import kernels
 
 
@@ -66,8 +66,8 @@ def test_round_shift_is_round_half_to_even(value, shift):
 @given(st.floats(1e-9, 1e4))
 def test_fixed_point_is_accurate(real):
     m, s = fixed_point(real)
-    assert 2**30 <= m < 2**31 or s == 62
-    assert abs(m * 2.0**-s - real) <= real * 2.0**-30 + 2.0**-62
+    assert 2 ** (MULTIPLIER_BITS - 1) <= m < 2**MULTIPLIER_BITS or s == 62
+    assert abs(m * 2.0**-s - real) <= real * 2.0**-MULTIPLIER_BITS + 2.0**-62
 
 
 def test_fixed_point_rejects_bad_multipliers():
@@ -91,8 +91,9 @@ def test_requantize_matches_rational_reference():
 
 def test_shared_shift_keeps_ratios():
     (ma, mb), shift = shared_shift_multipliers([0.75, 0.3], "test")
-    assert abs(ma / 2**shift - 0.75) < 1e-9 and abs(mb / 2**shift - 0.3) < 1e-9
-    assert ma < 2**31
+    tolerance = 2.0 ** -(MULTIPLIER_BITS - 1)
+    assert abs(ma / 2**shift - 0.75) < tolerance and abs(mb / 2**shift - 0.3) < tolerance
+    assert ma < 2**MULTIPLIER_BITS
 
 
 def test_pools_against_loops():
