@@ -104,11 +104,12 @@ PAYLOADS: dict[Opcode, data.StructLayout] = {
     }),
 }
 
+_PAYLOAD_UNION = data.UnionLayout({op.name.lower(): layout for op, layout in PAYLOADS.items()})
 INSTRUCTION_LAYOUT = data.StructLayout({
     "opcode": unsigned(OPCODE_BITS),
-    "payload": data.UnionLayout({op.name.lower(): layout for op, layout in PAYLOADS.items()}),
+    "payload": _PAYLOAD_UNION,
+    "reserved": unsigned(INSTRUCTION_BITS - OPCODE_BITS - _PAYLOAD_UNION.size),
 })
-assert INSTRUCTION_LAYOUT.size <= INSTRUCTION_BITS
 
 ENUM_FIELDS: dict[str, type[IntEnum]] = {"queue": Queue, "buffer": Buffer, "op": VecOp}
 """Fields whose values have names in the assembly text."""

@@ -47,7 +47,7 @@ def test_fields_do_not_overlap_and_fit():
     for opcode, layout in PAYLOADS.items():
         spans = sorted((member.offset, member.offset + member.width) for _, member in layout)
         assert all(end <= next_start for (_, end), (next_start, _) in zip(spans, spans[1:])), opcode
-    assert INSTRUCTION_LAYOUT.size <= INSTRUCTION_BITS
+    assert INSTRUCTION_LAYOUT.size == INSTRUCTION_BITS
 
 
 def test_errors_name_the_field_and_range():
