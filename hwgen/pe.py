@@ -1,0 +1,85 @@
+"""The processing element: an `S`-lane dot product `sum_l (x_l - zx) * w_l` into an accumulator.
+
+Pipeline (one register per stage, controls and the initial value travel with the data):
+input registers holding `x - zx` (9-bit signed) and `w` → per-lane product register (with the
+input registers, what Yosys maps into one DSP per lane) → adder tree, one register per level →
+accumulator. `out` is the accumulator and is valid for the one cycle `out_valid` is high.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, Shape, Signal, Value, signed
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import exact_log2
+
+CONTROL = data.StructLayout({"valid": 1, "first": 1, "last": 1})
+
+
+def register(m: Module, value: Value | data.View, name: str, enable: Value | int = 1,
+             reset_less: bool = True) -> Signal | data.View:
+    """A register of `value`'s shape, loaded with `value` on every cycle `enable` is high.
+
+    Datapath registers have no reset, which lets Yosys pack them into the DSPs' registers;
+    control registers (valid bits) pass `reset_less=False`."""
+    reg = Signal(value.shape(), name=name, reset_less=reset_less)
+    with m.If(enable):
+        m.d.sync += reg.eq(value)
+    return reg
+
+
+class PE(wiring.Component):
+    """`S`-lane dot-product PE with a signed accumulator of shape `acc_shape`.
+
+    Per valid cycle the sum of the `S` lane products is added to the accumulator; `first` starts
+    the sum from `init` instead, `last` emits the finished sum on `out` (`out_valid`) after
+    `latency` cycles. `first` and `last` may be set on the same cycle; invalid cycles are bubbles.
+    """
+
+    def __init__(self, simd: int, acc_shape: Shape, act_bits: int = 8, weight_bits: int = 8) -> None:
+        self.simd = simd
+        self.acc_shape = acc_shape
+        super().__init__({
+            "x": In(data.ArrayLayout(signed(act_bits), simd)),
+            "zx": In(signed(act_bits)),
+            "w": In(data.ArrayLayout(signed(weight_bits), simd)),
+            "init": In(acc_shape),
+            "valid": In(1),
+            "first": In(1),
+            "last": In(1),
+            "out_valid": Out(1),
+            "out": Out(acc_shape),
+        })
+
+    @property
+    def latency(self) -> int:
+        """Cycles from presenting a `last` input to `out_valid`: input, product, log2(S) tree
+        levels, accumulator."""
+        return 3 + exact_log2(self.simd)
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        control = Signal(CONTROL)
+        m.d.comb += [control.valid.eq(self.valid), control.first.eq(self.first), control.last.eq(self.last)]
+        control = register(m, control, "control_in", reset_less=False)
+        init = register(m, self.init, "init_in")
+        lanes = [
+            register(m, self.x[lane] - self.zx, f"x_{lane}") * register(m, self.w[lane], f"w_{lane}")
+            for lane in range(self.simd)
+        ]
+        # The product registers keep a reset: without one, Yosys' ice40_dsp (0.70) takes a
+        # neighbouring lane's product register as a DSP's C/D input register and drops that lane.
+        level = [register(m, product, f"product_{lane}", reset_less=False) for lane, product in enumerate(lanes)]
+        control, init = register(m, control, "control_product", reset_less=False), register(m, init, "init_product")
+        depth = 0
+        while len(level) > 1:
+            depth += 1
+            level = [register(m, a + b, f"tree{depth}_{i}") for i, (a, b) in enumerate(zip(level[::2], level[1::2]))]
+            control = register(m, control, f"control_tree{depth}", reset_less=False)
+            init = register(m, init, f"init_tree{depth}")
+
+        acc = Signal(self.acc_shape, reset_less=True)
+        with m.If(control.valid):
+            m.d.sync += acc.eq(Mux(control.first, init, acc) + level[0])
+        m.d.sync += self.out_valid.eq(control.valid & control.last)
+        m.d.comb += self.out.eq(acc)
+        return m

@@ -1,0 +1,80 @@
+"""Post-processing: `y = clamp(round_shift((acc + bias) * m, s) + zy, lo, hi)` on `R` lanes.
+
+A beat is one pixel's `R` output channels: each lane has its channel's parameters (`bias`,
+`m`, `s`); all lanes share the layer's (`zy`, `lo`, `hi`, `raw`). `raw` selects the pass-through mode for partial-sum spills: the
+output is `acc + bias` truncated to `raw_shape` (int32), computed by the same datapath with
+`m = 1`, `s = 0` and no clamp. Rounding is half to even (guard, sticky and the result's lowest
+bit). Pipeline, one register per stage, all stalled together while the output is not accepted:
+`acc + bias`, `m` (multiplier inputs) → product → shift and rounding bit → add `zy`, clamp.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, Shape, Signal, Value, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from hwgen.pe import register
+from planner.quant import MULTIPLIER_BITS
+
+LATENCY = 4
+SHIFT_BITS = 6
+
+LAYER = data.StructLayout({"zero_point": signed(8), "low": signed(8), "high": signed(8), "raw": 1})
+
+
+class PostProcess(wiring.Component):
+    """`lanes` requantizers with per-lane channel parameters; `i` and `o` are streams."""
+
+    def __init__(self, lanes: int, acc_shape: Shape, raw_shape: Shape = signed(32)) -> None:
+        self.lanes = lanes
+        self.raw_shape = raw_shape
+        super().__init__({
+            "i": In(stream.Signature(data.StructLayout({
+                "acc": data.ArrayLayout(acc_shape, lanes), "bias": data.ArrayLayout(signed(32), lanes),
+                "multiplier": data.ArrayLayout(unsigned(MULTIPLIER_BITS), lanes),
+                "shift": data.ArrayLayout(unsigned(SHIFT_BITS), lanes), "layer": LAYER}))),
+            "o": Out(stream.Signature(data.ArrayLayout(raw_shape, lanes))),
+        })
+
+    @property
+    def latency(self) -> int:
+        """Cycles from an accepted input beat to its output beat when the output never stalls."""
+        return LATENCY
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        advance = ~self.o.valid | self.o.ready
+        m.d.comb += self.i.ready.eq(advance)
+
+        def stage(value: Value | data.View, name: str, reset_less: bool = True) -> Signal | data.View:
+            return register(m, value, name, advance, reset_less)
+
+        p = self.i.payload
+        valid, layer = stage(self.i.valid, "valid_in", reset_less=False), stage(p.layer, "layer_in")
+        sums = [stage(p.acc[lane] + p.bias[lane], f"sum_{lane}") for lane in range(self.lanes)]
+        multipliers = [stage(Mux(p.layer.raw, 1, p.multiplier[lane]), f"multiplier_{lane}") for lane in range(self.lanes)]
+        shifts = [stage(Mux(p.layer.raw, 0, p.shift[lane]), f"shift_{lane}") for lane in range(self.lanes)]
+
+        valid, layer = stage(valid, "valid_product", reset_less=False), stage(layer, "layer_product")
+        shifts = [stage(shift, f"shift_product_{lane}") for lane, shift in enumerate(shifts)]
+        products = [stage(total * multiplier, f"product_{lane}")
+                    for lane, (total, multiplier) in enumerate(zip(sums, multipliers))]
+
+        valid, layer = stage(valid, "valid_round", reset_less=False), stage(layer, "layer_round")
+        rounded = []
+        for lane, (product, shift) in enumerate(zip(products, shifts)):
+            dropped = Signal(unsigned(product.shape().width), name=f"dropped_mask_{lane}")  # the s bits shifted out
+            m.d.comb += dropped.eq((1 << shift) - 1)
+            quotient = product >> shift
+            guard = (product.as_unsigned() & dropped & ~(dropped >> 1)).any()
+            sticky = (product.as_unsigned() & (dropped >> 1)).any()
+            round_up = guard & (sticky | quotient[0])  # above half, or exactly half and odd
+            rounded.append((stage(quotient, f"quotient_{lane}"), stage(round_up, f"round_{lane}")))
+
+        m.d.comb += self.o.valid.eq(stage(valid, "valid_out", reset_less=False))
+        for lane, (quotient, up) in enumerate(rounded):
+            value = quotient + up + layer.zero_point
+            clamped = Mux(value < layer.low, layer.low, Mux(value > layer.high, layer.high, value))
+            result = Mux(layer.raw, quotient, clamped)[:self.raw_shape.width]
+            m.d.comb += self.o.payload[lane].eq(stage(result, f"out_{lane}"))
+        return m

@@ -1,0 +1,148 @@
+"""Post-processing lanes against `sim.golden.kernels.requantize` and an exact rational reference."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+from amaranth.hdl import signed
+from amaranth.sim import Simulator
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hwgen.postprocess import PostProcess
+from sim.golden.kernels import requantize
+
+ACC = signed(33)
+ACC_MAX = 2**32 - 1
+
+
+async def send(ctx, stream, payloads: list, rng: np.random.Generator, gap_rate: float) -> None:
+    """Offer `payloads` in order, idling a random number of cycles before each."""
+    for payload in payloads:
+        while rng.random() < gap_rate:
+            await ctx.tick()
+        ctx.set(stream.payload, payload)
+        ctx.set(stream.valid, 1)
+        await ctx.tick().until(stream.ready)
+        ctx.set(stream.valid, 0)
+
+
+async def receive(ctx, stream, count: int, rng: np.random.Generator, stall_rate: float,
+                  received: list | None = None) -> list[tuple[int, object]]:
+    """Accept `count` payloads into `received` (as they arrive), holding `ready` low on a random
+    fraction of cycles; each with the number of the clock edge that moved it (the first is 1)."""
+    received, edge = [] if received is None else received, 0
+    while len(received) < count:
+        ctx.set(stream.ready, int(rng.random() >= stall_rate))
+        _, _, ready, valid, payload = await ctx.tick().sample(stream.ready, stream.valid, stream.payload)
+        edge += 1
+        if ready and valid:
+            received.append((edge, payload))
+    ctx.set(stream.ready, 0)
+    return received
+
+
+def run_postprocess(lanes: int, beats: list[dict], seed: int = 0, gap_rate: float = 0.3, stall_rate: float = 0.3):
+    """Stream `beats` through a `PostProcess` with random gaps and stalls; the output rows."""
+    dut = PostProcess(lanes, ACC)
+    rng = np.random.default_rng(seed)
+    out: list = []
+
+    async def producer(ctx):
+        await send(ctx, dut.i, beats, rng, gap_rate)
+
+    async def consumer(ctx):
+        received = await receive(ctx, dut.o, len(beats), rng, stall_rate)
+        out.extend([payload[lane] for lane in range(lanes)] for _, payload in received)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(producer)
+    sim.add_testbench(consumer)
+    sim.run()
+    return out
+
+
+def exact(total: int, m: int, s: int, zy: int, lo: int, hi: int) -> int:
+    """`clamp(round(total * m / 2**s) + zy, lo, hi)` on rationals (Python rounds ties to even)."""
+    return min(max(round(Fraction(total * m, 2**s)) + zy, lo), hi)
+
+
+def per_lane(value, lanes: int) -> list[int]:
+    return [int(v) for v in value] if isinstance(value, (list, tuple, np.ndarray)) else [int(value)] * lanes
+
+
+def beat(acc: list[int], bias, m, s, zy: int = 0, lo: int = -128, hi: int = 127, raw: int = 0) -> dict:
+    """One input beat; `bias`, `m` and `s` are per lane (a scalar is used for every lane)."""
+    n = len(acc)
+    return {"acc": acc, "bias": per_lane(bias, n), "multiplier": per_lane(m, n), "shift": per_lane(s, n),
+            "layer": {"zero_point": zy, "low": lo, "high": hi, "raw": raw}}
+
+
+def random_beat(rng: np.random.Generator, lanes: int) -> tuple[dict, list[int]]:
+    """A beat whose products fit int64 (the golden model's range) and its golden result."""
+    m = np.array([int(rng.choice([1, 2**15, 2**16 - 1, int(rng.integers(2**15, 2**16))])) for _ in range(lanes)])
+    bias = np.array([int(rng.choice([0, -(2**31), 2**31 - 1, int(rng.integers(-(2**31), 2**31))])) for _ in range(lanes)])
+    total_bound = min((2**63 - 1) // int(m.max()), ACC_MAX)
+    magnitude = int(rng.choice([16, 2**12, 2**20, total_bound]))
+    totals = rng.integers(-magnitude, magnitude + 1, lanes)
+    acc = np.clip(totals - bias, -ACC_MAX - 1, ACC_MAX)
+    zy = int(rng.integers(-128, 128))
+    lo, hi = rng.choice([(-128, 127), (zy, 127), tuple(sorted(int(v) for v in rng.integers(-128, 128, 2)))])
+    if rng.random() < 0.2:
+        acc = np.clip(acc, -(2**31) - bias, 2**31 - 1 - bias)  # a spill fits int32
+        return beat(acc.tolist(), bias, m, 0, zy, int(lo), int(hi), raw=1), (acc + bias).tolist()
+    size = int(np.abs((acc + bias) * m).max()).bit_length()
+    near = max(0, size - int(rng.integers(0, 9)))  # results mostly inside the clamp range
+    s = np.array([int(rng.choice([0, 1, 62, int(rng.integers(0, 63)), near, near, near])) for _ in range(lanes)])
+    expected = [int(requantize(np.array([a + b]), [mm], [ss], zy, int(lo), int(hi))[0])
+                for a, b, mm, ss in zip(acc, bias, m, s)]
+    return beat(acc.tolist(), bias, m, s, zy, int(lo), int(hi)), expected
+
+
+@settings(max_examples=8, deadline=None)
+@given(lanes=st.integers(1, 3), count=st.integers(1, 40), seed=st.integers(0, 2**32 - 1),
+       gap_rate=st.sampled_from([0.0, 0.4]), stall_rate=st.sampled_from([0.0, 0.4]))
+def test_matches_golden_requantize(lanes: int, count: int, seed: int, gap_rate: float, stall_rate: float) -> None:
+    """Random parameters, ReLU-style bounds, raw spills mixed in, input gaps and output stalls."""
+    rng = np.random.default_rng(seed)
+    beats, expected = zip(*(random_beat(rng, lanes) for _ in range(count)))
+    assert run_postprocess(lanes, list(beats), seed, gap_rate, stall_rate) == list(expected)
+
+
+def test_corners_match_exact_rationals() -> None:
+    """Ties both ways and both signs, shifts 0 and 62, the widest operands (products beyond
+    int64, where the golden model's int64 product would wrap), saturation at both bounds."""
+    cases = [
+        beat([5, 7, -5], 0, 1, 1), beat([-7, 6, 2], 0, 1, 2), beat([3, -3, 1], 0, 3, 1),
+        beat([ACC_MAX, -ACC_MAX - 1, 0], 2**31 - 1, 2**16 - 1, 62),
+        beat([ACC_MAX, -ACC_MAX - 1, -1], -(2**31), 2**16 - 1, 62, zy=-128, lo=-128, hi=127),
+        beat([ACC_MAX, -ACC_MAX - 1, 1], 0, 2**16 - 1, 0, zy=5, lo=-3, hi=9),
+        beat([2**40 // (2**16 - 1), -1, 1], 0, 2**16 - 1, 40, zy=127),
+        beat([-(2**46) // (2**16 - 1) // 4, 100, -100], 7, 2**15, 43, zy=-128, lo=-100, hi=100),
+        beat([3 * 2**30, -(3 * 2**30), 2**30], 2**30, 2**16 - 1, 62),
+    ]
+    expected = [[exact(a + b, m, s, c["layer"]["zero_point"], c["layer"]["low"], c["layer"]["high"])
+                 for a, b, m, s in zip(c["acc"], c["bias"], c["multiplier"], c["shift"])] for c in cases]
+    assert run_postprocess(3, cases) == expected
+
+
+def test_rational_reference_agrees_with_golden() -> None:
+    """The two references agree wherever the golden model's int64 product is exact."""
+    rng = np.random.default_rng(1)
+    totals = rng.integers(-(2**31), 2**31, 2000)
+    m, s = rng.integers(2**15, 2**16, 2000), rng.integers(0, 63, 2000)
+    golden = requantize(totals, m, s, 3, -100, 120)
+    assert golden.tolist() == [exact(int(t), int(a), int(b), 3, -100, 120) for t, a, b in zip(totals, m, s)]
+
+
+def test_pass_through_and_back_to_back() -> None:
+    """Raw spills (`acc + bias` as int32, its extremes included; `m` and `s` ignored) between
+    requantized beats, with no gaps or stalls."""
+    cases = [
+        beat([2**31 - 11, -(2**31) - 5, 0], 10, 2**16 - 1, 62, raw=1),
+        beat([100, -100, 0], 0, 2**15, 16),
+        beat([-1, 1, 0], -(2**31) + 1, 5, 3, raw=1),
+    ]
+    expected = [[2**31 - 1, -(2**31) + 5, 10], [50, -50, 0], [-(2**31), -(2**31) + 2, -(2**31) + 1]]
+    assert run_postprocess(3, cases, gap_rate=0.0, stall_rate=0.0) == expected
