@@ -94,7 +94,7 @@ PAYLOADS: dict[Opcode, data.StructLayout] = {
     Opcode.CONV: data.StructLayout({
         "in_bank": unsigned(1), "weight_bank": unsigned(1), "out_bank": unsigned(1),
         "oc_groups": unsigned(8), "out_rows": unsigned(10), "ow_groups": unsigned(8),
-        "last_group_cols": unsigned(8), "ic_groups": unsigned(8), "ic_group_base": unsigned(8),
+        "last_group_cols": unsigned(8), "ic_groups": unsigned(8), "depthwise": unsigned(1),
         "init_from_acc": unsigned(1), "requantize": unsigned(1),
     }),
     Opcode.VEC: data.StructLayout({

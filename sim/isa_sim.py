@@ -163,7 +163,7 @@ class IsaSimulator:
         padded = oc_groups * pe.rows
         weights = self.banks[Buffer.WEIGHT][ins["weight_bank"]].view(np.int8)
         for ocg in range(oc_groups):
-            base = (ocg * pe.rows) // pe.simd if ins["ic_group_base"] else 0
+            base = (ocg * pe.rows) // pe.simd if ins["depthwise"] else 0
             groups = base + np.arange(ic_groups)
             x = self._input_windows(ins["in_bank"], groups, rows, cols, kernel, stride)  # [g,kh,kw,oh,ow,l]
             word = weight_word(ocg, np.arange(ic_groups).reshape(-1, 1, 1), np.arange(kernel[0]).reshape(1, -1, 1),
