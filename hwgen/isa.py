@@ -101,6 +101,7 @@ PAYLOADS: dict[Opcode, data.StructLayout] = {
         "op": unsigned(2), "in_bank": unsigned(1), "out_bank": unsigned(1), "in2_addr": unsigned(16),
         "in2_zero_point": signed(8), "channel_groups": unsigned(8), "out_rows": unsigned(10),
         "out_cols": unsigned(12), "multiplier_a": unsigned(16), "multiplier_b": unsigned(16),
+        "param_bank": unsigned(1),
     }),
 }
 

@@ -123,8 +123,10 @@ class IsaSimulator:
         shift = _gather(raw, base + 6).astype(np.int64)
         return bias.astype(np.int64), multiplier, shift
 
-    def _input_windows(self, bank: int, groups: np.ndarray, rows: int, cols: int, kernel, stride: int):
-        """int64 (x - zx) gathered as [group..., kh, kw, out_row, out_col, lane]."""
+    def _input_windows(self, bank: int, groups: np.ndarray, rows: int, cols: int, kernel, stride: int,
+                       base: int = 0, zero_point: int | None = None):
+        """int64 (x - zx) gathered as [group..., kh, kw, out_row, out_col, lane] from the tensor at
+        byte `base` (`zx` the CONVCFG's input zero point unless `zero_point` is given)."""
         cfg, simd = self.convcfg, self.config.pe.simd
         kh = np.arange(kernel[0]).reshape(-1, 1, 1, 1, 1)
         kw = np.arange(kernel[1]).reshape(1, -1, 1, 1, 1)
@@ -132,10 +134,10 @@ class IsaSimulator:
         ow = np.arange(cols).reshape(1, 1, 1, -1, 1)
         lane = np.arange(simd).reshape(1, 1, 1, 1, -1)
         g = groups.reshape(groups.shape + (1,) * 5)
-        offsets = input_offset(g, oh * stride + kh, kw % stride, ow + kw // stride, lane,
-                               rows=cfg["in_rows"], stride=stride, row_pitch=cfg["in_row_pitch"], simd=simd)
+        offsets = base + input_offset(g, oh * stride + kh, kw % stride, ow + kw // stride, lane,
+                                      rows=cfg["in_rows"], stride=stride, row_pitch=cfg["in_row_pitch"], simd=simd)
         raw = self.banks[Buffer.INPUT][bank].view(np.int8)
-        return _gather(raw, offsets).astype(np.int64) - cfg["in_zero_point"]
+        return _gather(raw, offsets).astype(np.int64) - (cfg["in_zero_point"] if zero_point is None else zero_point)
 
     def _write_outputs(self, bank: int, acc: np.ndarray, channels: np.ndarray, width: int, padded: int,
                        requantize: bool, params: tuple[np.ndarray, ...]) -> None:
@@ -162,6 +164,17 @@ class IsaSimulator:
         oc_groups, ic_groups = ins["oc_groups"], ins["ic_groups"]
         padded = oc_groups * pe.rows
         weights = self.banks[Buffer.WEIGHT][ins["weight_bank"]].view(np.int8)
+        channels = np.arange(padded)
+        params = self._params(ins["weight_bank"], channels)
+        if ins["init_from_acc"]:
+            # all partial sums are read before any result is written (the RTL's pixel-major
+            # order makes the in-place int32 -> int8 rewrite safe; see hwgen.layout)
+            element = acc_element(np.arange(rows).reshape(1, -1, 1), np.arange(cols).reshape(1, 1, -1),
+                                  channels.reshape(-1, 1, 1), width=cols, channels=padded)
+            raw = self.banks[Buffer.ACC][ins["out_bank"]]
+            acc = _gather(raw, element[..., None] * ACC_BYTES + np.arange(ACC_BYTES)).view(np.int32)[..., 0].astype(np.int64)
+        else:
+            acc = np.repeat(np.repeat(params[0].reshape(-1, 1, 1), rows, axis=1), cols, axis=2)
         for ocg in range(oc_groups):
             base = (ocg * pe.rows) // pe.simd if ins["depthwise"] else 0
             groups = base + np.arange(ic_groups)
@@ -170,19 +183,10 @@ class IsaSimulator:
                                np.arange(kernel[1]).reshape(1, 1, -1), ic_groups=ic_groups, kernel=kernel)
             offsets = word[..., None, None] * pe.rows * pe.simd + np.arange(pe.rows).reshape(-1, 1) * pe.simd + np.arange(pe.simd)
             w = _gather(weights, offsets).astype(np.float64)  # [g,kh,kw,r,l]
-            acc = np.rint(np.einsum("gabhwl,gabrl->rhw", x.astype(np.float64), w)).astype(np.int64)
-            channels = ocg * pe.rows + np.arange(pe.rows)
-            params = self._params(ins["weight_bank"], channels)
-            if ins["init_from_acc"]:
-                element = acc_element(np.arange(rows).reshape(1, -1, 1), np.arange(cols).reshape(1, 1, -1),
-                                      channels.reshape(-1, 1, 1), width=cols, channels=padded)
-                raw = self.banks[Buffer.ACC][ins["out_bank"]]
-                init = _gather(raw, element[..., None] * ACC_BYTES + np.arange(ACC_BYTES)).view(np.int32)[..., 0]
-                acc += init.astype(np.int64)
-            else:
-                acc += params[0].reshape(-1, 1, 1)
-            self._write_outputs(ins["out_bank"], acc, channels, cols, padded, bool(ins["requantize"]), params)
+            block = slice(ocg * pe.rows, (ocg + 1) * pe.rows)
+            acc[block] += np.rint(np.einsum("gabhwl,gabrl->rhw", x.astype(np.float64), w)).astype(np.int64)
             self.stats.macs += int(np.prod(x.shape)) * pe.rows
+        self._write_outputs(ins["out_bank"], acc, channels, cols, padded, bool(ins["requantize"]), params)
 
     def _vec(self, ins: Instruction) -> None:
         cfg = self._require_convcfg(ins)
@@ -197,20 +201,12 @@ class IsaSimulator:
             a = self._input_windows(ins["in_bank"], np.arange(groups), rows, cols, (1, 1), 1)[:, 0, 0]
             acc = a * ins["multiplier_a"]
             if op == VecOp.ADD:
-                saved = self.convcfg
-                self.convcfg = Instruction.make(Opcode.CONVCFG, **{**saved.fields, "in_zero_point": ins["in2_zero_point"]})
-                shifted = np.roll(self.banks[Buffer.INPUT][ins["in_bank"]], -ins["in2_addr"])
-                original = self.banks[Buffer.INPUT][ins["in_bank"]]
-                self.banks[Buffer.INPUT][ins["in_bank"]] = shifted
-                try:
-                    b = self._input_windows(ins["in_bank"], np.arange(groups), rows, cols, (1, 1), 1)[:, 0, 0]
-                finally:
-                    self.banks[Buffer.INPUT][ins["in_bank"]] = original
-                    self.convcfg = saved
+                b = self._input_windows(ins["in_bank"], np.arange(groups), rows, cols, (1, 1), 1,
+                                        base=ins["in2_addr"], zero_point=ins["in2_zero_point"])[:, 0, 0]
                 acc = acc + b * ins["multiplier_b"]
         acc = acc.transpose(0, 3, 1, 2).reshape(groups * simd, rows, cols)  # [channel, oh, ow]
         channels = np.arange(groups * simd)
-        params = self._params(0, channels)
+        params = self._params(ins["param_bank"], channels)
         self._write_outputs(ins["out_bank"], acc, channels, cols, groups * simd, True, params)
 
     def _require_convcfg(self, ins: Instruction) -> Instruction:

@@ -1,0 +1,284 @@
+"""Hardware configuration: one frozen, validated `AcceleratorConfig` loaded from YAML.
+
+Every consumer (cost model, compiler, RTL, simulators) reads the same object. Units are
+in the field names; `docs/config.md` lists every YAML field with its unit, range and default.
+Each buffer is given as its total size in bytes and is split into two equal banks
+(double buffering), so a tile must fit in *half* of its buffer.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from planner.errors import ConfigError
+
+CONFIG_DIR = Path(__file__).parent / "configs"
+DEFAULT_CONFIG = CONFIG_DIR / "default.yaml"
+
+# Interstellar Table 5.2 (28 nm, pJ per 16-bit access); halved to get pJ per byte.
+DRAM_PJ_PER_16BIT = 200.0
+MAC_PJ = 0.075
+RF_PJ_PER_16BIT_PER_BYTE_OF_RF = 0.03 / 16  # 16 B register file costs 0.03 pJ, linear in size
+SRAM_PJ_PER_16BIT_AT_32KB = 6.0
+SRAM_SCALE_PER_DOUBLING = 1.5
+ACCUMULATOR_RF_BYTES = 16
+
+
+def sram_pj_per_byte(size_bytes: int) -> float:
+    """Interstellar SRAM energy (x1.5 per doubling from 6 pJ at 32 KB), per byte accessed."""
+    return SRAM_PJ_PER_16BIT_AT_32KB * (size_bytes / 32768) ** math.log2(SRAM_SCALE_PER_DOUBLING) / 2
+
+
+@dataclass(frozen=True)
+class _Range:
+    low: float
+    high: float
+    integer: bool = True
+    power_of_two: bool = False
+
+    def describe(self) -> str:
+        kind = "a power of two" if self.power_of_two else ("an integer" if self.integer else "a number")
+        return f"{kind} in [{self.low:g}, {self.high:g}]"
+
+    def check(self, path: str, value: Any) -> Any:
+        ok_type = isinstance(value, int) if self.integer else isinstance(value, (int, float))
+        if isinstance(value, bool) or not ok_type or not self.low <= value <= self.high or (
+            self.power_of_two and value & (value - 1)
+        ):
+            raise ConfigError(f"{path}: {value!r} is not allowed; expected {self.describe()}")
+        return value
+
+
+def _field(low: float, high: float, integer: bool = True, power_of_two: bool = False) -> dict:
+    return {"range": _Range(low, high, integer, power_of_two)}
+
+
+@dataclass(frozen=True)
+class PEArray:
+    """rows x cols PEs, each a `simd`-lane dot-product unit (rows <- OC, cols <- OW, lanes <- IC)."""
+
+    rows: int
+    cols: int
+    simd: int
+
+    @property
+    def macs_per_cycle(self) -> int:
+        return self.rows * self.cols * self.simd
+
+
+@dataclass(frozen=True)
+class Widths:
+    """Bit widths of activations, weights and accumulators (partial sums)."""
+
+    activation: int
+    weight: int
+    accumulator: int
+
+    @property
+    def activation_bytes(self) -> int:
+        return self.activation // 8
+
+    @property
+    def weight_bytes(self) -> int:
+        return self.weight // 8
+
+    @property
+    def accumulator_bytes(self) -> int:
+        return self.accumulator // 8
+
+
+@dataclass(frozen=True)
+class Buffers:
+    """Total bytes of each on-chip buffer; each is two banks of half the size."""
+
+    input_bytes: int
+    weight_bytes: int
+    output_bytes: int
+
+    @property
+    def input_bank(self) -> int:
+        return self.input_bytes // 2
+
+    @property
+    def weight_bank(self) -> int:
+        return self.weight_bytes // 2
+
+    @property
+    def output_bank(self) -> int:
+        return self.output_bytes // 2
+
+
+@dataclass(frozen=True)
+class Dram:
+    """The external memory port: loads and stores share it."""
+
+    bus_width_bits: int
+    bandwidth_bytes_per_cycle: float
+    latency_cycles: int
+    burst_beats: int
+
+    @property
+    def burst_bytes(self) -> int:
+        return self.burst_beats * self.bus_width_bits // 8
+
+    @property
+    def bandwidth(self) -> Fraction:
+        """Bandwidth as an exact fraction (bytes per cycle) for exact ceilings."""
+        return Fraction(str(self.bandwidth_bytes_per_cycle))
+
+
+@dataclass(frozen=True)
+class Energy:
+    """Per-access energies in pJ (per byte for memories, per MAC, per accumulator update)."""
+
+    dram_pj_per_byte: float
+    input_buffer_pj_per_byte: float
+    weight_buffer_pj_per_byte: float
+    output_buffer_pj_per_byte: float
+    register_pj_per_access: float
+    mac_pj: float
+
+
+@dataclass(frozen=True)
+class AcceleratorConfig:
+    """The whole hardware configuration (frozen; build with `load_config` / `config_from_dict`)."""
+
+    name: str
+    device: str
+    board: str
+    clock_mhz: float
+    pe: PEArray
+    widths: Widths
+    buffers: Buffers
+    dram: Dram
+    energy: Energy
+
+    @property
+    def pipeline_depth(self) -> int:
+        """Compute pipeline stages: buffer read (1), DSP multiply (3), adder tree over the lanes
+        (ceil(log2 simd)), accumulate (1), requantise (3). Paid once per compute tile
+        (fill + drain of the PE pipeline)."""
+        return 1 + 3 + math.ceil(math.log2(self.pe.simd)) + 1 + 3
+
+    @property
+    def pool_lanes(self) -> int:
+        """Elements per cycle of the pooling / element-wise unit (one lane per PE column)."""
+        return self.pe.cols
+
+    def to_dict(self) -> dict:
+        """The YAML-shaped dictionary (round-trips through `config_from_dict`)."""
+        out: dict[str, Any] = {"name": self.name, "device": self.device, "board": self.board, "clock_mhz": self.clock_mhz}
+        for section in ("pe", "widths", "buffers", "dram", "energy"):
+            obj = getattr(self, section)
+            out[section] = {f.name: getattr(obj, f.name) for f in fields(obj)}
+        return out
+
+
+_SCHEMA: dict[str, dict[str, dict]] = {
+    "pe": {"rows": _field(1, 256), "cols": _field(1, 256), "simd": _field(1, 256, power_of_two=True)},
+    "widths": {
+        "activation": _field(8, 32, power_of_two=True),
+        "weight": _field(8, 32, power_of_two=True),
+        "accumulator": _field(16, 64, power_of_two=True),
+    },
+    "buffers": {
+        "input_bytes": _field(64, 1 << 30),
+        "weight_bytes": _field(64, 1 << 30),
+        "output_bytes": _field(64, 1 << 30),
+    },
+    "dram": {
+        "bus_width_bits": _field(8, 1024, power_of_two=True),
+        "bandwidth_bytes_per_cycle": _field(1 / 64, 1024, integer=False),
+        "latency_cycles": _field(0, 100000),
+        "burst_beats": _field(1, 256, power_of_two=True),
+    },
+    "energy": {
+        "dram_pj_per_byte": _field(0, 1e6, integer=False),
+        "input_buffer_pj_per_byte": _field(0, 1e6, integer=False),
+        "weight_buffer_pj_per_byte": _field(0, 1e6, integer=False),
+        "output_buffer_pj_per_byte": _field(0, 1e6, integer=False),
+        "register_pj_per_access": _field(0, 1e6, integer=False),
+        "mac_pj": _field(0, 1e6, integer=False),
+    },
+}
+_TOP = {"clock_mhz": _field(1, 2000, integer=False)}
+_STRINGS = ("name", "device", "board")
+
+
+def _default_energy(buffers: Buffers, accumulator_bits: int) -> dict[str, float]:
+    """Defaults from the Interstellar cost table, scaled to each bank's size."""
+    return {
+        "dram_pj_per_byte": DRAM_PJ_PER_16BIT / 2,
+        "input_buffer_pj_per_byte": sram_pj_per_byte(buffers.input_bank),
+        "weight_buffer_pj_per_byte": sram_pj_per_byte(buffers.weight_bank),
+        "output_buffer_pj_per_byte": sram_pj_per_byte(buffers.output_bank),
+        "register_pj_per_access": RF_PJ_PER_16BIT_PER_BYTE_OF_RF * ACCUMULATOR_RF_BYTES * accumulator_bits / 16,
+        "mac_pj": MAC_PJ,
+    }
+
+
+def _section(data: dict, name: str, defaults: dict | None = None) -> dict:
+    raw = data.get(name, {} if defaults is not None else None)
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{name}: missing or not a mapping; expected keys {', '.join(_SCHEMA[name])}")
+    unknown = set(raw) - set(_SCHEMA[name])
+    if unknown:
+        raise ConfigError(f"{name}.{sorted(unknown)[0]}: unknown field; allowed: {', '.join(_SCHEMA[name])}")
+    values = {}
+    for key, spec in _SCHEMA[name].items():
+        if key not in raw:
+            if defaults is None or key not in defaults:
+                raise ConfigError(f"{name}.{key}: missing; expected {spec['range'].describe()}")
+            values[key] = defaults[key]
+            continue
+        values[key] = spec["range"].check(f"{name}.{key}", raw[key])
+    return values
+
+
+def config_from_dict(data: dict, source: str = "<dict>") -> AcceleratorConfig:
+    """Validate a YAML-shaped mapping into an `AcceleratorConfig` (ConfigError names the field)."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: top level must be a mapping")
+    unknown = set(data) - set(_SCHEMA) - set(_TOP) - set(_STRINGS)
+    if unknown:
+        raise ConfigError(f"{sorted(unknown)[0]}: unknown field; allowed: {', '.join([*_STRINGS, *_TOP, *_SCHEMA])}")
+    for key in _STRINGS:
+        if not isinstance(data.get(key, ""), str):
+            raise ConfigError(f"{key}: {data[key]!r} is not allowed; expected a string")
+    if "clock_mhz" not in data:
+        raise ConfigError(f"clock_mhz: missing; expected {_TOP['clock_mhz']['range'].describe()}")
+    clock = _TOP["clock_mhz"]["range"].check("clock_mhz", data["clock_mhz"])
+    pe = PEArray(**_section(data, "pe"))
+    widths = Widths(**_section(data, "widths"))
+    buffers = Buffers(**_section(data, "buffers"))
+    dram = Dram(**_section(data, "dram"))
+    if dram.bandwidth_bytes_per_cycle > dram.bus_width_bits / 8:
+        raise ConfigError(
+            f"dram.bandwidth_bytes_per_cycle: {dram.bandwidth_bytes_per_cycle} exceeds the bus "
+            f"(dram.bus_width_bits / 8 = {dram.bus_width_bits // 8}); expected a number in [1/64, {dram.bus_width_bits // 8}]"
+        )
+    energy = Energy(**_section(data, "energy", _default_energy(buffers, widths.accumulator)))
+    name = data.get("name") or Path(source).stem
+    return AcceleratorConfig(name, data.get("device", "generic"), data.get("board", "none"), clock, pe, widths, buffers, dram, energy)
+
+
+def load_config(path: str | Path | None = None) -> AcceleratorConfig:
+    """Load and validate a YAML config; a bare name (e.g. `ice40up5k`) means a shipped config."""
+    path = DEFAULT_CONFIG if path is None else Path(path)
+    if not path.exists() and (CONFIG_DIR / f"{path}.yaml").exists():
+        path = CONFIG_DIR / f"{path}.yaml"
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read ({error.strerror})") from error
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML ({error})") from error
+    try:
+        return config_from_dict(data, str(path))
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from error

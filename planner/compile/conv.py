@@ -1,0 +1,261 @@
+"""Lowering of a conv / fc layer with its Schedule to LOAD / CONV / STORE instructions.
+
+The DRAM-level tile loops run in the schedule's order. A tensor's tile is loaded when the tile
+needed differs from the one resident (the planner's reuse model). An output tile accumulates
+over input-channel tiles in the accumulator bank; when the loop order leaves it before all
+input-channel tiles are done, its int32 partial sums are spilled to scratch DRAM and reloaded
+at the next visit.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from hwgen.config import AcceleratorConfig
+from hwgen.dma import Descriptor, Dim
+from hwgen.isa import Buffer, Opcode
+from hwgen.layout import ACC_BYTES, PARAM_BANK_CHANNELS, PARAM_BYTES, bank_bytes, phase_row_pitch
+from planner.compile.emitter import Emitter
+from planner.compile.packing import expand_depthwise, padded_channels, param_block, weight_block
+from planner.errors import PlanningError
+from planner.ir import Layer, ceil_div
+from planner.schedule import DIMS, ConvShape, Schedule, axis_tiles
+
+MAX_RUN = 1 << 15
+
+
+@dataclass(frozen=True)
+class ConvTiling:
+    """Tile boundaries per dim and the buffer geometry shared by all tiles of a layer."""
+
+    layer: Layer
+    shape: ConvShape
+    schedule: Schedule
+    config: AcceleratorConfig
+
+    @property
+    def stride(self) -> int:
+        return self.shape.sh
+
+    def tiles(self, dim: str) -> list[tuple[int, int]]:
+        if dim == "IC" and self.shape.depthwise:
+            return [(0, 1)]
+        return axis_tiles(self.shape.bound(dim), self.schedule.tile(dim))
+
+    @property
+    def in_rows(self) -> int:
+        return (min(self.schedule.oh, self.shape.oh) - 1) * self.stride + self.shape.kh
+
+    @property
+    def in_cols(self) -> int:
+        return (min(self.schedule.ow, self.shape.ow) - 1) * self.shape.sw + self.shape.kw
+
+    @property
+    def row_pitch(self) -> int:
+        return phase_row_pitch(self.in_cols, self.stride, self.config.pe.cols)
+
+    @property
+    def window(self) -> InputWindow:
+        return InputWindow((self.shape.kh, self.shape.kw), self.stride, (self.shape.pad_top, self.shape.pad_left),
+                           self.in_rows, self.row_pitch)
+
+    def ic_groups(self, ic_size: int) -> int:
+        pe = self.config.pe
+        return max(1, ceil_div(pe.rows, pe.simd)) if self.shape.depthwise else ceil_div(ic_size, pe.simd)
+
+    def input_channel_groups(self, oc_size: int, ic_size: int) -> int:
+        """Channel groups of an input tile (depthwise tiles follow the output channels)."""
+        pe = self.config.pe
+        if self.shape.depthwise:  # oc group g reads input groups g*R//S .. g*R//S + ic_groups - 1
+            return (ceil_div(oc_size, pe.rows) - 1) * pe.rows // pe.simd + self.ic_groups(ic_size)
+        return ceil_div(ic_size, pe.simd)
+
+    def check_fits(self) -> None:
+        """Every tile fits its bank in the hardware layouts (else the plan is not executable)."""
+        pe, cfg = self.config.pe, self.config
+        oc = min(self.schedule.oc, self.shape.oc)
+        ic = 1 if self.shape.depthwise else min(self.schedule.ic, self.shape.ic)
+        need = {
+            "input": self.input_channel_groups(oc, ic) * self.in_rows * self.stride * self.row_pitch * pe.simd,
+            "weight": ceil_div(oc, pe.rows) * pe.rows * self.ic_groups(ic) * pe.simd * self.shape.kh * self.shape.kw,
+            "acc": min(self.schedule.oh, self.shape.oh) * min(self.schedule.ow, self.shape.ow) * ceil_div(oc, pe.rows) * pe.rows * ACC_BYTES,
+            "param": ceil_div(oc, pe.rows) * pe.rows * PARAM_BYTES,
+        }
+        for buffer, size in need.items():
+            if size > bank_bytes(cfg, buffer):
+                raise PlanningError(
+                    f"layer {self.layer.name!r}: tiles {self.schedule.tiles} need a {size}-byte {buffer} bank "
+                    f"in the hardware layout, the configuration has {bank_bytes(cfg, buffer)}"
+                )
+        if self.shape.sh != self.shape.sw:
+            raise PlanningError(f"layer {self.layer.name!r}: strides {self.shape.sh}x{self.shape.sw} differ; the hardware needs equal strides")
+        if oc > PARAM_BANK_CHANNELS:
+            raise PlanningError(f"layer {self.layer.name!r}: {oc} output channels per tile exceed {PARAM_BANK_CHANNELS}")
+
+
+def weight_constants(tiling: ConvTiling) -> tuple[np.ndarray, dict[tuple[int, int], int]]:
+    """The layer's constant bytes: parameters for all output channels, then one weight block
+    per (oc tile, ic tile); returns the bytes and each block's offset."""
+    layer, pe = tiling.layer, tiling.config.pe
+    q = layer.quant
+    parts = [param_block(q.bias, q.multiplier, q.shift, pe.rows)]
+    offsets, cursor = {}, len(parts[0])
+    for (o, (o0, on)), (i, (i0, inn)) in itertools.product(enumerate(tiling.tiles("OC")), enumerate(tiling.tiles("IC"))):
+        if tiling.shape.depthwise:  # tile-local: the input tile starts at channel o0
+            tile = expand_depthwise(q.weights[o0:o0 + on], pe.rows, pe.simd)
+        else:
+            tile = q.weights[o0:o0 + on, i0:i0 + inn]
+        block = weight_block(tile, pe.rows, pe.simd)
+        offsets[(o, i)] = cursor
+        parts.append(block)
+        cursor += len(block)
+    return np.concatenate(parts), offsets
+
+
+def _linear(load: bool, nbytes: int, quantum: int) -> tuple[Descriptor, int]:
+    """A contiguous transfer of `nbytes` (a multiple of `quantum`) as rows of at most MAX_RUN."""
+    run = nbytes
+    while run > MAX_RUN:
+        run = next(r for r in range(MAX_RUN // quantum * quantum, 0, -quantum) if nbytes % r == 0)
+    return Descriptor(load=load, dram_addr=0, buf_addr=0, run_bytes=run,
+                      dims=(Dim(nbytes // run, run, run),) if nbytes > run else ()), run
+
+
+def lower_conv(em: Emitter, tiling: ConvTiling, constants: int, block_offsets: dict, source: int, target: int,
+               scratch: int | None, reads_stored_data: bool) -> None:
+    """Emit the whole layer; `constants`, `source`, `target`, `scratch` are DRAM addresses."""
+    layer, shape, cfg = tiling.layer, tiling.shape, tiling.config
+    pe, q = cfg.pe, layer.quant
+    s = tiling.stride
+    out_c, out_h, out_w = layer.out_shape
+    out_cp = padded_channels(out_c, pe.simd)
+    em.emit(Opcode.CONVCFG, in_zero_point=q.inputs[0].zero_point, out_zero_point=q.output.zero_point,
+            act_min=q.act_min, act_max=q.act_max, kernel_h=shape.kh, kernel_w=shape.kw, stride=s,
+            in_rows=tiling.in_rows, in_row_pitch=tiling.row_pitch)
+    tiles = {dim: tiling.tiles(dim) for dim in DIMS}
+    order = tiling.schedule.order
+    steps = [dict(zip(order, index)) for index in itertools.product(*[range(len(tiles[d])) for d in order])]
+    n_ic = len(tiles["IC"])
+    done_ic: dict[tuple, int] = {}
+    resident = {"weight": None, "input": None}
+    first_input = True
+    open_key, open_bank = None, None
+    scratch_tile = tile_acc_bytes(tiling)
+
+    for n, step in enumerate(steps):
+        (o0, on), (i0, inn) = tiles["OC"][step["OC"]], tiles["IC"][step["IC"]]
+        (h0, hn), (w0, wn) = tiles["OH"][step["OH"]], tiles["OW"][step["OW"]]
+        oc_groups = ceil_div(on, pe.rows)
+        weight_key = (step["OC"], step["IC"])
+        input_key = (step["OC"] if shape.depthwise else step["IC"], step["OH"], step["OW"])
+        out_key = (step["OC"], step["OH"], step["OW"])
+        out_index = (step["OC"] * len(tiles["OH"]) + step["OH"]) * len(tiles["OW"]) + step["OW"]
+        acc_bytes = hn * wn * oc_groups * pe.rows * ACC_BYTES
+
+        if resident["weight"] != weight_key:
+            params, _ = _linear(True, oc_groups * pe.rows * PARAM_BYTES, PARAM_BYTES)
+            block = oc_groups * pe.rows * tiling.ic_groups(inn) * pe.simd * shape.kh * shape.kw
+            weights, _ = _linear(True, block, pe.rows * pe.simd)
+            em.load("weight", [
+                dict(buffer=Buffer.PARAM, desc=em.descriptor(params), dram_offset=constants + o0 * PARAM_BYTES),
+                dict(buffer=Buffer.WEIGHT, desc=em.descriptor(weights), dram_offset=constants + block_offsets[weight_key]),
+            ])
+        if resident["input"] != input_key:
+            if first_input and reads_stored_data:
+                em.await_stores()
+            first_input = False
+            em.load("input", tiling.window.loads(
+                em, cfg, layer.in_shape, source, o0 if shape.depthwise else i0, tiling.input_channel_groups(on, inn),
+                (h0, hn), (w0, wn), q.inputs[0].zero_point))
+        if open_key != out_key:
+            reload = None
+            if done_ic.get(out_key, 0):
+                desc, _ = _linear(True, acc_bytes, ACC_BYTES)
+                reload = [dict(desc=em.descriptor(desc), dram_offset=scratch + out_index * scratch_tile)]
+            open_bank, open_key = em.open_output(reload), out_key
+        if resident["weight"] != weight_key:
+            em.use("weight")
+            resident["weight"] = weight_key
+        if resident["input"] != input_key:
+            em.use("input")
+            resident["input"] = input_key
+        finished = done_ic.get(out_key, 0) + 1 == n_ic
+        em.emit(Opcode.CONV, in_bank=em.next_bank["input"] ^ 1, weight_bank=em.next_bank["weight"] ^ 1,
+                out_bank=open_bank, oc_groups=oc_groups, out_rows=hn, ow_groups=ceil_div(wn, pe.cols),
+                last_group_cols=wn - (ceil_div(wn, pe.cols) - 1) * pe.cols, ic_groups=tiling.ic_groups(inn),
+                depthwise=int(shape.depthwise), init_from_acc=int(done_ic.get(out_key, 0) > 0), requantize=int(finished))
+        done_ic[out_key] = done_ic.get(out_key, 0) + 1
+        next_out = None
+        if n + 1 < len(steps):
+            nxt = steps[n + 1]
+            next_out = (nxt["OC"], nxt["OH"], nxt["OW"])
+        if next_out != out_key:
+            if finished:
+                store = Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=on,
+                                   dims=(Dim(wn, out_cp, oc_groups * pe.rows), Dim(hn, out_w * out_cp, wn * oc_groups * pe.rows)))
+                stores = [dict(desc=em.descriptor(store), dram_offset=target + (h0 * out_w + w0) * out_cp + o0)]
+            else:
+                if scratch is None:
+                    raise PlanningError(f"layer {layer.name!r}: schedule spills partial sums but no scratch was reserved")
+                desc, _ = _linear(False, acc_bytes, ACC_BYTES)
+                stores = [dict(desc=em.descriptor(desc), dram_offset=scratch + out_index * scratch_tile)]
+            em.close_output(open_bank, stores)
+            open_key = None
+    em.release_all()
+
+
+def spills(tiling: ConvTiling) -> bool:
+    """Whether the loop order leaves an output tile before all its input-channel tiles are done."""
+    order = [d for d in tiling.schedule.order if len(tiling.tiles(d)) > 1]
+    return "IC" in order and any(d in ("OC", "OH", "OW") for d in order[order.index("IC") + 1:])
+
+
+def tile_acc_bytes(tiling: ConvTiling) -> int:
+    """Bytes of the largest output tile's int32 partial sums."""
+    pe, shape, sched = tiling.config.pe, tiling.shape, tiling.schedule
+    return min(sched.oh, shape.oh) * min(sched.ow, shape.ow) * ceil_div(min(sched.oc, shape.oc), pe.rows) * pe.rows * ACC_BYTES
+
+
+def scratch_bytes(tiling: ConvTiling) -> int:
+    tiles = len(tiling.tiles("OC")) * len(tiling.tiles("OH")) * len(tiling.tiles("OW"))
+    return tiles * tile_acc_bytes(tiling)
+
+
+@dataclass(frozen=True)
+class InputWindow:
+    """How an input tile is laid out in the input buffer (shared by conv and vector layers)."""
+
+    kernel: tuple[int, int]
+    stride: int
+    pads: tuple[int, int]  # top, left
+    in_rows: int
+    row_pitch: int
+
+    def loads(self, em: Emitter, config: AcceleratorConfig, in_shape: tuple[int, int, int], source: int,
+              channel0: int, groups: int, rows: tuple[int, int], cols: tuple[int, int], fill: int,
+              buf_addr: int = 0) -> list[dict]:
+        """One LOAD per stride phase for output rows/cols `(start, count)`: the input window
+        (halo included); positions outside the map are written as `fill`."""
+        pe, s = config.pe, self.stride
+        channels, height, width = in_shape
+        in_cp = padded_channels(channels, pe.simd)
+        (h0, hn), (w0, wn) = rows, cols
+        n_rows, n_cols = (hn - 1) * s + self.kernel[0], (wn - 1) * s + self.kernel[1]
+        r0, c0 = h0 * s - self.pads[0], w0 * s - self.pads[1]
+        plane = self.in_rows * s * self.row_pitch * pe.simd
+        loads = []
+        for phase in range(min(s, n_cols)):
+            desc = Descriptor(
+                load=True, dram_addr=0, buf_addr=0, run_bytes=pe.simd,
+                dims=(Dim(ceil_div(n_cols - phase, s), s * in_cp, pe.simd, 0, s),
+                      Dim(n_rows, width * in_cp, s * self.row_pitch * pe.simd, 1, 0),
+                      Dim(groups, pe.simd, plane, 0, 0)),
+                height=height, width=width, fill=fill & 0xFF,
+            )
+            loads.append(dict(buffer=Buffer.INPUT, desc=em.descriptor(desc),
+                              buf_addr=buf_addr + phase * self.row_pitch * pe.simd,
+                              dram_offset=source + (r0 * width + c0 + phase) * in_cp + channel0,
+                              y_offset=r0, x_offset=c0 + phase))
+        return loads

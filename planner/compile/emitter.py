@@ -1,0 +1,118 @@
+"""Emits instructions with the synchronisation protocol between the load, compute and store
+queues: counting semaphores for double-buffered banks and for data passed through DRAM.
+
+Protocol (docs/isa.md): each double-buffered buffer has a FULL and a FREE semaphore; the load
+queue waits FREE, loads a bank, signals FULL; the compute queue waits FULL before first use of
+a bank and signals FREE when it moves on. Output tiles: compute waits ACC_FREE (or ACC_LOADED
+after a partial-sum reload), signals ACC_READY when a tile's results are complete; the store
+queue waits ACC_READY, stores, signals ACC_FREE and STORED. A load of data that earlier stores
+wrote waits for every STORED token outstanding.
+"""
+from __future__ import annotations
+
+from enum import IntEnum
+
+from hwgen.dma import Descriptor
+from hwgen.isa import Buffer, Instruction, Opcode, Queue
+from hwgen.program import Program
+
+
+class Sem(IntEnum):
+    INPUT_FULL = 0
+    INPUT_FREE = 1
+    WEIGHT_FULL = 2
+    WEIGHT_FREE = 3
+    ACC_READY = 4
+    ACC_FREE = 5
+    ACC_LOADED = 6
+    STORED = 7
+
+
+class Emitter:
+    """Builds a Program; tracks banks and outstanding semaphore tokens."""
+
+    def __init__(self) -> None:
+        self.program = Program()
+        self.next_bank = {"input": 0, "weight": 0, "acc": 0}
+        self.holding = {"input": False, "weight": False}  # compute holds a FULL bank
+        self.stored_outstanding = 0
+        for sem, queue in ((Sem.INPUT_FREE, Queue.LOAD), (Sem.WEIGHT_FREE, Queue.LOAD), (Sem.ACC_FREE, Queue.STORE)):
+            self.signal(queue, sem)
+            self.signal(queue, sem)
+
+    def emit(self, opcode: Opcode, **fields: int) -> None:
+        self.program.emit(Instruction.make(opcode, **fields))
+
+    def signal(self, queue: Queue, sem: Sem) -> None:
+        self.emit(Opcode.SIGNAL, queue=queue, sem=sem)
+
+    def wait(self, queue: Queue, sem: Sem) -> None:
+        self.emit(Opcode.WAIT, queue=queue, sem=sem)
+
+    def descriptor(self, descriptor: Descriptor) -> int:
+        return self.program.descriptor(descriptor)
+
+    # ------------------------------------------------------------------ loads
+    def await_stores(self) -> None:
+        """Make the load queue wait until every store emitted so far has completed."""
+        for _ in range(self.stored_outstanding):
+            self.wait(Queue.LOAD, Sem.STORED)
+        self.stored_outstanding = 0
+
+    def load(self, kind: str, loads: list[dict]) -> int:
+        """Fill the next bank of `kind` ('input' or 'weight'; weights carry their parameters)
+        with LOAD instructions (field dicts without `bank`); returns the bank."""
+        bank = self.next_bank[kind]
+        self.next_bank[kind] ^= 1
+        free, full = (Sem.INPUT_FREE, Sem.INPUT_FULL) if kind == "input" else (Sem.WEIGHT_FREE, Sem.WEIGHT_FULL)
+        self.wait(Queue.LOAD, free)
+        for fields in loads:
+            self.emit(Opcode.LOAD, bank=bank, **fields)
+        self.signal(Queue.LOAD, full)
+        return bank
+
+    def use(self, kind: str) -> None:
+        """Compute switches to the bank loaded last for `kind`: release the old one, wait for the new."""
+        free, full = (Sem.INPUT_FREE, Sem.INPUT_FULL) if kind == "input" else (Sem.WEIGHT_FREE, Sem.WEIGHT_FULL)
+        if self.holding[kind]:
+            self.signal(Queue.COMPUTE, free)
+        self.wait(Queue.COMPUTE, full)
+        self.holding[kind] = True
+
+    def release_all(self) -> None:
+        """Compute gives back the banks it holds (end of a layer)."""
+        for kind, free in (("input", Sem.INPUT_FREE), ("weight", Sem.WEIGHT_FREE)):
+            if self.holding[kind]:
+                self.signal(Queue.COMPUTE, free)
+                self.holding[kind] = False
+
+    # --------------------------------------------------------------- outputs
+    def open_output(self, reload: list[dict] | None = None) -> int:
+        """Start an output tile in the next accumulator bank, optionally reloading partial sums."""
+        bank = self.next_bank["acc"]
+        self.next_bank["acc"] ^= 1
+        if reload:
+            self.wait(Queue.LOAD, Sem.ACC_FREE)
+            self.await_stores()
+            for fields in reload:
+                self.emit(Opcode.LOAD, buffer=Buffer.ACC, bank=bank, **fields)
+            self.signal(Queue.LOAD, Sem.ACC_LOADED)
+            self.wait(Queue.COMPUTE, Sem.ACC_LOADED)
+        else:
+            self.wait(Queue.COMPUTE, Sem.ACC_FREE)
+        return bank
+
+    def close_output(self, bank: int, stores: list[dict]) -> None:
+        """The tile in `bank` is complete: store it and free the bank."""
+        self.signal(Queue.COMPUTE, Sem.ACC_READY)
+        self.wait(Queue.STORE, Sem.ACC_READY)
+        for fields in stores:
+            self.emit(Opcode.STORE, bank=bank, **fields)
+        self.signal(Queue.STORE, Sem.ACC_FREE)
+        self.signal(Queue.STORE, Sem.STORED)
+        self.stored_outstanding += 1
+
+    def finish(self) -> Program:
+        self.release_all()
+        self.emit(Opcode.END)
+        return self.program

@@ -1,0 +1,140 @@
+"""Lowering of pooling, residual add and concat layers to VEC instructions.
+
+Tiles cover all output columns, as many output rows as the buffers allow, and channel groups
+(all of them when they fit). Each tile: parameters (per-channel multiplier and shift) into the
+parameter bank, the input window(s) into the input bank, one VEC, one STORE of the int8 tile.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hwgen.config import AcceleratorConfig
+from hwgen.dma import Descriptor, Dim
+from hwgen.isa import Buffer, Opcode, VecOp
+from hwgen.layout import PARAM_BANK_CHANNELS, PARAM_BYTES, bank_bytes, phase_row_pitch
+from planner.compile.conv import InputWindow
+from planner.compile.emitter import Emitter
+from planner.compile.memory_map import align
+from planner.compile.packing import padded_channels, param_block
+from planner.errors import PlanningError
+from planner.ir import Layer, Op, ceil_div
+
+INT8_MIN = -128
+
+
+@dataclass(frozen=True)
+class VecSource:
+    """One input tensor of a vector layer: DRAM address, shape, zero point, padding fill."""
+
+    address: int
+    shape: tuple[int, int, int]
+    zero_point: int
+    fill: int
+
+
+def vector_constants(layer: Layer, rows: int) -> np.ndarray:
+    """Per-channel requantization records (bias 0)."""
+    q = layer.quant
+    return param_block(np.zeros(len(q.multiplier), np.int64), q.multiplier, q.shift, rows)
+
+
+def _window(layer: Layer, config: AcceleratorConfig, out_rows: int) -> InputWindow:
+    if layer.stride[0] != layer.stride[1]:
+        raise PlanningError(f"layer {layer.name!r}: strides {layer.stride} differ; the hardware needs equal strides")
+    s = layer.stride[0]
+    kernel = layer.kernel if layer.op in (Op.MAXPOOL, Op.AVGPOOL) else (1, 1)
+    cols = (layer.out_shape[2] - 1) * s + kernel[1]
+    return InputWindow(kernel, s, (layer.pads[0], layer.pads[1]), (out_rows - 1) * s + kernel[0],
+                       phase_row_pitch(cols, s, config.pe.cols))
+
+
+def _tile(layer: Layer, config: AcceleratorConfig, operands: int) -> tuple[int, int]:
+    """(channel groups, output rows) per tile: the largest that fit the banks."""
+    simd = config.pe.simd
+    groups_total = ceil_div(layer.out_shape[0], simd)
+    out_h, out_w = layer.out_shape[1:]
+    for groups in sorted({min(groups_total, g) for g in (groups_total, *(2**k for k in range(12)))}, reverse=True):
+        if groups * simd > PARAM_BANK_CHANNELS:
+            continue
+        for rows in range(out_h, 0, -1):
+            window = _window(layer, config, rows)
+            plane = groups * window.in_rows * window.stride * window.row_pitch * simd
+            if operands * align(plane) <= bank_bytes(config, "input") and rows * out_w * groups * simd <= bank_bytes(config, "acc"):
+                return groups, rows
+    raise PlanningError(f"layer {layer.name!r} ({layer.op}, {layer.in_shape} -> {layer.out_shape}): even one output "
+                        f"row of one channel group does not fit the input ({bank_bytes(config, 'input')} B) and "
+                        f"accumulator ({bank_bytes(config, 'acc')} B) banks")
+
+
+def lower_vector(em: Emitter, layer: Layer, config: AcceleratorConfig, sources: list[VecSource], target: int,
+                 constants: int, channel_offsets: list[int] | None = None, reads_stored_data: bool = True) -> None:
+    """Emit a pooling / add layer (one VEC per tile), or a concat (one COPY pass per input)."""
+    q = layer.quant
+    if layer.op == Op.CONCAT:
+        offsets = channel_offsets or []
+        for index, (source, offset) in enumerate(zip(sources, offsets)):
+            part = _concat_part(layer, source, offset)
+            _emit_tiles(em, part, config, [source], target, constants + offset * PARAM_BYTES, VecOp.COPY,
+                        (q.input_multipliers[index], 0), layer.out_shape[0], offset, reads_stored_data and index == 0)
+        return
+    op = {Op.MAXPOOL: VecOp.MAX, Op.AVGPOOL: VecOp.SUM, Op.ADD: VecOp.ADD}[layer.op]
+    multipliers = (q.input_multipliers + (0,))[:2] if op == VecOp.ADD else (0, 0)
+    _emit_tiles(em, layer, config, sources, target, constants, op, multipliers, layer.out_shape[0], 0, reads_stored_data)
+
+
+def _concat_part(layer: Layer, source: VecSource, offset: int) -> Layer:
+    """The copy of one concat input as a layer of its own shape (same quantization)."""
+    from dataclasses import replace
+
+    return replace(layer, inputs=layer.inputs[:1], in_shapes=(source.shape,), out_shape=source.shape)
+
+
+def _emit_tiles(em: Emitter, layer: Layer, config: AcceleratorConfig, sources: list[VecSource], target: int,
+                params: int, op: VecOp, multipliers: tuple[int, int], out_channels_total: int, channel_offset: int,
+                reads_stored_data: bool) -> None:
+    pe = config.pe
+    channels, out_h, out_w = layer.out_shape
+    groups_per_tile, rows_per_tile = _tile(layer, config, len(sources))
+    window = _window(layer, config, rows_per_tile)
+    q = layer.quant
+    out_cp = padded_channels(out_channels_total, pe.simd)
+    em.emit(Opcode.CONVCFG, in_zero_point=sources[0].zero_point, out_zero_point=q.output.zero_point,
+            act_min=q.act_min, act_max=q.act_max, kernel_h=window.kernel[0], kernel_w=window.kernel[1],
+            stride=window.stride, in_rows=window.in_rows, in_row_pitch=window.row_pitch)
+    plane = align(groups_per_tile * window.in_rows * window.stride * window.row_pitch * pe.simd)
+    waited = not reads_stored_data
+    for c0 in range(0, channels, groups_per_tile * pe.simd):
+        cn = min(groups_per_tile * pe.simd, channels - c0)
+        groups = ceil_div(cn, pe.simd)
+        records = groups * pe.simd * PARAM_BYTES
+        desc = Descriptor(load=True, dram_addr=0, buf_addr=0, run_bytes=records)
+        em.load("weight", [dict(buffer=Buffer.PARAM, desc=em.descriptor(desc), dram_offset=params + c0 * PARAM_BYTES)])
+        em.use("weight")
+        for h0 in range(0, out_h, rows_per_tile):
+            hn = min(rows_per_tile, out_h - h0)
+            loads = []
+            for index, source in enumerate(sources):
+                loads += window.loads(em, config, source.shape, source.address, c0, groups, (h0, hn), (0, out_w),
+                                      source.fill, buf_addr=index * plane)
+            if not waited:
+                em.await_stores()
+                waited = True
+            em.load("input", loads)
+            bank = em.open_output()
+            em.use("input")
+            second = sources[1].zero_point if len(sources) > 1 else 0
+            em.emit(Opcode.VEC, op=op, in_bank=em.next_bank["input"] ^ 1, out_bank=bank, in2_addr=plane if len(sources) > 1 else 0,
+                    in2_zero_point=second, channel_groups=groups, out_rows=hn, out_cols=out_w,
+                    multiplier_a=multipliers[0], multiplier_b=multipliers[1], param_bank=em.next_bank["weight"] ^ 1)
+            store = Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=cn,
+                               dims=(Dim(out_w, out_cp, groups * pe.simd), Dim(hn, out_w * out_cp, out_w * groups * pe.simd)))
+            em.close_output(bank, [dict(desc=em.descriptor(store),
+                                        dram_offset=target + h0 * out_w * out_cp + channel_offset + c0)])
+    em.release_all()
+
+
+def source_fill(layer: Layer, zero_point: int) -> int:
+    """Padding value: never wins a max, contributes 0 to a sum."""
+    return INT8_MIN if layer.op == Op.MAXPOOL else zero_point
