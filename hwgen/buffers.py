@@ -1,11 +1,12 @@
-"""Double buffers: two banks, one owned by the DMA side and the other by the compute side.
+"""Double buffers: two banks, addressed by the DMA side and the compute side.
 
 Each bank is a simple dual-port `lib.memory.Memory` (one write port with byte enables, one
-synchronous read port), so it maps to block RAM. Each side sees one write and one read port;
-a side's accesses go to the bank it owns. `swap` (sampled at a clock edge; the sequencer's
-tokens drive it) exchanges the banks from the next cycle on; accesses in the cycle of the swap
-still go to the old banks. Read data arrives one cycle after a read with `en` high, from the bank
-that read addressed.
+synchronous read port), so it maps to block RAM. Each side sees one write and one read port
+and selects its bank (`dma_bank`, `compute_bank`: the bank fields of the instructions). The
+DMA side owns its bank while `dma_active`; otherwise a bank belongs to the compute side when
+selected by it. The sequencer's semaphores guarantee the two sides never use one bank at the
+same time. Read data arrives one cycle after a read with `en` high, from the bank that read
+addressed.
 """
 from __future__ import annotations
 
@@ -16,17 +17,21 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from hwgen.config import AcceleratorConfig
+from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
 
 
 def bank_shape(config: AcceleratorConfig, kind: str) -> tuple[int, int]:
-    """(word bytes, depth) of one bank: `input` words are C*S bytes, `weight` R*S, `output` C accumulators."""
-    pe, buffers = config.pe, config.buffers
-    word_bytes, bank_bytes = {
-        "input": (pe.cols * pe.simd, buffers.input_bank),
-        "weight": (pe.rows * pe.simd, buffers.weight_bank),
-        "output": (pe.cols * config.widths.accumulator_bytes, buffers.output_bank),
+    """(word bytes, depth) of one bank: `input` words are C*S bytes (one PE-column window),
+    `weight` R*S (one weight word per row), `param` R channel records, `acc` R accumulators
+    (one pixel's output channels)."""
+    pe = config.pe
+    word_bytes = {
+        "input": pe.cols * pe.simd,
+        "weight": pe.rows * pe.simd,
+        "param": pe.rows * PARAM_BYTES,
+        "acc": pe.rows * ACC_BYTES,
     }[kind]
-    return word_bytes, bank_bytes // word_bytes
+    return word_bytes, bank_bytes(config, kind) // word_bytes
 
 
 class DoubleBuffer(wiring.Component):
@@ -47,36 +52,34 @@ class DoubleBuffer(wiring.Component):
             "dma_rd": Out(ReadPort.Signature(addr_width=addr, shape=word)),
             "compute_wr": Out(WritePort.Signature(addr_width=addr, shape=word, granularity=8)),
             "compute_rd": Out(ReadPort.Signature(addr_width=addr, shape=word)),
-            "swap": In(1),
-            "dma_bank": Out(1),
+            "dma_bank": In(1),
+            "dma_active": In(1),
+            "compute_bank": In(1),
         })
 
     @classmethod
     def from_config(cls, config: AcceleratorConfig, kind: str) -> DoubleBuffer:
-        """The `input`, `weight` or `output` buffer of a configuration."""
+        """The `input`, `weight`, `param` or `acc` buffer of a configuration."""
         return cls(*bank_shape(config, kind))
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        sides = ((self.dma_wr, self.dma_rd), (self.compute_wr, self.compute_rd))
-        with m.If(self.swap):
-            m.d.sync += self.dma_bank.eq(~self.dma_bank)
-        # Which bank each side's last read addressed (for routing the read data back).
+        sides = ((self.dma_wr, self.dma_rd, self.dma_bank), (self.compute_wr, self.compute_rd, self.compute_bank))
         read_bank = [Signal(name=f"{side}_read_bank") for side in ("dma", "compute")]
-        banks = []
+        reads = []
         for index in range(2):
             bank = Memory(shape=unsigned(8 * self.word_bytes), depth=self.depth, init=[])
             m.submodules[f"bank{index}"] = bank
             write, read = bank.write_port(granularity=8), bank.read_port()
-            owner = self.dma_bank != index  # 0: DMA side, 1: compute side
-            for field in ("addr", "data", "en"):
-                m.d.comb += getattr(write, field).eq(Mux(owner, getattr(sides[1][0], field), getattr(sides[0][0], field)))
-            m.d.comb += [read.addr.eq(Mux(owner, sides[1][1].addr, sides[0][1].addr)),
-                         read.en.eq(Mux(owner, sides[1][1].en, sides[0][1].en))]
-            banks.append(read)
-        for side, (_, read) in enumerate(sides):
-            bank_now = self.dma_bank if side == 0 else ~self.dma_bank
+            dma_owns = self.dma_active & (self.dma_bank == index)
+            compute_owns = ~dma_owns & (self.compute_bank == index)
+            for owns, (side_write, side_read, _) in ((dma_owns, sides[0]), (compute_owns, sides[1])):
+                with m.If(owns):
+                    m.d.comb += [write.addr.eq(side_write.addr), write.data.eq(side_write.data),
+                                 write.en.eq(side_write.en), read.addr.eq(side_read.addr), read.en.eq(side_read.en)]
+            reads.append(read)
+        for side, (_, read, select) in enumerate(sides):
             with m.If(read.en):
-                m.d.sync += read_bank[side].eq(bank_now)
-            m.d.comb += read.data.eq(Mux(read_bank[side], banks[1].data, banks[0].data))
+                m.d.sync += read_bank[side].eq(select)
+            m.d.comb += read.data.eq(Mux(read_bank[side], reads[1].data, reads[0].data))
         return m

@@ -1,0 +1,244 @@
+"""The pooling / element-wise unit: executes one VEC instruction (docs/isa.md) on `S` lanes.
+
+Semantics are `sim.isa_sim.IsaSimulator._vec` with the buffer layouts of `hwgen.layout`: per
+output pixel `(oh, ow)` and channel group `g`, the `S` lanes of one pixel are reduced over
+
+- MAX / SUM: the CONVCFG kernel window with its stride, read from the phase-decomposed input
+  (input row `oh * stride + kh`, phase `kw % stride`, index `ow + kw // stride`), values
+  `x - in_zero_point`;
+- COPY: the pixel itself (input layout with stride 1), `(x - in_zero_point) * multiplier_a`;
+- ADD: COPY plus `(x2 - in2_zero_point) * multiplier_b`, `x2` read `in2_addr` bytes further
+  (`in2_addr` must be a multiple of `S`: the unit addresses whole pixels);
+
+then requantized with the multiplier and shift of parameter record `g * S + lane` (bias
+ignored), the output zero point and the act_min/act_max clamp (`hwgen.postprocess`), and
+written as int8 at byte `acc_element(oh, ow, g * S + lane, width=out_cols,
+channels=channel_groups * S)` of the accumulator bank. Kernel sizes must be >= 1, shifts <= 62.
+The caller connects the buffer ports to the banks `in_bank`, `param_bank` and `out_bank` name.
+
+Schedule: one read of one pixel's `S` lanes per cycle, loops (outer to inner) `oh, ow, g, kh,
+kw, operand`, so the results are consecutive `S`-byte chunks of the accumulator bank. Pipeline
+(nothing stalls): read issue → select the pixel in the word, subtract the zero point, pick the
+coefficient → product → accumulate (max or sum) and read the parameters → post-processing →
+byte-enabled write. A VEC keeps `idle` low for exactly `vec_cycles(vec, convcfg)` cycles.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Mux, Shape, Signal, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import ReadPort, WritePort
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2, exact_log2
+
+from hwgen.config import AcceleratorConfig
+from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Instruction, Opcode, VecOp
+from hwgen.layout import ACC_BYTES, PARAM_BANK_CHANNELS, PARAM_BYTES, bank_bytes
+from hwgen.pe import register
+from hwgen.postprocess import LATENCY as POSTPROCESS_LATENCY
+from hwgen.postprocess import PostProcess
+from planner.quant import MULTIPLIER_BITS
+
+ACCUMULATE_LATENCY = 4
+"""Cycles from a window's last read to its post-processing input: read, select, product, accumulate."""
+OVERHEAD = ACCUMULATE_LATENCY + POSTPROCESS_LATENCY
+"""Cycles of a VEC beyond its reads (one per cycle from the cycle after the accept on)."""
+
+MAX_KERNEL = 15
+MAX_DIFF = 255  # |x - zero point| for int8 x and zero point
+ACC_BOUND = max(2 * MAX_DIFF * (2**MULTIPLIER_BITS - 1), MAX_KERNEL * MAX_KERNEL * MAX_DIFF)
+ACC_SHAPE = Shape.cast(range(-ACC_BOUND, ACC_BOUND + 1))
+LOOPS = ("oh", "ow", "group", "kh", "kw", "operand")
+"""The read loops, outermost first."""
+PARAM_RECORD = data.StructLayout({"bias": signed(32), "multiplier": unsigned(MULTIPLIER_BITS),
+                                  "shift": unsigned(8), "spare": unsigned(8)})
+"""One parameter-bank record (`hwgen.layout`, little-endian)."""
+CONTROL = data.StructLayout({"valid": 1, "first": 1, "last": 1, "final": 1, "operand": 1,
+                             "group": unsigned(8), "slice": unsigned(8), "odd": 1})
+"""What travels with a read through the pipeline: window first/last, last of the command,
+operand (ADD's second), channel group, pixel within the input word, odd word."""
+
+
+def reads_per_output(vec: Instruction, convcfg: Instruction) -> int:
+    """Input reads (cycles) per output pixel-group: the kernel area, 2 for ADD, 1 for COPY."""
+    op = VecOp(vec["op"])
+    if op in (VecOp.MAX, VecOp.SUM):
+        return convcfg["kernel_h"] * convcfg["kernel_w"]
+    return 2 if op == VecOp.ADD else 1
+
+
+def vec_cycles(vec: Instruction, convcfg: Instruction) -> int:
+    """Cycles `idle` is low for one VEC: `out_rows * out_cols * channel_groups *
+    reads_per_output + OVERHEAD`, or 0 when it has no outputs."""
+    outputs = vec["out_rows"] * vec["out_cols"] * vec["channel_groups"]
+    return outputs * reads_per_output(vec, convcfg) + OVERHEAD if outputs else 0
+
+
+def _log2(name: str, value: int) -> int:
+    if value & (value - 1):
+        raise ValueError(f"{name}: {value} is not a power of two (required by the vector unit)")
+    return exact_log2(value)
+
+
+class VectorUnit(wiring.Component):
+    """Executes VEC commands from `cmd` with the CONVCFG on `convcfg` (held stable by the caller
+    while a command runs). Buffer ports (compute side, synchronous reads):
+
+    - `input_even` / `input_odd`: the input bank's even / odd words (`C * S` bytes) at address
+      `word // 2`;
+    - `param`: parameter-bank words of `R` records (`R * 8` bytes);
+    - `acc`: accumulator-bank words of `R * 4` bytes, with byte enables.
+    """
+
+    def __init__(self, config: AcceleratorConfig) -> None:
+        pe = config.pe
+        self._log_rows, self._log_cols = _log2("pe.rows", pe.rows), _log2("pe.cols", pe.cols)
+        self._log_simd = _log2("pe.simd", pe.simd)
+        if pe.simd > pe.rows:
+            raise ValueError(f"pe.simd: {pe.simd} exceeds pe.rows = {pe.rows} (a pixel's S results must fit "
+                             "one accumulator word)")
+        self.simd = pe.simd
+        input_word, param_word, acc_word = pe.cols * pe.simd, pe.rows * PARAM_BYTES, pe.rows * ACC_BYTES
+        input_addr = ceil_log2(bank_bytes(config, "input") // (2 * input_word))
+        self._pixel_bits = input_addr + 1 + self._log_cols
+        super().__init__({
+            "cmd": In(stream.Signature(INSTRUCTION_LAYOUT)),
+            "convcfg": In(INSTRUCTION_LAYOUT),
+            "idle": Out(1),
+            "input_even": In(ReadPort.Signature(addr_width=input_addr, shape=unsigned(8 * input_word))),
+            "input_odd": In(ReadPort.Signature(addr_width=input_addr, shape=unsigned(8 * input_word))),
+            "param": In(ReadPort.Signature(addr_width=ceil_log2(PARAM_BANK_CHANNELS * PARAM_BYTES // param_word),
+                                           shape=unsigned(8 * param_word))),
+            "acc": In(WritePort.Signature(addr_width=ceil_log2(bank_bytes(config, "acc") // acc_word),
+                                          shape=unsigned(8 * acc_word), granularity=8)),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        S, log_cols = self.simd, self._log_cols
+        pixel = unsigned(self._pixel_bits)
+        cfg = self.convcfg.payload.convcfg
+        m.submodules.postprocess = post = PostProcess(S, ACC_SHAPE, raw_shape=signed(8))
+
+        busy, running = Signal(), Signal()  # busy: until the last write; running: reads to issue
+        m.d.comb += [self.idle.eq(~busy), self.cmd.ready.eq(~busy)]
+
+        # ---- the command, latched on accept: loop bounds (count of the last iteration) and
+        # pointer steps in pixels (modulo the bank: only in-bank reads are meaningful)
+        vec = Signal(PAYLOADS[Opcode.VEC])
+        window = ~vec.op[1]  # MAX or SUM
+        bound_shapes = {"oh": 10, "ow": 12, "group": 8, "kh": 4, "kw": 4, "operand": 1}
+        last = {name: Signal(width, name=f"{name}_last") for name, width in bound_shapes.items()}
+        step = {name: Signal(pixel, name=f"{name}_step") for name in LOOPS}
+        stride, kw_wrap = Signal(3), Signal(pixel)
+        new = self.cmd.payload.payload.vec
+        new_window = ~new.op[1]
+        new_stride = Mux(new_window, cfg.stride, 1)
+        row_step = new_stride * cfg.in_row_pitch
+        with m.If(self.cmd.valid & self.cmd.ready):
+            nonempty = (new.out_rows != 0) & (new.out_cols != 0) & (new.channel_groups != 0)
+            m.d.sync += [busy.eq(nonempty), running.eq(nonempty), vec.eq(new), stride.eq(new_stride),
+                         last["oh"].eq(new.out_rows - 1), last["ow"].eq(new.out_cols - 1),
+                         last["group"].eq(new.channel_groups - 1),
+                         last["kh"].eq(Mux(new_window, cfg.kernel_h - 1, 0)),
+                         last["kw"].eq(Mux(new_window, cfg.kernel_w - 1, 0)),
+                         last["operand"].eq(new.op == VecOp.ADD),
+                         step["oh"].eq(new_stride * row_step), step["ow"].eq(1),
+                         step["group"].eq(cfg.in_rows * row_step), step["kh"].eq(row_step),
+                         step["kw"].eq(cfg.in_row_pitch), kw_wrap.eq(1 - (new_stride - 1) * cfg.in_row_pitch),
+                         step["operand"].eq(new.in2_addr >> self._log_simd)]
+
+        # ---- read issue: nested counters, `base[name]` = the pointer where the current
+        # iteration of that loop started (the innermost one is the read address)
+        count = {name: Signal(width, name=f"{name}_count") for name, width in bound_shapes.items()}
+        base = {name: Signal(pixel, name=f"{name}_base") for name in LOOPS}
+        phase = Signal(3)  # kw % stride
+        at_last = {name: count[name] == last[name] for name in LOOPS}
+        steps = {**step, "kw": Mux(phase == stride - 1, kw_wrap, step["kw"])}
+        with m.If(self.cmd.valid & self.cmd.ready):
+            m.d.sync += [phase.eq(0), *(c.eq(0) for c in count.values()), *(b.eq(0) for b in base.values())]
+        with m.Elif(running):
+            for level in reversed(range(len(LOOPS))):
+                name, inner = LOOPS[level], LOOPS[level + 1:]
+                with (m.If if level == len(LOOPS) - 1 else m.Elif)(~at_last[name]):
+                    target = base[name] + steps[name]
+                    m.d.sync += [count[name].eq(count[name] + 1), base[name].eq(target),
+                                 *(count[i].eq(0) for i in inner), *(base[i].eq(target) for i in inner)]
+                    if name == "kw":
+                        m.d.sync += phase.eq(Mux(phase == stride - 1, 0, phase + 1))
+                    elif "kw" in inner:
+                        m.d.sync += phase.eq(0)
+            with m.Else():
+                m.d.sync += running.eq(0)
+
+        pointer = base[LOOPS[-1]]
+        word = pointer[log_cols:]
+        issue = Signal(CONTROL)
+        m.d.comb += [
+            issue.valid.eq(running),
+            issue.first.eq((count["kh"] == 0) & (count["kw"] == 0) & (count["operand"] == 0)),
+            issue.last.eq(at_last["kh"] & at_last["kw"] & at_last["operand"]),
+            issue.final.eq(Cat(*at_last.values()).all()),
+            issue.operand.eq(count["operand"]), issue.group.eq(count["group"]),
+            issue.slice.eq(pointer[:log_cols]), issue.odd.eq(word[0]),
+        ]
+        for port, odd in ((self.input_even, 0), (self.input_odd, 1)):
+            m.d.comb += [port.addr.eq(word[1:]), port.en.eq(running & (word[0] == odd))]
+
+        # ---- select the pixel, subtract the zero point, pick the coefficient
+        read = register(m, issue, "control_read", reset_less=False)
+        words = Mux(read.odd, self.input_odd.data, self.input_even.data)
+        lanes = data.ArrayLayout(signed(8), S)
+        x = lanes(words.word_select(read.slice[:log_cols], lanes.size))
+        zero_point = Mux(read.operand, vec.in2_zero_point, cfg.in_zero_point)
+        coefficient = Mux(window, 1, Mux(read.operand, vec.multiplier_b, vec.multiplier_a))
+        diffs = [register(m, x[lane] - zero_point, f"diff_{lane}") for lane in range(S)]
+        coefficient = register(m, coefficient, "coefficient")
+        control = register(m, read, "control_diff", reset_less=False)
+
+        # ---- product, then accumulate; a window's last value reads the channels' parameters
+        # The product registers keep a reset (the ice40_dsp workaround of `hwgen.pe`).
+        products = [register(m, diff * coefficient, f"product_{lane}", reset_less=False)
+                    for lane, diff in enumerate(diffs)]
+        control = register(m, control, "control_product", reset_less=False)
+        total = Signal(data.ArrayLayout(ACC_SHAPE, S), reset_less=True)
+        for lane, product in enumerate(products):
+            combined = Mux(vec.op == VecOp.MAX, Mux(product > total[lane], product, total[lane]), total[lane] + product)
+            with m.If(control.valid):
+                m.d.sync += total[lane].eq(Mux(control.first, product, combined))
+        log_groups_per_word = self._log_rows - self._log_simd  # channel groups per parameter word
+        m.d.comb += [self.param.addr.eq(control.group >> log_groups_per_word),
+                     self.param.en.eq(control.valid & control.last)]
+        done = register(m, control, "control_total", reset_less=False)
+
+        records = data.ArrayLayout(PARAM_RECORD, S)
+        params = records(self.param.data.word_select(done.group[:log_groups_per_word], records.size))
+        m.d.comb += [
+            post.i.valid.eq(done.valid & done.last),
+            post.o.ready.eq(1),
+            post.i.payload.layer.zero_point.eq(cfg.out_zero_point),
+            post.i.payload.layer.low.eq(cfg.act_min), post.i.payload.layer.high.eq(cfg.act_max),
+            *(post.i.payload.acc[lane].eq(total[lane]) for lane in range(S)),
+            *(post.i.payload.multiplier[lane].eq(params[lane].multiplier) for lane in range(S)),
+            *(post.i.payload.shift[lane].eq(params[lane].shift) for lane in range(S)),
+        ]
+
+        # ---- write the S results as the next S-byte chunk of the accumulator bank
+        final = done.valid & done.last & done.final
+        for stage in range(post.latency):
+            final = register(m, final, f"final_{stage}", reset_less=False)
+        chunk_bits = exact_log2(len(self.acc.en) // S)
+        out_chunk = Signal(len(self.acc.addr) + chunk_bits)
+        result = Cat(*(post.o.payload[lane] for lane in range(S)))
+        m.d.comb += [
+            self.acc.addr.eq(out_chunk[chunk_bits:]),
+            self.acc.data.eq(result.replicate(1 << chunk_bits)),
+            self.acc.en.eq(Cat(*((post.o.valid & (out_chunk[:chunk_bits] == k)).replicate(S)
+                                 for k in range(1 << chunk_bits)))),
+        ]
+        with m.If(self.cmd.valid & self.cmd.ready):
+            m.d.sync += out_chunk.eq(0)
+        with m.Elif(post.o.valid):
+            m.d.sync += out_chunk.eq(out_chunk + 1)
+            with m.If(final):
+                m.d.sync += busy.eq(0)
+        return m
