@@ -141,17 +141,14 @@ def is_legal(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig) ->
 
 
 def tile_candidates(bound: int, granule: int) -> tuple[int, ...]:
-    """The tile sizes searched along one dim: for every reachable trip count k, the smallest tile
-    with k trips (`ceil(bound/k)`) and the smallest multiple of `granule` with k trips."""
-    sizes = set()
-    for k in range(1, bound + 1):
+    """The tile sizes searched along one dim: for each trip count k in 1, 2, 4, 8, ... (up to
+    `bound`), the smallest multiple of `granule` giving k trips, else the smallest tile `ceil(bound/k)`."""
+    sizes, k = set(), 1
+    while k <= bound:
         t = ceil_div(bound, k)
-        if ceil_div(bound, t) != k:
-            continue
-        sizes.add(t)
         rounded = min(bound, ceil_div(t, granule) * granule)
-        if ceil_div(bound, rounded) == k:
-            sizes.add(rounded)
+        sizes.add(rounded if ceil_div(bound, rounded) == ceil_div(bound, t) else t)
+        k *= 2
     return tuple(sorted(sizes))
 
 

@@ -1,4 +1,4 @@
 """Subcommands of the `hwgen` command line, in the order `hwgen --help` lists them."""
-from hwgen.commands import demo, infer, inspect
+from hwgen.commands import demo, infer, inspect, plan
 
-COMMANDS = (demo, inspect, infer)
+COMMANDS = (demo, inspect, infer, plan)

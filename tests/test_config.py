@@ -1,0 +1,87 @@
+"""AcceleratorConfig loading and validation."""
+import pytest
+import yaml
+
+from hwgen.config import CONFIG_DIR, config_from_dict, load_config
+from planner.errors import ConfigError
+
+SHIPPED = ("default", "ice40up5k", "ecp5-85f", "setup_a", "setup_b")
+
+
+def base() -> dict:
+    return yaml.safe_load((CONFIG_DIR / "ecp5-85f.yaml").read_text())
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_configs_load(name):
+    config = load_config(name)
+    assert config.buffers.input_bank * 2 == config.buffers.input_bytes
+    assert config_from_dict(config.to_dict()) == config
+
+
+def test_default_is_the_ecp5_one():
+    default, ecp5 = load_config(), load_config("ecp5-85f")
+    assert default.to_dict() | {"name": "x"} == ecp5.to_dict() | {"name": "x"}
+
+
+def test_setup_b_buffers_match_table_8_2():
+    b = load_config("setup_b").buffers
+    assert (b.input_bytes, b.weight_bytes, b.output_bytes) == (512 * 1024, 256 * 1024, 512 * 1024)
+
+
+def test_energy_defaults_follow_the_interstellar_table():
+    config = load_config("ice40up5k")
+    assert config.energy.dram_pj_per_byte == 200 / 2  # 200 pJ per 16-bit DRAM access
+    assert config.energy.mac_pj == 0.075
+    assert config.buffers.output_bank == 32 * 1024
+    assert config.energy.output_buffer_pj_per_byte == pytest.approx(6 / 2)  # 32 KB SRAM: 6 pJ / 16 bit
+    assert config.energy.input_buffer_pj_per_byte == pytest.approx(6 / 2 / 1.5)  # 16 KB: one halving
+
+
+def test_energy_override():
+    data = base()
+    data["energy"] = {"dram_pj_per_byte": 7.5}
+    config = config_from_dict(data)
+    assert config.energy.dram_pj_per_byte == 7.5 and config.energy.mac_pj == 0.075
+
+
+@pytest.mark.parametrize("section, key, value, needle", [
+    ("pe", "rows", 0, "pe.rows: 0 is not allowed; expected an integer in [1, 256]"),
+    ("pe", "simd", 3, "pe.simd: 3 is not allowed; expected a power of two in [1, 256]"),
+    ("widths", "accumulator", 24, "widths.accumulator"),
+    ("buffers", "input_bytes", "big", "buffers.input_bytes"),
+    ("dram", "bandwidth_bytes_per_cycle", 4, "dram.bandwidth_bytes_per_cycle"),
+    ("dram", "latency_cycles", -1, "dram.latency_cycles: -1 is not allowed; expected an integer in [0, 100000]"),
+    ("energy", "mac_pj", -1.0, "energy.mac_pj"),
+])
+def test_bad_values_name_the_path_and_range(section, key, value, needle):
+    data = base()
+    data.setdefault(section, {})[key] = value
+    with pytest.raises(ConfigError, match=needle.replace("[", r"\[").replace("]", r"\]").replace(".", r"\.")):
+        config_from_dict(data)
+
+
+def test_missing_and_unknown_fields():
+    data = base()
+    del data["pe"]["cols"]
+    with pytest.raises(ConfigError, match=r"pe\.cols: missing"):
+        config_from_dict(data)
+    data = base()
+    data["dram"]["burst"] = 4
+    with pytest.raises(ConfigError, match=r"dram\.burst: unknown field"):
+        config_from_dict(data)
+
+
+def test_yaml_errors_name_the_file(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("pe: {rows: 1, cols: 1, simd: 1}\nclock_mhz: 0\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml: clock_mhz"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "absent.yaml")
+
+
+def test_config_is_frozen():
+    config = load_config()
+    with pytest.raises(AttributeError):
+        config.pe.rows = 3

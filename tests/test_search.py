@@ -1,0 +1,66 @@
+"""The search finds the brute-force optimum of the same space; errors for unplannable layers."""
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hwgen.config import config_from_dict, load_config
+from planner.errors import PlanningError
+from planner.ir import Layer, Op, conv_output_size
+from planner.objective import Objective
+from planner.schedule import ConvShape, is_legal
+from planner.search import brute_force, search
+
+
+@st.composite
+def shapes(draw):
+    dw = draw(st.booleans())
+    ic = draw(st.integers(1, 24))
+    size = draw(st.integers(1, 14))
+    k = draw(st.sampled_from([1, 3, 5]).filter(lambda k: k <= size))
+    s, p = draw(st.integers(1, 2)), draw(st.integers(0, k // 2))
+    out = conv_output_size(size, k, s, p, p)
+    oc = ic if dw else draw(st.integers(1, 32))
+    return ConvShape(oc, 1 if dw else ic, size, size, out, out, k, k, s, s, p, p, dw)
+
+
+@settings(max_examples=12, deadline=None)
+@given(shapes(), st.sampled_from(["ice40up5k", "ecp5-85f"]), st.sampled_from(list(Objective)))
+def test_search_equals_brute_force(shape, config_name, objective):
+    config = load_config(config_name)
+    macs = shape.oc * shape.ic * shape.oh * shape.ow * shape.kh * shape.kw
+    found, oracle = search(shape, config, macs, objective), brute_force(shape, config, macs, objective)
+    assert found.schedule == oracle.schedule and found.cost == oracle.cost
+    assert found.candidates == oracle.candidates
+    assert is_legal(shape, found.schedule, config)
+
+
+def test_reference_layer_sample_agrees():
+    """ResNet-18 shapes (the 1x1 stride-2 shortcut, the FC) on the ECP5 config; the bench runs all."""
+    config = load_config("ecp5-85f")
+    for shape in (ConvShape(512, 256, 14, 14, 7, 7, 1, 1, 2, 2, 0, 0, False),
+                  ConvShape(1000, 512, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, False)):
+        macs = shape.oc * shape.ic * shape.oh * shape.ow * shape.kh * shape.kw
+        assert search(shape, config, macs).schedule == brute_force(shape, config, macs).schedule
+
+
+def test_objectives_are_optimal_for_their_metric():
+    config = load_config("ecp5-85f")
+    shape = ConvShape(64, 32, 28, 28, 28, 28, 3, 3, 1, 1, 1, 1, False)
+    macs = 64 * 32 * 28 * 28 * 9
+    by = {o: search(shape, config, macs, o).cost for o in Objective}
+    assert by[Objective.LATENCY].cycles == min(c.cycles for c in by.values())
+    assert by[Objective.TRAFFIC].dram_bytes == min(c.dram_bytes for c in by.values())
+    assert by[Objective.ENERGY].energy_pj == min(c.energy_pj for c in by.values())
+
+
+def test_kernel_larger_than_buffers_names_layer_shape_and_minimum():
+    data = load_config("ice40up5k").to_dict()
+    data["buffers"] = {"input_bytes": 64, "weight_bytes": 64, "output_bytes": 1024}
+    config = config_from_dict(data)
+    layer = Layer("fc6", Op.FC, ("x",), "y", ((4, 7, 7),), (10, 1, 1), kernel=(7, 7))
+    with pytest.raises(PlanningError) as error:
+        search(ConvShape.of(layer), config, layer.macs, name=layer.name)
+    message = str(error.value)
+    assert "'fc6'" in message and "4x7x7 -> 10x1x1" in message
+    assert "input buffer needs >= 98 B (has 64)" in message  # one 7x7 plane, two banks
+    assert "weight buffer needs >= 98 B (has 64)" in message
