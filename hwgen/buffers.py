@@ -1,11 +1,11 @@
 """Double buffers: two banks, addressed by the DMA side and the compute side.
 
 Each bank is a simple dual-port `lib.memory.Memory` (one write port with byte enables, one
-synchronous read port), so it maps to block RAM. Each side sees one write and one read port
-and selects its bank (`dma_bank`, `compute_bank`: the bank fields of the instructions). The
-DMA side owns its bank while `dma_active`; otherwise a bank belongs to the compute side when
-selected by it. The sequencer's semaphores guarantee the two sides never use one bank at the
-same time. Read data arrives one cycle after a read with `en` high, from the bank that read
+synchronous read port), so it maps to block RAM. The DMA side's write and read ports each
+select a bank while active (`dma_write_bank`/`dma_write_active`, `dma_read_bank`/
+`dma_read_active`: a load DMA writes, a store DMA reads, possibly different banks at once);
+a bank port not taken by the DMA side belongs to the compute side when `compute_bank` selects
+it. The sequencer's semaphores guarantee the sides never use one bank at the same time. Read data arrives one cycle after a read with `en` high, from the bank that read
 addressed.
 """
 from __future__ import annotations
@@ -52,8 +52,10 @@ class DoubleBuffer(wiring.Component):
             "dma_rd": Out(ReadPort.Signature(addr_width=addr, shape=word)),
             "compute_wr": Out(WritePort.Signature(addr_width=addr, shape=word, granularity=8)),
             "compute_rd": Out(ReadPort.Signature(addr_width=addr, shape=word)),
-            "dma_bank": In(1),
-            "dma_active": In(1),
+            "dma_write_bank": In(1),
+            "dma_write_active": In(1),
+            "dma_read_bank": In(1),
+            "dma_read_active": In(1),
             "compute_bank": In(1),
         })
 
@@ -64,22 +66,25 @@ class DoubleBuffer(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        sides = ((self.dma_wr, self.dma_rd, self.dma_bank), (self.compute_wr, self.compute_rd, self.compute_bank))
+        read_selects = (self.dma_read_bank, self.compute_bank)
         read_bank = [Signal(name=f"{side}_read_bank") for side in ("dma", "compute")]
         reads = []
         for index in range(2):
             bank = Memory(shape=unsigned(8 * self.word_bytes), depth=self.depth, init=[])
             m.submodules[f"bank{index}"] = bank
             write, read = bank.write_port(granularity=8), bank.read_port()
-            dma_owns = self.dma_active & (self.dma_bank == index)
-            compute_owns = ~dma_owns & (self.compute_bank == index)
-            for owns, (side_write, side_read, _) in ((dma_owns, sides[0]), (compute_owns, sides[1])):
+            dma_writes = self.dma_write_active & (self.dma_write_bank == index)
+            dma_reads = self.dma_read_active & (self.dma_read_bank == index)
+            compute_here = self.compute_bank == index
+            for owns, port in ((dma_writes, self.dma_wr), (~dma_writes & compute_here, self.compute_wr)):
                 with m.If(owns):
-                    m.d.comb += [write.addr.eq(side_write.addr), write.data.eq(side_write.data),
-                                 write.en.eq(side_write.en), read.addr.eq(side_read.addr), read.en.eq(side_read.en)]
+                    m.d.comb += [write.addr.eq(port.addr), write.data.eq(port.data), write.en.eq(port.en)]
+            for owns, port in ((dma_reads, self.dma_rd), (~dma_reads & compute_here, self.compute_rd)):
+                with m.If(owns):
+                    m.d.comb += [read.addr.eq(port.addr), read.en.eq(port.en)]
             reads.append(read)
-        for side, (_, read, select) in enumerate(sides):
+        for side, read in enumerate((self.dma_rd, self.compute_rd)):
             with m.If(read.en):
-                m.d.sync += read_bank[side].eq(select)
+                m.d.sync += read_bank[side].eq(read_selects[side])
             m.d.comb += read.data.eq(Mux(read_bank[side], reads[1].data, reads[0].data))
         return m

@@ -36,8 +36,9 @@ def test_random_accesses_with_bank_selects() -> None:
             dma_active = bool(rng.random() < 0.6)
             dma_bank = int(rng.integers(2))
             compute_bank = 1 - dma_bank if dma_active else int(rng.integers(2))
-            ctx.set(dut.dma_active, dma_active)
-            ctx.set(dut.dma_bank, dma_bank)
+            for direction in ("write", "read"):
+                ctx.set(getattr(dut, f"dma_{direction}_active"), dma_active)
+                ctx.set(getattr(dut, f"dma_{direction}_bank"), dma_bank)
             ctx.set(dut.compute_bank, compute_bank)
             reads = []
             sides = ((dut.dma_wr, dut.dma_rd, dma_bank, dma_active), (dut.compute_wr, dut.compute_rd, compute_bank, True))
@@ -85,16 +86,19 @@ def test_dma_loads_the_dma_bank_then_compute_reads_it() -> None:
     got = []
 
     async def testbench(ctx):
-        ctx.set(buffer.dma_bank, 1)
+        ctx.set(buffer.dma_write_bank, 1)
+        ctx.set(buffer.dma_read_bank, 1)
         ctx.set(buffer.compute_bank, 0)
         for desc in descs:
             ctx.set(dma.desc.payload, params.encode(desc))
             ctx.set(dma.desc.valid, 1)
-            ctx.set(buffer.dma_active, 1)
+            ctx.set(buffer.dma_write_active, 1)
+            ctx.set(buffer.dma_read_active, 1)
             await ctx.tick().until(dma.desc.ready)
             ctx.set(dma.desc.valid, 0)
             await ctx.tick().until(dma.done)
-        ctx.set(buffer.dma_active, 0)
+        ctx.set(buffer.dma_write_active, 0)
+        ctx.set(buffer.dma_read_active, 0)
         ctx.set(buffer.compute_bank, 1)
         for addr in range(DEPTH):
             ctx.set(buffer.compute_rd.addr, addr)

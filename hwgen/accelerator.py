@@ -1,0 +1,133 @@
+"""The top-level accelerator: sequencer, load/store units with one DMA per buffer, double
+buffers, compute unit, and the external memory port. Parameterized by an AcceleratorConfig and
+a Program (instructions in the ROM, DMA descriptors in the descriptor table)."""
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from hwgen.buffers import DoubleBuffer, bank_shape
+from hwgen.compute_unit import ComputeUnit
+from hwgen.config import AcceleratorConfig
+from hwgen.dma import Dma, DmaParams
+from hwgen.dma_units import TransferUnit, assign_descriptor, table_params
+from hwgen.isa import Buffer
+from hwgen.memory_port import MemoryPort
+from hwgen.program import Program
+from hwgen.sequencer import COUNTERS_LAYOUT, Sequencer
+from planner.errors import ConfigError
+
+LOAD_TARGETS = {Buffer.INPUT: "input", Buffer.WEIGHT: "weight", Buffer.PARAM: "param", Buffer.ACC: "acc"}
+
+
+def check_generatable(config: AcceleratorConfig) -> None:
+    """Hardware generation needs power-of-two array dimensions and buffer words at least a bus wide."""
+    pe = config.pe
+    for name in ("rows", "cols", "simd"):
+        value = getattr(pe, name)
+        if value & (value - 1):
+            raise ConfigError(f"pe.{name}: {value} must be a power of two to generate hardware")
+    if pe.simd > pe.rows:
+        raise ConfigError(f"pe.simd: {pe.simd} must not exceed pe.rows ({pe.rows}) to generate hardware")
+    bus = config.dram.bus_width_bits // 8
+    for kind in LOAD_TARGETS.values():
+        word, _ = bank_shape(config, kind)
+        if word < bus:
+            raise ConfigError(f"dram.bus_width_bits: {config.dram.bus_width_bits} is wider than the {kind} "
+                              f"buffer word ({word * 8} bits); use a narrower bus or larger pe dimensions")
+
+
+def dma_params(config: AcceleratorConfig, kind: str) -> DmaParams:
+    word, depth = bank_shape(config, kind)
+    return DmaParams(bus_bytes=config.dram.bus_width_bits // 8, burst_beats=config.dram.burst_beats,
+                     buf_word_bytes=word, buf_depth=depth)
+
+
+class Accelerator(wiring.Component):
+    """Runs its program when `start` pulses; `done` rises when the program has finished."""
+
+    def __init__(self, config: AcceleratorConfig, program: Program):
+        check_generatable(config)
+        self.config = config
+        self.program = program
+        super().__init__({
+            "port": Out(MemoryPort.from_config(config.dram)),
+            "start": In(1), "done": Out(1), "busy": Out(1),
+            "counters": Out(COUNTERS_LAYOUT),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        config = self.config
+        m.submodules.sequencer = seq = Sequencer(self.program.instructions)
+        m.d.comb += [seq.start.eq(self.start), self.done.eq(seq.done), self.busy.eq(seq.busy),
+                     self.counters.eq(seq.counters)]
+
+        params = {kind: dma_params(config, kind) for kind in LOAD_TARGETS.values()}
+        table = table_params(list(params.values()))
+        m.submodules.load_unit = load_unit = TransferUnit(table, self.program.descriptors, len(LOAD_TARGETS))
+        m.submodules.store_unit = store_unit = TransferUnit(table, self.program.descriptors, 1)
+        m.submodules.compute = compute = ComputeUnit(config)
+        for queue, unit in (("load", load_unit), ("store", store_unit), ("compute", compute)):
+            wiring.connect(m, getattr(seq, queue), unit.cmd)
+            m.d.comb += getattr(seq, f"{queue}_idle").eq(unit.idle)
+
+        buffers = {}
+        for kind in ("weight", "param", "acc"):
+            buffers[kind] = m.submodules[f"{kind}_buffer"] = DoubleBuffer.from_config(config, kind)
+        word, depth = bank_shape(config, "input")
+        halves = [DoubleBuffer(word, depth // 2) for _ in range(2)]
+        m.submodules.input_even, m.submodules.input_odd = halves
+
+        # ---- load DMAs: one per buffer, the load unit's `select` picks the active one
+        loads = {}
+        for target, kind in LOAD_TARGETS.items():
+            dma = m.submodules[f"load_dma_{kind}"] = Dma(params[kind])
+            loads[target] = dma
+            chosen = load_unit.select == target
+            assign_descriptor(m, dma.desc.payload, load_unit.desc)
+            m.d.comb += dma.desc.valid.eq(load_unit.desc_valid & chosen)
+            with m.If(chosen):
+                m.d.comb += [load_unit.desc_ready.eq(dma.desc.ready), load_unit.done.eq(dma.done)]
+                m.d.comb += [self.port.rd_req.valid.eq(dma.port.rd_req.valid),
+                             self.port.rd_req.payload.eq(dma.port.rd_req.payload),
+                             dma.port.rd_req.ready.eq(self.port.rd_req.ready),
+                             dma.port.rd_data.valid.eq(self.port.rd_data.valid),
+                             dma.port.rd_data.payload.eq(self.port.rd_data.payload),
+                             self.port.rd_data.ready.eq(dma.port.rd_data.ready)]
+        for target, kind in LOAD_TARGETS.items():
+            writing = load_unit.active & (load_unit.select == target)
+            dma = loads[target]
+            targets = halves if kind == "input" else [buffers[kind]]
+            for parity, buffer in enumerate(targets):
+                m.d.comb += [buffer.dma_write_bank.eq(load_unit.bank), buffer.dma_write_active.eq(writing)]
+                if kind == "input":
+                    m.d.comb += [buffer.dma_wr.addr.eq(dma.buf_wr.addr >> 1), buffer.dma_wr.data.eq(dma.buf_wr.data),
+                                 buffer.dma_wr.en.eq(Mux(dma.buf_wr.addr[0] == parity, dma.buf_wr.en, 0))]
+                else:
+                    m.d.comb += [buffer.dma_wr.addr.eq(dma.buf_wr.addr), buffer.dma_wr.data.eq(dma.buf_wr.data),
+                                 buffer.dma_wr.en.eq(dma.buf_wr.en)]
+
+        # ---- the store DMA reads the accumulator buffer and owns the port's write stream
+        m.submodules.store_dma = store = Dma(params["acc"])
+        assign_descriptor(m, store.desc.payload, store_unit.desc)
+        m.d.comb += [store.desc.valid.eq(store_unit.desc_valid), store_unit.desc_ready.eq(store.desc.ready),
+                     store_unit.done.eq(store.done)]
+        wiring.connect(m, wiring.flipped(self.port.wr), store.port.wr)
+        acc = buffers["acc"]
+        m.d.comb += [acc.dma_read_bank.eq(store_unit.bank), acc.dma_read_active.eq(store_unit.active),
+                     acc.dma_rd.addr.eq(store.buf_rd.addr), acc.dma_rd.en.eq(store.buf_rd.en),
+                     store.buf_rd.data.eq(acc.dma_rd.data)]
+
+        # ---- compute side
+        for buffer, port, bank in ((halves[0], compute.input_even, compute.in_bank),
+                                   (halves[1], compute.input_odd, compute.in_bank),
+                                   (buffers["weight"], compute.weight, compute.weight_bank),
+                                   (buffers["param"], compute.param, compute.param_bank),
+                                   (acc, compute.acc_read, compute.out_bank)):
+            m.d.comb += [buffer.compute_bank.eq(bank), buffer.compute_rd.addr.eq(port.addr),
+                         buffer.compute_rd.en.eq(port.en), port.data.eq(buffer.compute_rd.data)]
+        m.d.comb += [acc.compute_wr.addr.eq(compute.acc_write.addr), acc.compute_wr.data.eq(compute.acc_write.data),
+                     acc.compute_wr.en.eq(compute.acc_write.en)]
+        return m

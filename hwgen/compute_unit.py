@@ -1,0 +1,92 @@
+"""The compute unit: executes the compute queue (CONVCFG, CONV, VEC).
+
+CONVCFG is latched into a register both engines read; CONV goes to the convolution engine,
+VEC to the vector unit. The buffer ports of the engine that is running reach the buffers; the
+bank selects come from the running instruction.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Signal, unsigned
+from amaranth.lib import stream, wiring
+from amaranth.lib.memory import ReadPort, WritePort
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2
+
+from hwgen.buffers import bank_shape
+from hwgen.config import AcceleratorConfig
+from hwgen.conv_engine import ConvEngine
+from hwgen.isa import INSTRUCTION_LAYOUT, Opcode
+from hwgen.vector_unit import VectorUnit
+
+
+def _read(config: AcceleratorConfig, kind: str, halves: int = 1) -> In:
+    word, depth = bank_shape(config, kind)
+    return In(ReadPort.Signature(addr_width=ceil_log2(depth // halves), shape=unsigned(8 * word)))
+
+
+def _write(config: AcceleratorConfig, kind: str) -> In:
+    word, depth = bank_shape(config, kind)
+    return In(WritePort.Signature(addr_width=ceil_log2(depth), shape=unsigned(8 * word), granularity=8))
+
+
+class ComputeUnit(wiring.Component):
+    """CONVCFG register plus the two engines behind one command stream."""
+
+    def __init__(self, config: AcceleratorConfig):
+        self.config = config
+        super().__init__({
+            "cmd": In(stream.Signature(INSTRUCTION_LAYOUT)),
+            "idle": Out(1),
+            "in_bank": Out(1), "weight_bank": Out(1), "param_bank": Out(1), "out_bank": Out(1),
+            "input_even": _read(config, "input", 2), "input_odd": _read(config, "input", 2),
+            "weight": _read(config, "weight"), "param": _read(config, "param"),
+            "acc_read": _read(config, "acc"), "acc_write": _write(config, "acc"),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        m.submodules.conv = conv = ConvEngine(self.config)
+        m.submodules.vec = vec = VectorUnit(self.config)
+        convcfg = Signal(INSTRUCTION_LAYOUT)
+        running_vec = Signal()
+        banks = Signal(4)
+        m.d.comb += [conv.convcfg.eq(convcfg), vec.convcfg.eq(convcfg),
+                     conv.cmd.payload.eq(self.cmd.payload), vec.cmd.payload.eq(self.cmd.payload)]
+        opcode = self.cmd.payload.opcode
+        with m.Switch(opcode):
+            with m.Case(Opcode.CONVCFG):
+                m.d.comb += self.cmd.ready.eq(1)
+                with m.If(self.cmd.valid):
+                    m.d.sync += convcfg.eq(self.cmd.payload)
+            with m.Case(Opcode.CONV):
+                m.d.comb += [conv.cmd.valid.eq(self.cmd.valid), self.cmd.ready.eq(conv.cmd.ready)]
+                with m.If(self.cmd.valid & conv.cmd.ready):
+                    c = self.cmd.payload.payload.conv
+                    m.d.sync += [running_vec.eq(0), banks.eq(Cat(c.in_bank, c.weight_bank, c.weight_bank, c.out_bank))]
+            with m.Case(Opcode.VEC):
+                m.d.comb += [vec.cmd.valid.eq(self.cmd.valid), self.cmd.ready.eq(vec.cmd.ready)]
+                with m.If(self.cmd.valid & vec.cmd.ready):
+                    v = self.cmd.payload.payload.vec
+                    m.d.sync += [running_vec.eq(1), banks.eq(Cat(v.in_bank, 0, v.param_bank, v.out_bank))]
+            with m.Default():
+                m.d.comb += self.cmd.ready.eq(1)  # nothing else is dispatched here
+        m.d.comb += [self.idle.eq(conv.idle & vec.idle), self.in_bank.eq(banks[0]), self.weight_bank.eq(banks[1]),
+                     self.param_bank.eq(banks[2]), self.out_bank.eq(banks[3])]
+
+        wiring.connect(m, wiring.flipped(self.weight), conv.weight)
+        wiring.connect(m, wiring.flipped(self.acc_read), conv.acc_read)
+        for port in ("input_even", "input_odd", "param"):
+            outer, conv_port, vec_port = getattr(self, port), getattr(conv, port), getattr(vec, port)
+            m.d.comb += [conv_port.data.eq(outer.data), vec_port.data.eq(outer.data)]
+            with m.If(running_vec):
+                m.d.comb += [outer.addr.eq(vec_port.addr), outer.en.eq(vec_port.en)]
+            with m.Else():
+                m.d.comb += [outer.addr.eq(conv_port.addr), outer.en.eq(conv_port.en)]
+        with m.If(running_vec):
+            m.d.comb += [self.acc_write.addr.eq(vec.acc.addr), self.acc_write.data.eq(vec.acc.data),
+                         self.acc_write.en.eq(vec.acc.en)]
+        with m.Else():
+            m.d.comb += [self.acc_write.addr.eq(conv.acc_write.addr), self.acc_write.data.eq(conv.acc_write.data),
+                         self.acc_write.en.eq(conv.acc_write.en)]
+        return m
+

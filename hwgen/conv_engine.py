@@ -1,0 +1,330 @@
+"""The convolution engine: runs one CONV instruction (docs/isa.md) on the PE array.
+
+Semantics are `sim.isa_sim.IsaSimulator._conv` with the buffer layouts of `hwgen.layout`.
+Groups are processed in the order (output row, output-column group, oc group); each group
+streams its reduction (ic group, kh, phase, q) with `kw = q * stride + phase`, one
+(weight word, input window) per cycle, into the PE array, whose drain stream goes through
+the post-processing (`R` lanes, one pixel's channels per beat) into the accumulator bank.
+
+Ports (compute side of the buffers; the caller muxes the banks with the `*_bank` outputs):
+
+- `input_even`, `input_odd`: the input bank as two memories of `C * S`-byte words, even and
+  odd word indices, each addressed by `word // 2`. A window of `C` pixels starting at pixel
+  `p` reads words `w = p // C` and `w + 1` (even address `(w + 1) // 2`, odd `w // 2`).
+  Bank: `in_bank`.
+- `weight`: words of `R * S` bytes. Bank: `weight_bank`.
+- `param`: words of `R * 8` bytes, word `g` = oc group `g`'s `R` channel records. Bank:
+  `weight_bank` (the parameters travel with the weights, as in the ISA simulator).
+- `acc_read`, `acc_write`: words of `R * 4` bytes (byte enables): word `L = pixel * G + g`
+  holds the `R` int32 partial sums of oc group `g` (`G = oc_groups`); the int8 results of that
+  record are bytes `(L % 4) * R ...` of word `L // 4`. Bank: `out_bank`.
+
+Read ports are used with `en`; their data holds while `en` is low (one word of the init
+staging lives there). Timing: the cycle after a command is accepted, group 0 starts (with
+`init_from_acc`, `C` cycles later: its `C` partial-sum words are read first). Group `k + 1`'s
+partial sums are read during group `k`, so a group's reads precede the previous group's writes.
+Successive groups start `P = max(T, C)` cycles apart (`T = ic_groups * kernel_h * kernel_w`
+reduction steps; the drain bank needs `C` cycles per group). The command takes
+
+    cycles = (C if init_from_acc else 1) + (N - 1) * P + T + array latency + C + post latency
+
+from the accepting cycle to the first cycle `idle` is high again (all results written), with
+`N = out_rows * ow_groups * oc_groups`, array latency `4 + log2 S`, post latency 4
+(`cycle_count`). Fields are assumed non-zero, `stride >= 1`, `last_group_cols` in `1..C`.
+
+In-place requantisation (`init_from_acc` and `requantize`): an int8 record overlaps the
+int32 word `L // 4`; the engine reads that word in time only if it belongs to a group at most
+one after the writer's (`in_place_hazard` tells whether an instruction breaks that).
+"""
+from __future__ import annotations
+
+import numpy as np
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import ReadPort, WritePort
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2, exact_log2
+
+from hwgen.config import AcceleratorConfig
+from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Opcode
+from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
+from hwgen.pe import register
+from hwgen.pe_array import PEArray
+from hwgen.postprocess import LATENCY as POST_LATENCY
+from hwgen.postprocess import SHIFT_BITS, PostProcess
+
+PARAM_RECORD = data.StructLayout({"bias": signed(32), "multiplier": unsigned(16), "shift": unsigned(8), "spare": 8})
+
+
+def check_config(config: AcceleratorConfig) -> None:
+    """The engine's assumptions on the configuration (ValueError names the field)."""
+    pe, widths = config.pe, config.widths
+    for name in ("rows", "cols", "simd"):
+        value = getattr(pe, name)
+        if value & (value - 1):
+            raise ValueError(f"pe.{name}: {value} is not a power of two")
+    for name, bits in (("activation", 8), ("weight", 8), ("accumulator", 8 * ACC_BYTES)):
+        if getattr(widths, name) != bits:
+            raise ValueError(f"widths.{name}: {getattr(widths, name)} bits; the engine needs {bits}")
+    for buffer, word in (("input", 2 * pe.cols * pe.simd), ("weight", pe.rows * pe.simd), ("acc", ACC_BYTES * pe.rows)):
+        if bank_bytes(config, buffer) % word:
+            raise ValueError(f"buffers.{buffer}: a bank of {bank_bytes(config, buffer)} bytes is not a whole "
+                             f"number of {word}-byte words")
+
+
+def cycle_count(config: AcceleratorConfig, conv: dict, convcfg: dict) -> int:
+    """Cycles of one CONV from the accepting cycle to the first cycle `idle` is high again."""
+    pe = config.pe
+    steps = conv["ic_groups"] * convcfg["kernel_h"] * convcfg["kernel_w"]
+    groups = conv["out_rows"] * conv["ow_groups"] * conv["oc_groups"]
+    start = pe.cols if conv["init_from_acc"] else 1
+    array_latency = 4 + exact_log2(pe.simd)
+    return start + (groups - 1) * max(steps, pe.cols) + steps + array_latency + pe.cols + POST_LATENCY
+
+
+def in_place_hazard(config: AcceleratorConfig, conv: dict) -> bool:
+    """Whether an int8 result of some group lands on the partial sums of a group two or more
+    later (so the engine may read them after they were overwritten)."""
+    if not (conv["init_from_acc"] and conv["requantize"]):
+        return False
+    cols_per_group = config.pe.cols
+    width = (conv["ow_groups"] - 1) * cols_per_group + conv["last_group_cols"]
+    oc_groups = conv["oc_groups"]
+    records = np.arange(conv["out_rows"] * width * oc_groups)
+    pixel, ocg = records // oc_groups, records % oc_groups
+    group = ((pixel // width) * conv["ow_groups"] + (pixel % width) // cols_per_group) * oc_groups + ocg
+    return bool((group[records // 4] >= group + 2).any())
+
+
+class ConvEngine(wiring.Component):
+    """One CONV at a time from `cmd` (an INSTRUCTION_LAYOUT word with a CONV payload), with the
+    CONVCFG word held on `convcfg`. See the module docstring for ports and timing."""
+
+    def __init__(self, config: AcceleratorConfig) -> None:
+        check_config(config)
+        self.config = config
+        self.rows, self.cols, self.simd = config.pe.rows, config.pe.cols, config.pe.simd
+        self._array = PEArray(config)
+        self._post = PostProcess(self.rows, self._array.acc_shape)
+        R, C, S = self.rows, self.cols, self.simd
+        input_words = bank_bytes(config, "input") // (C * S)
+        self.pixel_bits = ceil_log2(bank_bytes(config, "input") // S)
+        self.weight_bits = ceil_log2(bank_bytes(config, "weight") // (R * S))
+        self.acc_bits = ceil_log2(bank_bytes(config, "acc") // (ACC_BYTES * R))
+
+        def read(depth: int, word_bytes: int) -> In:
+            return In(ReadPort.Signature(addr_width=ceil_log2(depth), shape=unsigned(8 * word_bytes)))
+
+        super().__init__({
+            "cmd": In(stream.Signature(INSTRUCTION_LAYOUT)),
+            "convcfg": In(INSTRUCTION_LAYOUT),
+            "idle": Out(1),
+            "busy": Out(1),
+            "in_bank": Out(1),
+            "weight_bank": Out(1),
+            "out_bank": Out(1),
+            "input_even": read(input_words // 2, C * S),
+            "input_odd": read(input_words // 2, C * S),
+            "weight": read(bank_bytes(config, "weight") // (R * S), R * S),
+            "param": read(bank_bytes(config, "param") // (PARAM_BYTES * R), PARAM_BYTES * R),
+            "acc_read": read(bank_bytes(config, "acc") // (ACC_BYTES * R), ACC_BYTES * R),
+            "acc_write": In(WritePort.Signature(addr_width=self.acc_bits, shape=unsigned(8 * ACC_BYTES * R),
+                                                granularity=8)),
+        })
+
+    @property
+    def latency(self) -> int:
+        """Array latency: cycles from a group's last step reaching the array to its first drain beat."""
+        return self._array.latency
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        m.submodules.array = array = self._array
+        m.submodules.post = post = self._post
+        R, C, S = self.rows, self.cols, self.simd
+        log_c = exact_log2(C)
+        cfg = self.convcfg.payload.convcfg
+        conv = Signal(PAYLOADS[Opcode.CONV])
+        pixel = unsigned(self.pixel_bits)
+
+        # ---- per-instruction constants, latched when the command is accepted
+        accept = self.cmd.valid & self.cmd.ready
+        new = self.cmd.payload.payload.conv
+        rowstep = Signal(pixel)  # pixels of one input row (all phases)
+        ohstep = Signal(pixel)   # input rows of one output row
+        plane = Signal(pixel)    # one input channel group
+        depthwise_step = Signal(pixel)
+        set_records = Signal(self.acc_bits)   # records of a full pixel set (C pixels)
+        last_records = Signal(self.acc_bits)  # records of the last pixel set of a row
+        with m.If(accept):
+            m.d.sync += [
+                conv.eq(new),
+                rowstep.eq(cfg.stride * cfg.in_row_pitch),
+                ohstep.eq(cfg.stride * cfg.stride * cfg.in_row_pitch),
+                plane.eq(cfg.in_rows * cfg.stride * cfg.in_row_pitch),
+                set_records.eq(new.oc_groups << log_c),
+                last_records.eq(new.last_group_cols * new.oc_groups),
+            ]
+        m.d.comb += depthwise_step.eq(plane << exact_log2(R // S) if R >= S else plane)
+        m.d.comb += [self.in_bank.eq(conv.in_bank), self.weight_bank.eq(conv.weight_bank),
+                     self.out_bank.eq(conv.out_bank)]
+
+        # ---- group counters (oh, ow group, oc group) and their bases
+        oh, owg, ocg = Signal(10), Signal(8), Signal(8)
+        row_base, col_base, group_base = Signal(pixel), Signal(pixel), Signal(pixel)  # input pixel of the group
+        set_record = Signal(self.acc_bits)  # record L of (first pixel of the group, oc group 0)
+        ocg_wrap = ocg == conv.oc_groups - 1
+        owg_wrap = owg == conv.ow_groups - 1
+        done = ocg_wrap & owg_wrap & (oh == conv.out_rows - 1)
+        next_ocg = Mux(ocg_wrap, 0, ocg + 1)
+        next_owg = Mux(ocg_wrap, Mux(owg_wrap, 0, owg + 1), owg)
+        next_oh = Mux(ocg_wrap & owg_wrap, oh + 1, oh)
+        next_row_base = Mux(ocg_wrap & owg_wrap, row_base + ohstep, row_base)
+        next_col_base = Mux(ocg_wrap, Mux(owg_wrap, 0, col_base + C), col_base)
+        group_advance = Mux(conv.depthwise & ((next_ocg * R) % S == 0) if R < S else conv.depthwise,
+                            depthwise_step, 0)
+        next_group_base = Mux(ocg_wrap, 0, group_base + group_advance)
+        next_set_record = Mux(ocg_wrap, set_record + Mux(owg_wrap, last_records, set_records), set_record)
+        next_input = Signal(pixel)
+        m.d.comb += next_input.eq(next_group_base + next_row_base + next_col_base)
+        record = set_record + ocg
+        next_record = next_set_record + next_ocg
+
+        # ---- reduction counters (ic group, kh, phase, kw = q * stride + phase) and pointers
+        icg, kh, phase, kw = Signal(8), Signal(4), Signal(3), Signal(4)
+        group_ptr, row_ptr, phase_ptr, pixel_ptr = (Signal(pixel, name=n) for n in ("group_ptr", "row_ptr", "phase_ptr", "pixel_ptr"))
+        weight_row = Signal(self.weight_bits)  # weight word of (ocg, icg, kh, 0)
+        running, at_first = Signal(), Signal()
+        gap = Signal(range(C))  # cycles until the next group may start
+        flush = Signal(range(self.latency + C + POST_LATENCY + 1))
+        q_wrap = kw + cfg.stride >= cfg.kernel_w
+        phase_wrap = (phase + 1 >= cfg.stride) | (phase + 1 >= cfg.kernel_w)
+        kh_wrap = kh == cfg.kernel_h - 1
+        icg_wrap = icg == conv.ic_groups - 1
+        last_step = q_wrap & phase_wrap & kh_wrap & icg_wrap
+        issue = running & (~at_first | (gap == 0))
+
+        m.d.comb += [self.idle.eq(~running & (flush == 0)), self.busy.eq(~self.idle), self.cmd.ready.eq(self.idle)]
+        with m.If(gap != 0):
+            m.d.sync += gap.eq(gap - 1)
+        with m.If(flush != 0):
+            m.d.sync += flush.eq(flush - 1)
+        with m.If(accept):
+            m.d.sync += [
+                running.eq(1), at_first.eq(1), gap.eq(Mux(new.init_from_acc, C - 1, 0)),
+                oh.eq(0), owg.eq(0), ocg.eq(0), row_base.eq(0), col_base.eq(0), group_base.eq(0), set_record.eq(0),
+                icg.eq(0), kh.eq(0), phase.eq(0), kw.eq(0),
+                group_ptr.eq(0), row_ptr.eq(0), phase_ptr.eq(0), pixel_ptr.eq(0), weight_row.eq(0),
+            ]
+        with m.If(issue):
+            m.d.sync += at_first.eq(0)
+            with m.If(at_first):
+                m.d.sync += gap.eq(C - 1)
+            with m.If(~q_wrap):
+                m.d.sync += [kw.eq(kw + cfg.stride), pixel_ptr.eq(pixel_ptr + 1)]
+            with m.Elif(~phase_wrap):
+                m.d.sync += [phase.eq(phase + 1), kw.eq(phase + 1),
+                             phase_ptr.eq(phase_ptr + cfg.in_row_pitch), pixel_ptr.eq(phase_ptr + cfg.in_row_pitch)]
+            with m.Else():
+                m.d.sync += [phase.eq(0), kw.eq(0), weight_row.eq(weight_row + cfg.kernel_w)]
+                with m.If(~kh_wrap):
+                    start = row_ptr + rowstep
+                    m.d.sync += [kh.eq(kh + 1), row_ptr.eq(start), phase_ptr.eq(start), pixel_ptr.eq(start)]
+                with m.Elif(~icg_wrap):
+                    start = group_ptr + plane
+                    m.d.sync += [kh.eq(0), icg.eq(icg + 1), group_ptr.eq(start), row_ptr.eq(start),
+                                 phase_ptr.eq(start), pixel_ptr.eq(start)]
+                with m.Else():
+                    m.d.sync += [
+                        kh.eq(0), icg.eq(0), at_first.eq(1),
+                        group_ptr.eq(next_input), row_ptr.eq(next_input), phase_ptr.eq(next_input),
+                        pixel_ptr.eq(next_input),
+                        ocg.eq(next_ocg), owg.eq(next_owg), oh.eq(next_oh), row_base.eq(next_row_base),
+                        col_base.eq(next_col_base), group_base.eq(next_group_base), set_record.eq(next_set_record),
+                    ]
+                    with m.If(ocg_wrap):
+                        m.d.sync += weight_row.eq(0)
+                    with m.If(done):
+                        m.d.sync += [running.eq(0), flush.eq(self.latency + C + POST_LATENCY)]
+
+        # ---- stage 0: buffer reads; stage 1: funnel shift into the PE array
+        word = pixel_ptr >> log_c
+        m.d.comb += [
+            self.input_even.addr.eq((word + 1) >> 1), self.input_odd.addr.eq(word >> 1),
+            self.input_even.en.eq(issue), self.input_odd.en.eq(issue),
+            self.weight.addr.eq(weight_row + kw), self.weight.en.eq(issue),
+        ]
+        valid = register(m, issue, "step_valid", reset_less=False)
+        first = register(m, at_first, "step_first")
+        last = register(m, last_step, "step_last")
+        shift = register(m, pixel_ptr[:log_c], "step_shift")
+        odd = register(m, word[0], "step_odd")
+        low = Mux(odd, self.input_odd.data, self.input_even.data)
+        high = Mux(odd, self.input_even.data, self.input_odd.data)
+        m.d.comb += [
+            array.pixels.eq(Cat(low, high).bit_select(shift * (8 * S), 8 * C * S)),
+            array.weights.eq(self.weight.data), array.zx.eq(cfg.in_zero_point),
+            array.valid.eq(valid), array.first.eq(first), array.last.eq(last),
+        ]
+
+        # ---- partial-sum staging: group k + 1's C words are read during group k (the last
+        # stays in the read port), so that they are complete when group k + 1 starts
+        fetch_left = Signal(range(C + 1))
+        fetch_record = Signal(self.acc_bits)
+        with m.If(fetch_left != 0):
+            m.d.sync += [fetch_left.eq(fetch_left - 1), fetch_record.eq(fetch_record + conv.oc_groups)]
+        with m.If(accept & new.init_from_acc):
+            m.d.sync += [fetch_left.eq(C), fetch_record.eq(0)]
+        with m.If(issue & at_first & conv.init_from_acc):
+            m.d.sync += [fetch_left.eq(C), fetch_record.eq(next_record)]
+        m.d.comb += [self.acc_read.addr.eq(fetch_record), self.acc_read.en.eq(fetch_left != 0)]
+        words = [data.View(data.ArrayLayout(signed(32), R), Signal(32 * R, name=f"staged_{c}")) for c in range(C - 1)]
+        words.append(data.View(data.ArrayLayout(signed(32), R), self.acc_read.data))
+        with m.If(register(m, fetch_left > 1, "fetch_shift", reset_less=False)):
+            m.d.sync += [words[c].eq(words[c + 1]) for c in range(C - 1)]
+        for r in range(R):
+            for c in range(C):
+                m.d.comb += array.init[r][c].eq(Mux(conv.init_from_acc, words[c][r], 0))
+
+        # ---- drain: the group's metadata follows its last step by the array latency
+        meta = Signal(data.StructLayout({"valid": 1, "ocg": 8, "record": self.acc_bits, "cols": range(C + 1)}))
+        m.d.comb += [meta.valid.eq(issue & last_step), meta.ocg.eq(ocg), meta.record.eq(record),
+                     meta.cols.eq(Mux(owg_wrap, conv.last_group_cols, C))]
+        for stage in range(self.latency):
+            meta = register(m, meta, f"meta_{stage}", reset_less=False)
+        drain_record = Signal(self.acc_bits)
+        drain_col, drain_cols = Signal(range(C + 1)), Signal(range(C + 1))
+        beat = array.drain.valid & array.drain.ready
+        with m.If(beat):
+            m.d.sync += [drain_record.eq(drain_record + conv.oc_groups), drain_col.eq(drain_col + 1)]
+        with m.If(meta.valid):
+            m.d.sync += [drain_record.eq(meta.record), drain_col.eq(0), drain_cols.eq(meta.cols)]
+        m.d.comb += [self.param.addr.eq(meta.ocg), self.param.en.eq(meta.valid)]
+        params = data.View(data.ArrayLayout(PARAM_RECORD, R), self.param.data)
+        layer = post.i.payload.layer
+        m.d.comb += [
+            post.i.valid.eq(array.drain.valid), array.drain.ready.eq(post.i.ready), post.o.ready.eq(1),
+            post.i.payload.acc.eq(array.drain.payload.acc),
+            layer.zero_point.eq(cfg.out_zero_point), layer.low.eq(cfg.act_min), layer.high.eq(cfg.act_max),
+            layer.raw.eq(~conv.requantize),
+        ]
+        for r in range(R):
+            m.d.comb += [post.i.payload.bias[r].eq(Mux(conv.init_from_acc, 0, params[r].bias)),
+                         post.i.payload.multiplier[r].eq(params[r].multiplier),
+                         post.i.payload.shift[r].eq(params[r].shift[:SHIFT_BITS])]
+
+        # ---- write: the beat's address and byte enables follow it through the post-processing
+        full = Const((1 << (ACC_BYTES * R)) - 1, ACC_BYTES * R)
+        record_bytes = Const((1 << R) - 1, ACC_BYTES * R) << (drain_record[:2] * R)
+        enable = Mux(beat & (drain_col < drain_cols), Mux(conv.requantize, record_bytes, full), 0)
+        address = Mux(conv.requantize, drain_record >> 2, drain_record)
+        for stage in range(POST_LATENCY):
+            enable = register(m, enable, f"write_enable_{stage}", reset_less=False)
+            address = register(m, address, f"write_address_{stage}")
+        results = post.o.payload
+        int8 = Cat(*(results[r][:8] for r in range(R)))
+        m.d.comb += [
+            self.acc_write.addr.eq(address), self.acc_write.en.eq(enable),
+            self.acc_write.data.eq(Mux(conv.requantize, Cat(*[int8] * ACC_BYTES), Cat(*results))),
+        ]
+        return m
