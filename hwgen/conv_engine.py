@@ -15,9 +15,10 @@ Ports (compute side of the buffers; the caller muxes the banks with the `*_bank`
 - `weight`: words of `R * S` bytes. Bank: `weight_bank`.
 - `param`: words of `R * 8` bytes, word `g` = oc group `g`'s `R` channel records. Bank:
   `weight_bank` (the parameters travel with the weights, as in the ISA simulator).
-- `acc_read`, `acc_write`: words of `R * 4` bytes (byte enables): word `L = pixel * G + g`
-  holds the `R` int32 partial sums of oc group `g` (`G = oc_groups`); the int8 results of that
-  record are bytes `(L % 4) * R ...` of word `L // 4`. Bank: `out_bank`.
+- `acc_read`, `acc_write`: words of `R * 4` bytes (byte enables): word `D + L`, `L = pixel * G + g`,
+  holds the `R` int32 partial sums of oc group `g` (`G = oc_groups`, `D = ceil(C * G / 4)`
+  words: `hwgen.layout.partial_sums_offset`); the int8 results of that record are bytes
+  `(L % 4) * R ...` of word `L // 4`. Bank: `out_bank`.
 
 Read ports are used with `en`; their data holds while `en` is low (one word of the init
 staging lives there). Timing: the cycle after a command is accepted, group 0 starts (with
@@ -32,13 +33,13 @@ from the accepting cycle to the first cycle `idle` is high again (all results wr
 `N = out_rows * ow_groups * oc_groups`, array latency `4 + log2 S`, post latency 4
 (`cycle_count`). Fields are assumed non-zero, `stride >= 1`, `last_group_cols` in `1..C`.
 
-In-place requantisation (`init_from_acc` and `requantize`): an int8 record overlaps the
-int32 word `L // 4`; the engine reads that word in time only if it belongs to a group at most
-one after the writer's (`in_place_hazard` tells whether an instruction breaks that).
+In-place requantisation (`init_from_acc` and `requantize`): the int8 results written so far
+end below `(P + C) * G * R` bytes (pixel set `P`) while the partial sums not yet read start at
+`4 * (D + P * G)` words' bytes or later; `D` covers the difference, so no sum is overwritten
+before it is read.
 """
 from __future__ import annotations
 
-import numpy as np
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import ReadPort, WritePort
@@ -78,22 +79,8 @@ def cycle_count(config: AcceleratorConfig, conv: dict, convcfg: dict) -> int:
     steps = conv["ic_groups"] * convcfg["kernel_h"] * convcfg["kernel_w"]
     groups = conv["out_rows"] * conv["ow_groups"] * conv["oc_groups"]
     start = pe.cols if conv["init_from_acc"] else 1
-    array_latency = 4 + exact_log2(pe.simd)
+    array_latency = 4 + exact_log2(pe.simd)  # PEArray.latency
     return start + (groups - 1) * max(steps, pe.cols) + steps + array_latency + pe.cols + POST_LATENCY
-
-
-def in_place_hazard(config: AcceleratorConfig, conv: dict) -> bool:
-    """Whether an int8 result of some group lands on the partial sums of a group two or more
-    later (so the engine may read them after they were overwritten)."""
-    if not (conv["init_from_acc"] and conv["requantize"]):
-        return False
-    cols_per_group = config.pe.cols
-    width = (conv["ow_groups"] - 1) * cols_per_group + conv["last_group_cols"]
-    oc_groups = conv["oc_groups"]
-    records = np.arange(conv["out_rows"] * width * oc_groups)
-    pixel, ocg = records // oc_groups, records % oc_groups
-    group = ((pixel // width) * conv["ow_groups"] + (pixel % width) // cols_per_group) * oc_groups + ocg
-    return bool((group[records // 4] >= group + 2).any())
 
 
 class ConvEngine(wiring.Component):
@@ -153,9 +140,9 @@ class ConvEngine(wiring.Component):
         rowstep = Signal(pixel)  # pixels of one input row (all phases)
         ohstep = Signal(pixel)   # input rows of one output row
         plane = Signal(pixel)    # one input channel group
-        depthwise_step = Signal(pixel)
         set_records = Signal(self.acc_bits)   # records of a full pixel set (C pixels)
         last_records = Signal(self.acc_bits)  # records of the last pixel set of a row
+        partials = Signal(self.acc_bits)      # word offset of the int32 partial sums (hwgen.layout)
         with m.If(accept):
             m.d.sync += [
                 conv.eq(new),
@@ -164,8 +151,9 @@ class ConvEngine(wiring.Component):
                 plane.eq(cfg.in_rows * cfg.stride * cfg.in_row_pitch),
                 set_records.eq(new.oc_groups << log_c),
                 last_records.eq(new.last_group_cols * new.oc_groups),
+                partials.eq(((new.oc_groups << log_c) + ACC_BYTES - 1) >> exact_log2(ACC_BYTES)),
             ]
-        m.d.comb += depthwise_step.eq(plane << exact_log2(R // S) if R >= S else plane)
+        depthwise_step = plane << exact_log2(R // S) if R >= S else plane
         m.d.comb += [self.in_bank.eq(conv.in_bank), self.weight_bank.eq(conv.weight_bank),
                      self.out_bank.eq(conv.out_bank)]
 
@@ -181,9 +169,10 @@ class ConvEngine(wiring.Component):
         next_oh = Mux(ocg_wrap & owg_wrap, oh + 1, oh)
         next_row_base = Mux(ocg_wrap & owg_wrap, row_base + ohstep, row_base)
         next_col_base = Mux(ocg_wrap, Mux(owg_wrap, 0, col_base + C), col_base)
-        group_advance = Mux(conv.depthwise & ((next_ocg * R) % S == 0) if R < S else conv.depthwise,
-                            depthwise_step, 0)
-        next_group_base = Mux(ocg_wrap, 0, group_base + group_advance)
+        # depthwise: the first input group (ocg * R) // S moves by R // S per oc group, or by
+        # one every S // R oc groups
+        base_moves = conv.depthwise if R >= S else conv.depthwise & ((next_ocg * R) % S == 0)
+        next_group_base = Mux(ocg_wrap, 0, group_base + Mux(base_moves, depthwise_step, 0))
         next_set_record = Mux(ocg_wrap, set_record + Mux(owg_wrap, last_records, set_records), set_record)
         next_input = Signal(pixel)
         m.d.comb += next_input.eq(next_group_base + next_row_base + next_col_base)
@@ -192,7 +181,8 @@ class ConvEngine(wiring.Component):
 
         # ---- reduction counters (ic group, kh, phase, kw = q * stride + phase) and pointers
         icg, kh, phase, kw = Signal(8), Signal(4), Signal(3), Signal(4)
-        group_ptr, row_ptr, phase_ptr, pixel_ptr = (Signal(pixel, name=n) for n in ("group_ptr", "row_ptr", "phase_ptr", "pixel_ptr"))
+        group_ptr, row_ptr = Signal(pixel), Signal(pixel)      # input pixel of (icg, kh = 0), of (icg, kh)
+        phase_ptr, pixel_ptr = Signal(pixel), Signal(pixel)    # of (icg, kh, phase, q = 0), of the step
         weight_row = Signal(self.weight_bits)  # weight word of (ocg, icg, kh, 0)
         running, at_first = Signal(), Signal()
         gap = Signal(range(C))  # cycles until the next group may start
@@ -277,7 +267,7 @@ class ConvEngine(wiring.Component):
             m.d.sync += [fetch_left.eq(C), fetch_record.eq(0)]
         with m.If(issue & at_first & conv.init_from_acc):
             m.d.sync += [fetch_left.eq(C), fetch_record.eq(next_record)]
-        m.d.comb += [self.acc_read.addr.eq(fetch_record), self.acc_read.en.eq(fetch_left != 0)]
+        m.d.comb += [self.acc_read.addr.eq(fetch_record + partials), self.acc_read.en.eq(fetch_left != 0)]
         words = [data.View(data.ArrayLayout(signed(32), R), Signal(32 * R, name=f"staged_{c}")) for c in range(C - 1)]
         words.append(data.View(data.ArrayLayout(signed(32), R), self.acc_read.data))
         with m.If(register(m, fetch_left > 1, "fetch_shift", reset_less=False)):
@@ -317,7 +307,7 @@ class ConvEngine(wiring.Component):
         full = Const((1 << (ACC_BYTES * R)) - 1, ACC_BYTES * R)
         record_bytes = Const((1 << R) - 1, ACC_BYTES * R) << (drain_record[:2] * R)
         enable = Mux(beat & (drain_col < drain_cols), Mux(conv.requantize, record_bytes, full), 0)
-        address = Mux(conv.requantize, drain_record >> 2, drain_record)
+        address = Mux(conv.requantize, drain_record >> 2, drain_record + partials)
         for stage in range(POST_LATENCY):
             enable = register(m, enable, f"write_enable_{stage}", reset_less=False)
             address = register(m, address, f"write_address_{stage}")

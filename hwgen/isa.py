@@ -112,6 +112,12 @@ INSTRUCTION_LAYOUT = data.StructLayout({
     "reserved": unsigned(INSTRUCTION_BITS - OPCODE_BITS - _PAYLOAD_UNION.size),
 })
 
+def field_limit(opcode: Opcode, name: str) -> int:
+    """The largest value a field can hold."""
+    shape = dict(PAYLOADS[opcode])[name].shape
+    return (1 << (shape.width - shape.signed)) - 1
+
+
 ENUM_FIELDS: dict[str, type[IntEnum]] = {"queue": Queue, "buffer": Buffer, "op": VecOp}
 """Fields whose values have names in the assembly text."""
 

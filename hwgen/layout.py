@@ -10,8 +10,10 @@ simulator and the RTL address generators). See docs/hardware.md, "Data layouts".
 - parameter buffer bank: 8 bytes per output channel: int32 bias, uint16 multiplier, uint8
   shift, one spare byte.
 - accumulator/output buffer bank: the tile in HWC order with ``channels`` (padded) per pixel:
-  int32 partial sums at byte ``4 * (pixel * channels + c)``, int8 results at byte
-  ``pixel * channels + c``; ``pixel = row * width + column``.
+  int8 results at byte ``pixel * channels + c``, int32 partial sums at byte
+  ``partial_sums_offset + 4 * (pixel * channels + c)``; ``pixel = row * width + column``. The
+  offset leaves room for one PE-column set of int8 results, so rewriting the partial sums as
+  int8 results in place never overwrites sums that are still to be read.
 """
 from __future__ import annotations
 
@@ -33,6 +35,12 @@ def weight_word(oc_group: int, ic_group: int, kh: int, kw: int, *, ic_groups: in
 def acc_element(row: int, column: int, channel: int, *, width: int, channels: int) -> int:
     """Element index of an output/accumulator value (times 4 for int32 bytes, 1 for int8)."""
     return (row * width + column) * channels + channel
+
+
+def partial_sums_offset(cols: int, oc_groups: int, rows: int) -> int:
+    """Byte offset of the int32 partial sums in an accumulator bank (whole `R * 4`-byte words,
+    at least `cols * oc_groups * rows` bytes: the int8 results of one set of `cols` pixels)."""
+    return -(-cols * oc_groups // ACC_BYTES) * ACC_BYTES * rows
 
 
 def phase_row_pitch(tile_columns: int, stride: int, cols: int) -> int:

@@ -7,8 +7,6 @@ schema version, and load back to an equal `NetworkPlan`.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -18,9 +16,10 @@ import yaml
 from hwgen.config import AcceleratorConfig
 from planner import eplanner, search
 from planner.errors import PlanningError
-from planner.ir import COMPUTE_OPS, Layer, Network
+from planner.files import atomic_write_text
+from planner.ir import COMPUTE_OPS, Layer, Network, Op
 from planner.objective import Objective
-from planner.schedule import ConvShape
+from planner.schedule import ConvShape, Schedule
 from planner.stream import plan_stream
 
 SCHEMA_VERSION = 1
@@ -60,6 +59,13 @@ class LayerPlan:
     @property
     def dram_bytes(self) -> int:
         return self.input_bytes + self.weight_bytes + self.output_bytes
+
+    @property
+    def schedule(self) -> Schedule | None:
+        """The conv / fc schedule the compiler follows (None for pooling, add and concat)."""
+        if self.op not in (Op.CONV.value, Op.FC.value):
+            return None
+        return Schedule(self.tiles["OC"], self.tiles["IC"], self.tiles["OH"], self.tiles["OW"], tuple(self.order))
 
     @property
     def bound(self) -> str:
@@ -160,15 +166,7 @@ def save_plan(plan: NetworkPlan, path: str | Path) -> Path:
     path = Path(path)
     data = plan.to_dict()
     text = json.dumps(data, indent=2) if path.suffix == ".json" else yaml.safe_dump(data, sort_keys=False)
-    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return atomic_write_text(path, text)
 
 
 def load_plan(path: str | Path) -> NetworkPlan:

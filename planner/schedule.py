@@ -11,7 +11,11 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+import numpy as np
+
 from hwgen.config import AcceleratorConfig
+from hwgen.isa import Opcode, field_limit
+from hwgen.layout import PARAM_BANK_CHANNELS, partial_sums_offset, phase_row_pitch
 from planner.errors import PlanningError
 from planner.ir import COMPUTE_OPS, Layer, ceil_div
 
@@ -115,29 +119,71 @@ def input_extents(shape: ConvShape, dim: str, tile: int) -> list[int]:
 
 @dataclass(frozen=True)
 class Footprint:
-    """Largest tile of each tensor in bytes (what one buffer bank must hold)."""
+    """Bytes of the largest tile of each tensor in its buffer bank, in the hardware layouts
+    (`hwgen.layout`: channel groups, phase rows, padding to whole PE rows, the partial-sum
+    offset), and the output channels per tile the parameter bank must hold."""
 
     input: int
     weight: int
     output: int
+    channels: int = 0
+
+
+def tile_bytes(shape: ConvShape, oc, ic, oh, ow, config: AcceleratorConfig):
+    """`(input, weight, output, channels)` of tiles of these sizes; element-wise on numpy arrays."""
+    pe, w = config.pe, config.widths
+    oh_t, ow_t = np.minimum(oh, shape.oh), np.minimum(ow, shape.ow)
+    oc_pad = ceil_div(np.minimum(oc, shape.oc), pe.rows) * pe.rows
+    rows = (oh_t - 1) * shape.sh + shape.kh
+    pitch = phase_row_pitch((ow_t - 1) * shape.sw + shape.kw, shape.sh, pe.cols)
+    if shape.depthwise:  # oc group g reads input groups g*R//S .. g*R//S + ic_groups - 1
+        ic_groups = max(1, ceil_div(pe.rows, pe.simd))
+        in_groups = (oc_pad // pe.rows - 1) * pe.rows // pe.simd + ic_groups
+    else:
+        ic_groups = in_groups = ceil_div(np.minimum(ic, shape.ic), pe.simd)
+    return (in_groups * rows * shape.sh * pitch * pe.simd * w.activation_bytes,
+            oc_pad * ic_groups * pe.simd * shape.kh * shape.kw * w.weight_bytes,
+            oh_t * ow_t * oc_pad * w.accumulator_bytes + partial_sums_offset(pe.cols, oc_pad // pe.rows, pe.rows),
+            oc_pad)
+
+
+def fits_banks(sizes, config: AcceleratorConfig):
+    """Whether `tile_bytes` results fit one bank of each buffer (element-wise)."""
+    inp, weight, out, channels = sizes
+    b = config.buffers
+    return (inp <= b.input_bank) & (weight <= b.weight_bank) & (out <= b.output_bank) & (channels <= PARAM_BANK_CHANNELS)
+
+
+def fits_instructions(shape: ConvShape, oc, ic, oh, ow, config: AcceleratorConfig):
+    """Whether tiles of these sizes are expressible in CONVCFG / CONV fields (element-wise)."""
+    pe = config.pe
+    oh_t, ow_t = np.minimum(oh, shape.oh), np.minimum(ow, shape.ow)
+    rows = (oh_t - 1) * shape.sh + shape.kh
+    pitch = phase_row_pitch((ow_t - 1) * shape.sw + shape.kw, shape.sh, pe.cols)
+    ic_groups = 1 if shape.depthwise else ceil_div(np.minimum(ic, shape.ic), pe.simd)
+    limits = ((ceil_div(np.minimum(oc, shape.oc), pe.rows), Opcode.CONV, "oc_groups"),
+              (ic_groups, Opcode.CONV, "ic_groups"), (oh_t, Opcode.CONV, "out_rows"),
+              (ceil_div(ow_t, pe.cols), Opcode.CONV, "ow_groups"), (rows, Opcode.CONVCFG, "in_rows"),
+              (pitch, Opcode.CONVCFG, "in_row_pitch"))
+    ok = True
+    for value, opcode, name in limits:
+        ok = ok & (value <= field_limit(opcode, name))
+    return ok
+
+
+def legal_tiles(shape: ConvShape, oc, ic, oh, ow, config: AcceleratorConfig):
+    """Tiles that fit the buffers and the instruction fields (element-wise on arrays)."""
+    return fits_banks(tile_bytes(shape, oc, ic, oh, ow, config), config) & fits_instructions(shape, oc, ic, oh, ow, config)
 
 
 def footprint(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig) -> Footprint:
-    w = config.widths
-    in_c = schedule.oc if shape.depthwise else schedule.ic
-    rows = max(input_extents(shape, "OH", schedule.oh))
-    cols = max(input_extents(shape, "OW", schedule.ow))
-    return Footprint(
-        input=in_c * rows * cols * w.activation_bytes,
-        weight=schedule.oc * schedule.ic * shape.kh * shape.kw * w.weight_bytes,
-        output=schedule.oc * schedule.oh * schedule.ow * w.accumulator_bytes,
-    )
+    return Footprint(*(int(v) for v in tile_bytes(shape, schedule.oc, schedule.ic, schedule.oh, schedule.ow, config)))
 
 
 def is_legal(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig) -> bool:
-    """Every tile (halo included) fits one bank of its buffer (double buffering)."""
-    fp, b = footprint(shape, schedule, config), config.buffers
-    return fp.input <= b.input_bank and fp.weight <= b.weight_bank and fp.output <= b.output_bank
+    """Every tile (halo and layout padding included) fits one bank of its buffer (double
+    buffering) and the instruction fields."""
+    return bool(legal_tiles(shape, schedule.oc, schedule.ic, schedule.oh, schedule.ow, config))
 
 
 def tile_candidates(bound: int, granule: int) -> tuple[int, ...]:

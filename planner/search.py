@@ -18,7 +18,7 @@ import numpy as np
 from hwgen.config import AcceleratorConfig
 from planner import cost
 from planner.objective import Objective, rank
-from planner.schedule import (DIMS, ORDERS, ConvShape, Schedule, canonical_order, granule, input_extents, is_legal,
+from planner.schedule import (DIMS, ORDERS, ConvShape, Schedule, canonical_order, granule, is_legal, legal_tiles,
                               tile_candidates, trips, unplannable)
 
 
@@ -49,17 +49,12 @@ def candidates(shape: ConvShape, config: AcceleratorConfig) -> dict[str, tuple[i
 def _legal_tilings(shape: ConvShape, config: AcceleratorConfig, name: str) -> dict[str, np.ndarray]:
     """All legal tilings as equally long arrays of tile sizes per dim (vectorised legality)."""
     cand = {d: np.array(v, dtype=np.int64) for d, v in candidates(shape, config).items()}
-    w, b = config.widths, config.buffers
-    rows = np.array([max(input_extents(shape, "OH", int(t))) for t in cand["OH"]], dtype=np.int64)
-    cols = np.array([max(input_extents(shape, "OW", int(t))) for t in cand["OW"]], dtype=np.int64)
     oc = cand["OC"][:, None, None, None]
     ic = cand["IC"][None, :, None, None]
     oh = cand["OH"][None, None, :, None]
     ow = cand["OW"][None, None, None, :]
-    chan = oc if shape.depthwise else ic
-    legal = ((oc * ic * shape.kh * shape.kw * w.weight_bytes <= b.weight_bank)
-             & (chan * rows[None, None, :, None] * cols[None, None, None, :] * w.activation_bytes <= b.input_bank)
-             & (oc * oh * ow * w.accumulator_bytes <= b.output_bank))
+    legal = np.broadcast_to(legal_tiles(shape, oc, ic, oh, ow, config),
+                            (len(cand["OC"]), len(cand["IC"]), len(cand["OH"]), len(cand["OW"])))
     idx = np.nonzero(legal)
     if not len(idx[0]):
         raise unplannable(name, shape, config)

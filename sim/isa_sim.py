@@ -13,7 +13,7 @@ import numpy as np
 
 from hwgen.config import AcceleratorConfig
 from hwgen.isa import SEMAPHORES, Buffer, Instruction, Opcode, VecOp
-from hwgen.layout import ACC_BYTES, PARAM_BYTES, acc_element, bank_bytes, input_offset, weight_word
+from hwgen.layout import ACC_BYTES, PARAM_BYTES, acc_element, bank_bytes, input_offset, partial_sums_offset, weight_word
 from hwgen.program import Program
 from planner.errors import HwgenError
 from sim.dma_model import DmaTraffic, run_descriptor
@@ -140,8 +140,9 @@ class IsaSimulator:
         return _gather(raw, offsets).astype(np.int64) - (cfg["in_zero_point"] if zero_point is None else zero_point)
 
     def _write_outputs(self, bank: int, acc: np.ndarray, channels: np.ndarray, width: int, padded: int,
-                       requantize: bool, params: tuple[np.ndarray, ...]) -> None:
-        """acc is [channel, row, col] (int64, bias included); written as int8 or int32."""
+                       requantize: bool, params: tuple[np.ndarray, ...], partials: int = 0) -> None:
+        """acc is [channel, row, col] (int64, bias included); written as int8, or as int32 at
+        byte offset `partials`."""
         cfg = self.convcfg
         rows, cols = acc.shape[1:]
         element = acc_element(np.arange(rows).reshape(1, -1, 1), np.arange(cols).reshape(1, 1, -1),
@@ -153,7 +154,8 @@ class IsaSimulator:
             _scatter(raw, element, y.view(np.uint8))
         else:
             values = np.clip(acc, -(2**31), 2**31 - 1).astype(np.int32)
-            _scatter(raw, element[..., None] * ACC_BYTES + np.arange(ACC_BYTES), values.view(np.uint8).reshape(values.shape + (4,)))
+            _scatter(raw, partials + element[..., None] * ACC_BYTES + np.arange(ACC_BYTES),
+                     values.view(np.uint8).reshape(values.shape + (4,)))
 
     def _conv(self, ins: Instruction) -> None:
         cfg = self._require_convcfg(ins)
@@ -166,13 +168,14 @@ class IsaSimulator:
         weights = self.banks[Buffer.WEIGHT][ins["weight_bank"]].view(np.int8)
         channels = np.arange(padded)
         params = self._params(ins["weight_bank"], channels)
+        partials = partial_sums_offset(pe.cols, oc_groups, pe.rows)
         if ins["init_from_acc"]:
-            # all partial sums are read before any result is written (the RTL's pixel-major
-            # order makes the in-place int32 -> int8 rewrite safe; see hwgen.layout)
+            # all partial sums are read before any result is written (the partial-sum offset
+            # makes the RTL's in-place int32 -> int8 rewrite safe; see hwgen.layout)
             element = acc_element(np.arange(rows).reshape(1, -1, 1), np.arange(cols).reshape(1, 1, -1),
                                   channels.reshape(-1, 1, 1), width=cols, channels=padded)
             raw = self.banks[Buffer.ACC][ins["out_bank"]]
-            acc = _gather(raw, element[..., None] * ACC_BYTES + np.arange(ACC_BYTES)).view(np.int32)[..., 0].astype(np.int64)
+            acc = _gather(raw, partials + element[..., None] * ACC_BYTES + np.arange(ACC_BYTES)).view(np.int32)[..., 0].astype(np.int64)
         else:
             acc = np.repeat(np.repeat(params[0].reshape(-1, 1, 1), rows, axis=1), cols, axis=2)
         for ocg in range(oc_groups):
@@ -186,7 +189,7 @@ class IsaSimulator:
             block = slice(ocg * pe.rows, (ocg + 1) * pe.rows)
             acc[block] += np.rint(np.einsum("gabhwl,gabrl->rhw", x.astype(np.float64), w)).astype(np.int64)
             self.stats.macs += int(np.prod(x.shape)) * pe.rows
-        self._write_outputs(ins["out_bank"], acc, channels, cols, padded, bool(ins["requantize"]), params)
+        self._write_outputs(ins["out_bank"], acc, channels, cols, padded, bool(ins["requantize"]), params, partials)
 
     def _vec(self, ins: Instruction) -> None:
         cfg = self._require_convcfg(ins)

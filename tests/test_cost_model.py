@@ -37,12 +37,19 @@ def test_we1_weight_and_output_tiles():
     assert outputs[-1].shape[0] == 32 and len(outputs) == 20
 
 
-def test_we1_tiles_are_the_largest_that_fit_half_the_buffers(setup_b_fp32):
+def test_we1_footprint_in_the_hardware_layout(setup_b_fp32):
+    """The reference's WE1 tile holds 65520 input, 32760 weight and 50176 output elements; in
+    the accelerator's buffers (setup B: 32 rows, 1 column, 32 lanes) the same tile also occupies
+    the padding of whole channel groups, whole PE rows and one spare word per phase row."""
     fp = footprint(CONV3_1, WE1, setup_b_fp32)
-    assert (fp.input, fp.weight, fp.output) == (65520 * 4, 32760 * 4, 50176 * 4)
-    assert is_legal(CONV3_1, WE1, setup_b_fp32)
-    for bigger in (Schedule(57, 65, 16, 56), Schedule(56, 66, 16, 56), Schedule(56, 65, 17, 56)):
-        assert not is_legal(CONV3_1, bigger, setup_b_fp32)
+    rows, cols = (16 - 1) + 3, (56 - 1) + 3  # halo of a 3x3 window
+    pitch = cols + 1  # pixels per phase row: whole 1-column words plus one spare word
+    ic_groups, oc_padded = 3, 64  # ceil(65 / 32) groups of 32 lanes; 56 channels padded to 2 x 32 rows
+    assert (65 * rows * 56, 56 * 65 * 9, 56 * 16 * 56) == (65520, 32760, 50176)
+    assert fp.input == ic_groups * rows * pitch * 32 * 4
+    assert fp.weight == oc_padded * ic_groups * 32 * 9 * 4
+    partial_offset = 4 * 32  # int32 sums start one 32-row int32 word in: room for 1 column x 2 groups of int8
+    assert fp.output == 16 * 56 * oc_padded * 4 + partial_offset and fp.channels == oc_padded
 
 
 def test_we1_access_model_without_halo_matches_the_thesis(setup_b_fp32):

@@ -33,4 +33,4 @@ def test_unplannable_layer_exits_with_a_message(capsys, tmp_path):
     assert main(["plan", "resnet18", "--hw", str(cfg)]) == 2
     err = capsys.readouterr().err
     assert "hwgen plan: error: layer 'conv1' (3x224x224 -> 64x112x112, kernel 7x7" in err
-    assert "weight buffer needs >= 98 B (has 64)" in err
+    assert f"weight buffer needs >= {2 * (2 * 2 * 49)} B (has 64)" in err  # 2 rows x 2 lanes x 7x7, two banks

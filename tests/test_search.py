@@ -62,5 +62,8 @@ def test_kernel_larger_than_buffers_names_layer_shape_and_minimum():
         search(ConvShape.of(layer), config, layer.macs, name=layer.name)
     message = str(error.value)
     assert "'fc6'" in message and "4x7x7 -> 10x1x1" in message
-    assert "input buffer needs >= 98 B (has 64)" in message  # one 7x7 plane, two banks
-    assert "weight buffer needs >= 98 B (has 64)" in message
+    # smallest tile in the hardware layout (2 rows, 2 columns, 2 lanes), two banks each:
+    # input: one 2-lane group x 7 rows x a 10-pixel phase row (4 words of 2 + a spare word)
+    assert f"input buffer needs >= {2 * (2 * 7 * 10)} B (has 64)" in message
+    # weights: one output channel padded to 2 rows x one 2-lane group x 7 x 7
+    assert f"weight buffer needs >= {2 * (2 * 2 * 49)} B (has 64)" in message

@@ -16,12 +16,12 @@ import numpy as np
 from hwgen.config import AcceleratorConfig
 from hwgen.dma import Descriptor, Dim
 from hwgen.isa import Buffer, Opcode
-from hwgen.layout import ACC_BYTES, PARAM_BANK_CHANNELS, PARAM_BYTES, bank_bytes, phase_row_pitch
+from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes, partial_sums_offset, phase_row_pitch
 from planner.compile.emitter import Emitter
 from planner.compile.packing import expand_depthwise, padded_channels, param_block, weight_block
 from planner.errors import PlanningError
 from planner.ir import Layer, ceil_div
-from planner.schedule import DIMS, ConvShape, Schedule, axis_tiles
+from planner.schedule import DIMS, ConvShape, Schedule, axis_tiles, fits_instructions, footprint
 
 MAX_RUN = 1 << 15
 
@@ -74,25 +74,17 @@ class ConvTiling:
 
     def check_fits(self) -> None:
         """Every tile fits its bank in the hardware layouts (else the plan is not executable)."""
-        pe, cfg = self.config.pe, self.config
-        oc = min(self.schedule.oc, self.shape.oc)
-        ic = 1 if self.shape.depthwise else min(self.schedule.ic, self.shape.ic)
-        need = {
-            "input": self.input_channel_groups(oc, ic) * self.in_rows * self.stride * self.row_pitch * pe.simd,
-            "weight": ceil_div(oc, pe.rows) * pe.rows * self.ic_groups(ic) * pe.simd * self.shape.kh * self.shape.kw,
-            "acc": min(self.schedule.oh, self.shape.oh) * min(self.schedule.ow, self.shape.ow) * ceil_div(oc, pe.rows) * pe.rows * ACC_BYTES,
-            "param": ceil_div(oc, pe.rows) * pe.rows * PARAM_BYTES,
-        }
-        for buffer, size in need.items():
-            if size > bank_bytes(cfg, buffer):
-                raise PlanningError(
-                    f"layer {self.layer.name!r}: tiles {self.schedule.tiles} need a {size}-byte {buffer} bank "
-                    f"in the hardware layout, the configuration has {bank_bytes(cfg, buffer)}"
-                )
         if self.shape.sh != self.shape.sw:
             raise PlanningError(f"layer {self.layer.name!r}: strides {self.shape.sh}x{self.shape.sw} differ; the hardware needs equal strides")
-        if oc > PARAM_BANK_CHANNELS:
-            raise PlanningError(f"layer {self.layer.name!r}: {oc} output channels per tile exceed {PARAM_BANK_CHANNELS}")
+        fp, cfg, s = footprint(self.shape, self.schedule, self.config), self.config, self.schedule
+        if not fits_instructions(self.shape, s.oc, s.ic, s.oh, s.ow, cfg):
+            raise PlanningError(f"layer {self.layer.name!r}: tiles {s.tiles} exceed the CONV/CONVCFG field ranges (docs/isa.md)")
+        for buffer, need, have in (("input", fp.input, bank_bytes(cfg, "input")), ("weight", fp.weight, bank_bytes(cfg, "weight")),
+                                   ("acc", fp.output, bank_bytes(cfg, "acc")),
+                                   ("param", fp.channels * PARAM_BYTES, bank_bytes(cfg, "param"))):
+            if need > have:
+                raise PlanningError(f"layer {self.layer.name!r}: tiles {self.schedule.tiles} need a {need}-byte {buffer} "
+                                    f"bank in the hardware layout, the configuration has {have}")
 
 
 def weight_constants(tiling: ConvTiling) -> tuple[np.ndarray, dict[tuple[int, int], int]]:
@@ -173,7 +165,8 @@ def lower_conv(em: Emitter, tiling: ConvTiling, constants: int, block_offsets: d
             reload = None
             if done_ic.get(out_key, 0):
                 desc, _ = _linear(True, acc_bytes, ACC_BYTES)
-                reload = [dict(desc=em.descriptor(desc), dram_offset=scratch + out_index * scratch_tile)]
+                reload = [dict(desc=em.descriptor(desc), dram_offset=scratch + out_index * scratch_tile,
+                               buf_addr=partial_sums_offset(pe.cols, oc_groups, pe.rows))]
             open_bank, open_key = em.open_output(reload), out_key
         if resident["weight"] != weight_key:
             em.use("weight")
@@ -200,7 +193,8 @@ def lower_conv(em: Emitter, tiling: ConvTiling, constants: int, block_offsets: d
                 if scratch is None:
                     raise PlanningError(f"layer {layer.name!r}: schedule spills partial sums but no scratch was reserved")
                 desc, _ = _linear(False, acc_bytes, ACC_BYTES)
-                stores = [dict(desc=em.descriptor(desc), dram_offset=scratch + out_index * scratch_tile)]
+                stores = [dict(desc=em.descriptor(desc), dram_offset=scratch + out_index * scratch_tile,
+                               buf_addr=partial_sums_offset(pe.cols, oc_groups, pe.rows))]
             em.close_output(open_bank, stores)
             open_key = None
     em.release_all()
