@@ -1,0 +1,61 @@
+"""Amaranth-simulator harness: a compiled network on the generated accelerator, its DRAM served
+by `sim.memory_model.MemoryModel` (latency and bandwidth of the configuration)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from amaranth.sim import Simulator
+
+from hwgen.accelerator import Accelerator
+from planner.compile.network import CompiledNetwork
+from sim.memory_model import MemoryModel, MemoryStats
+
+
+class SimulationTimeout(RuntimeError):
+    """The accelerator did not raise `done` within the cycle budget."""
+
+
+@dataclass
+class RtlRun:
+    """Outputs and measurements of one run."""
+
+    outputs: dict[str, np.ndarray]
+    cycles: int
+    traffic: MemoryStats
+    counters: dict
+
+
+def run_rtl(compiled: CompiledNetwork, x: np.ndarray, *, max_cycles: int = 5_000_000, stall: float = 0.0,
+            seed: int = 0, vcd: str | None = None) -> RtlRun:
+    """Run the int8 `(C, H, W)` input through the RTL; `vcd` writes a waveform file."""
+    dram = compiled.dram_with_input(x)
+    dut = Accelerator(compiled.config, compiled.program)
+    memory = MemoryModel.from_config(dut.port, dram, compiled.config.dram, stall=stall, seed=seed)
+    result: dict = {}
+
+    async def bench(ctx):
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        cycles = 0
+        while not ctx.get(dut.done):
+            await ctx.tick()
+            cycles += 1
+            if cycles > max_cycles:
+                raise SimulationTimeout(f"no `done` after {max_cycles} cycles")
+        result["cycles"] = ctx.get(dut.counters.cycles)
+        result["counters"] = {q: {k: ctx.get(getattr(getattr(dut.counters, q), k)) for k in ("active", "waiting")}
+                              for q in ("load", "compute", "store")}
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_process(memory.process)
+    sim.add_testbench(bench)
+    if vcd:
+        with sim.write_vcd(vcd):
+            sim.run()
+    else:
+        sim.run()
+    outputs = {name: compiled.read_output(dram, name) for name in compiled.network.outputs}
+    return RtlRun(outputs, result["cycles"], memory.stats, result["counters"])

@@ -1,0 +1,29 @@
+"""The generated accelerator runs whole networks in the Amaranth simulator, bit-exact to the
+golden model and to the ISA simulator's DRAM traffic."""
+from __future__ import annotations
+
+import numpy as np
+
+from compile_helpers import run_isa
+from hwgen.config import load_config
+from planner.calibrate import quantize_network
+from planner.frontend import load_network
+from planner.pipeline import run_flow
+from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
+from sim.golden import run_quantized
+from sim.rtl_sim import run_rtl
+
+
+def test_digits_cnn_runs_bit_exact_on_the_rtl():
+    config = load_config("ecp5-85f")
+    net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
+    flow = run_flow(net, config)
+    x = net.input_quant.quantize(load_digits_split()[2][3])
+    run = run_rtl(flow.compiled, x, stall=0.1, seed=1)
+    golden = run_quantized(net, x)
+    for name in net.outputs:
+        assert np.array_equal(run.outputs[name], golden[name])
+    _, isa = run_isa(flow.compiled, x)
+    assert run.traffic.bytes_written == isa.stats.traffic.bytes_written
+    assert run.traffic.bytes_read == isa.stats.traffic.bytes_read
+    assert run.cycles > 0 and run.counters["compute"]["active"] > 0
