@@ -92,10 +92,11 @@ def test_infer_errors_exit_nonzero_and_write_nothing(tmp_path, capsys, argv_tail
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
-def test_demo_reports_accuracy(capsys):
-    assert main(["demo", "--samples", "60"]) == 0
+def test_demo_reports_accuracy_and_bit_exact_isa(capsys):
+    assert main(["demo", "--samples", "30", "--no-rtl"]) == 0
     out = capsys.readouterr().out
     assert "int8 golden accuracy" in out
+    assert "30/30 images bit-exact" in out
 
 
 def test_unsupported_operator_exits_nonzero_naming_node(tmp_path, capsys):
