@@ -76,8 +76,7 @@ class Accelerator(wiring.Component):
         buffers = {}
         for kind in ("weight", "param", "acc"):
             buffers[kind] = m.submodules[f"{kind}_buffer"] = DoubleBuffer.from_config(config, kind)
-        word, depth = bank_shape(config, "input")
-        halves = [DoubleBuffer(word, depth // 2) for _ in range(2)]
+        halves = [DoubleBuffer.from_config(config, "input", halves=2) for _ in range(2)]
         m.submodules.input_even, m.submodules.input_odd = halves
 
         # ---- load DMAs: one per buffer, the load unit's `select` picks the active one

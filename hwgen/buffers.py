@@ -18,6 +18,7 @@ from amaranth.utils import ceil_log2
 
 from hwgen.config import AcceleratorConfig
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
+from hwgen.spram import SinglePortBank
 
 
 def bank_shape(config: AcceleratorConfig, kind: str) -> tuple[int, int]:
@@ -37,15 +38,15 @@ def bank_shape(config: AcceleratorConfig, kind: str) -> tuple[int, int]:
 class DoubleBuffer(wiring.Component):
     """Two banks of `depth` words of `word_bytes` bytes.
 
-    `spram` would map each bank onto iCE40UP5K SB_SPRAM256KA (16-bit x 16K, single-ported);
-    that needs one port per bank per cycle, so not yet implemented (block RAM only).
+    With `spram`, each bank is a single-ported `SinglePortBank` (SB_SPRAM256KA on iCE40UP5K):
+    its owner may read or write in a cycle, not both, which suits buffers that one side only
+    writes (DMA) and the other only reads (compute): input and weight.
     """
 
     def __init__(self, word_bytes: int, depth: int, *, spram: bool = False):
-        if spram:
-            raise NotImplementedError("SPRAM banks are not implemented; use block RAM (spram=False)")
         self.word_bytes = word_bytes
         self.depth = depth
+        self.spram = spram
         addr, word = ceil_log2(depth), unsigned(8 * word_bytes)
         super().__init__({
             "dma_wr": Out(WritePort.Signature(addr_width=addr, shape=word, granularity=8)),
@@ -60,9 +61,11 @@ class DoubleBuffer(wiring.Component):
         })
 
     @classmethod
-    def from_config(cls, config: AcceleratorConfig, kind: str) -> DoubleBuffer:
-        """The `input`, `weight`, `param` or `acc` buffer of a configuration."""
-        return cls(*bank_shape(config, kind))
+    def from_config(cls, config: AcceleratorConfig, kind: str, halves: int = 1) -> DoubleBuffer:
+        """The `input`, `weight`, `param` or `acc` buffer of a configuration (`halves=2`: one
+        of the even/odd-word halves of the input buffer)."""
+        word, depth = bank_shape(config, kind)
+        return cls(word, depth // halves, spram=kind in config.buffers.spram)
 
     def elaborate(self, platform) -> Module:
         m = Module()
@@ -70,9 +73,7 @@ class DoubleBuffer(wiring.Component):
         read_bank = [Signal(name=f"{side}_read_bank") for side in ("dma", "compute")]
         reads = []
         for index in range(2):
-            bank = Memory(shape=unsigned(8 * self.word_bytes), depth=self.depth, init=[])
-            m.submodules[f"bank{index}"] = bank
-            write, read = bank.write_port(granularity=8), bank.read_port()
+            write, read = self._bank(m, index)
             dma_writes = self.dma_write_active & (self.dma_write_bank == index)
             dma_reads = self.dma_read_active & (self.dma_read_bank == index)
             compute_here = self.compute_bank == index
@@ -88,3 +89,17 @@ class DoubleBuffer(wiring.Component):
                 m.d.sync += read_bank[side].eq(read_selects[side])
             m.d.comb += read.data.eq(Mux(read_bank[side], reads[1].data, reads[0].data))
         return m
+
+    def _bank(self, m: Module, index: int):
+        """One bank's write and read port (on a dual-port Memory, or sharing an SPRAM port)."""
+        shape = unsigned(8 * self.word_bytes)
+        if not self.spram:
+            bank = m.submodules[f"bank{index}"] = Memory(shape=shape, depth=self.depth, init=[])
+            return bank.write_port(granularity=8), bank.read_port()
+        bank = m.submodules[f"bank{index}"] = SinglePortBank(self.word_bytes, self.depth)
+        addr = ceil_log2(self.depth)
+        write = WritePort.Signature(addr_width=addr, shape=shape, granularity=8).create(path=(f"bank{index}_write",))
+        read = ReadPort.Signature(addr_width=addr, shape=shape).create(path=(f"bank{index}_read",))
+        m.d.comb += [bank.addr.eq(Mux(write.en.any(), write.addr, read.addr)), bank.wr_data.eq(write.data),
+                     bank.wr_en.eq(write.en), bank.rd_en.eq(read.en), read.data.eq(bank.rd_data)]
+        return write, read

@@ -54,6 +54,25 @@ class _Range:
         return value
 
 
+@dataclass(frozen=True)
+class _Choices:
+    """A list of distinct names from `allowed`."""
+
+    allowed: tuple[str, ...]
+
+    def describe(self) -> str:
+        return f"a list of distinct names from: {', '.join(self.allowed)}"
+
+    def check(self, path: str, value: Any) -> tuple[str, ...]:
+        if not isinstance(value, (list, tuple)) or len(set(value)) != len(value) or any(v not in self.allowed for v in value):
+            raise ConfigError(f"{path}: {value!r} is not allowed; expected {self.describe()}")
+        return tuple(value)
+
+
+SPRAM_BUFFERS = ("input", "weight")
+"""Buffers whose banks may live in iCE40UP5K SPRAM (single-ported: one side at a time)."""
+
+
 def _field(low: float, high: float, integer: bool = True, power_of_two: bool = False) -> dict:
     return {"range": _Range(low, high, integer, power_of_two)}
 
@@ -99,6 +118,7 @@ class Buffers:
     input_bytes: int
     weight_bytes: int
     output_bytes: int
+    spram: tuple[str, ...] = ()  # buffers mapped to SPRAM on iCE40UP5K (SPRAM_BUFFERS)
 
     @property
     def input_bank(self) -> int:
@@ -175,7 +195,7 @@ class AcceleratorConfig:
         out: dict[str, Any] = {"name": self.name, "device": self.device, "board": self.board, "clock_mhz": self.clock_mhz}
         for section in ("pe", "widths", "buffers", "dram", "energy"):
             obj = getattr(self, section)
-            out[section] = {f.name: getattr(obj, f.name) for f in fields(obj)}
+            out[section] = {f.name: list(v) if isinstance(v := getattr(obj, f.name), tuple) else v for f in fields(obj)}
         return out
 
 
@@ -190,6 +210,7 @@ _SCHEMA: dict[str, dict[str, dict]] = {
         "input_bytes": _field(64, 1 << 30),
         "weight_bytes": _field(64, 1 << 30),
         "output_bytes": _field(64, 1 << 30),
+        "spram": {"range": _Choices(SPRAM_BUFFERS)},
     },
     "dram": {
         "bus_width_bits": _field(8, 1024, power_of_two=True),
@@ -255,7 +276,7 @@ def config_from_dict(data: dict, source: str = "<dict>") -> AcceleratorConfig:
     clock = _TOP["clock_mhz"]["range"].check("clock_mhz", data["clock_mhz"])
     pe = PEArray(**_section(data, "pe"))
     widths = Widths(**_section(data, "widths"))
-    buffers = Buffers(**_section(data, "buffers"))
+    buffers = Buffers(**_section(data, "buffers", {"spram": ()}))
     dram = Dram(**_section(data, "dram"))
     if dram.bandwidth_bytes_per_cycle > dram.bus_width_bits / 8:
         raise ConfigError(

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
@@ -23,10 +24,12 @@ def _run(m: Module, *processes, testbench) -> None:
     sim.run()
 
 
-def test_random_accesses_with_bank_selects() -> None:
-    """Both sides access random banks (never the same one while the DMA is active)."""
+@pytest.mark.parametrize("spram", [False, True], ids=["block-ram", "spram"])
+def test_random_accesses_with_bank_selects(spram: bool) -> None:
+    """Both sides access random banks (never the same one while the DMA is active); SPRAM
+    banks are single-ported, so there a side either reads or writes in a cycle."""
     rng = np.random.default_rng(0)
-    dut = DoubleBuffer(WORD, DEPTH)
+    dut = DoubleBuffer(WORD, DEPTH, spram=spram)
     banks = np.zeros((2, DEPTH, WORD), dtype=np.uint8)
     checked = [0]
 
@@ -45,10 +48,12 @@ def test_random_accesses_with_bank_selects() -> None:
             for write, read, bank, active in sides:
                 addr, value, mask = int(rng.integers(DEPTH)), rng.integers(0, 256, WORD, dtype=np.uint8), int(rng.integers(1 << WORD))
                 mask = mask if active else 0
+                read_addr, read_en = int(rng.integers(DEPTH)), bool(rng.integers(2)) and active
+                if spram:  # one access per cycle: a read, or a write at the same address
+                    mask, read_addr = (0, read_addr) if read_en else (mask, addr)
                 ctx.set(write.addr, addr)
                 ctx.set(write.data, int.from_bytes(value.tobytes(), "little"))
                 ctx.set(write.en, mask)
-                read_addr, read_en = int(rng.integers(DEPTH)), bool(rng.integers(2)) and active
                 ctx.set(read.addr, read_addr)
                 ctx.set(read.en, read_en)
                 if read_en:  # reads see the contents before this cycle's writes
@@ -113,3 +118,17 @@ def test_sizes_from_config() -> None:
     config = load_config("ice40up5k")  # pe 2x2x2, buffers 32/32/64 KB
     sizes = {kind: bank_shape(config, kind) for kind in ("input", "weight", "param", "acc")}
     assert sizes == {"input": (4, 4096), "weight": (4, 4096), "param": (16, 512), "acc": (8, 4096)}
+
+
+def test_spram_banks_map_to_sb_spram256ka() -> None:
+    """On an iCE40UP platform each 32-bit SPRAM bank is two SB_SPRAM256KA side by side."""
+    from amaranth.back.verilog import convert
+
+    from boards.yosys import cell_counts, synth_script
+
+    class UP5K:
+        device = "iCE40UP5K"
+
+    verilog = convert(DoubleBuffer(4, 4096, spram=True), name="top", platform=UP5K())
+    cells = cell_counts(synth_script("ice40", "top", ["top.v"]), {"top.v": verilog}, "top")
+    assert cells.get("SB_SPRAM256KA") == 4
