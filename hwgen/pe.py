@@ -1,9 +1,9 @@
 """The processing element: an `S`-lane dot product `sum_l (x_l - zx) * w_l` into an accumulator.
 
 Pipeline (one register per stage, controls and the initial value travel with the data):
-input registers holding `x - zx` (9-bit signed) and `w` → per-lane product register (with the
-input registers, what Yosys maps into one DSP per lane) → adder tree, one register per level →
-accumulator. `out` is the accumulator and is valid for the one cycle `out_valid` is high.
+input registers holding `x - zx` (9-bit signed) and `w` → per-lane product register (both
+stages inside one DSP primitive per lane on iCE40 / ECP5: `hwgen.dsp.RegisteredMultiplier`) →
+adder tree, one register per level → accumulator. `out` is the accumulator and is valid for the one cycle `out_valid` is high.
 """
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from amaranth.hdl import Module, Mux, Shape, Signal, Value, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
+
+from hwgen.dsp import RegisteredMultiplier
 
 CONTROL = data.StructLayout({"valid": 1, "first": 1, "last": 1})
 
@@ -62,13 +64,11 @@ class PE(wiring.Component):
         m.d.comb += [control.valid.eq(self.valid), control.first.eq(self.first), control.last.eq(self.last)]
         control = register(m, control, "control_in", reset_less=False)
         init = register(m, self.init, "init_in")
-        lanes = [
-            register(m, self.x[lane] - self.zx, f"x_{lane}") * register(m, self.w[lane], f"w_{lane}")
-            for lane in range(self.simd)
-        ]
-        # The product registers keep a reset: without one, Yosys' ice40_dsp (0.70) takes a
-        # neighbouring lane's product register as a DSP's C/D input register and drops that lane.
-        level = [register(m, product, f"product_{lane}", reset_less=False) for lane, product in enumerate(lanes)]
+        level = []
+        for lane in range(self.simd):  # input and product registers inside the DSP (hwgen.dsp)
+            multiplier = m.submodules[f"multiplier_{lane}"] = RegisteredMultiplier(len(self.x[lane]) + 1, len(self.w[lane]))
+            m.d.comb += [multiplier.a.eq(self.x[lane] - self.zx), multiplier.b.eq(self.w[lane])]
+            level.append(multiplier.p)
         control, init = register(m, control, "control_product", reset_less=False), register(m, init, "init_product")
         depth = 0
         while len(level) > 1:
