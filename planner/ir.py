@@ -205,3 +205,17 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+
+
+def single_layer_network(net: Network, name: str) -> Network:
+    """A network of one layer of `net` (its input becomes the network input)."""
+    from planner.errors import InputError
+
+    try:
+        layer = net.layer(name)
+    except KeyError as error:
+        raise InputError(str(error.args[0])) from None
+    if len(layer.inputs) != 1:
+        raise InputError(f"layer {name!r} has {len(layer.inputs)} inputs; only single-input layers can run alone")
+    return Network(f"{net.name}:{name}", layer.inputs[0], layer.in_shape, (layer,), (layer.output,),
+                   net.output_quant(layer.inputs[0]) if net.quantized else None)

@@ -1,20 +1,59 @@
-"""Execution engines for whole networks, by name (the `--engine` choices)."""
+"""Execution engines by name (the `--engine` choices): the golden model, the instruction-level
+simulator and the RTL in the Amaranth simulator; co-simulation engines register here too.
+
+Every engine runs one int8 `(C, H, W)` input and returns an `EngineRun`; all but the golden
+model execute the compiled program (`needs_program`).
+"""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
+from planner.compile.network import CompiledNetwork
 from planner.ir import Network
 from sim.golden import run_quantized
-
-Engine = Callable[[Network, np.ndarray], dict[str, np.ndarray]]
-"""Runs an int8 `(C, H, W)` input through a quantized network; returns every output tensor."""
+from sim.isa_sim import IsaSimulator
 
 
-def _golden(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
+@dataclass
+class EngineRun:
+    """Outputs of one run and, for engines that execute the program, its measurements."""
+
+    outputs: dict[str, np.ndarray]
+    cycles: int | None = None
+    dram_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Engine:
+    run: Callable[..., EngineRun]
+    needs_program: bool
+    description: str
+
+
+def _golden(net: Network, compiled: CompiledNetwork | None, x: np.ndarray, vcd: str | None = None) -> EngineRun:
     values = run_quantized(net, x)
-    return {name: values[name] for name in net.outputs}
+    return EngineRun({name: values[name] for name in net.outputs})
 
 
-ENGINES: dict[str, Engine] = {"golden": _golden}
+def _isa(net: Network, compiled: CompiledNetwork, x: np.ndarray, vcd: str | None = None) -> EngineRun:
+    dram = compiled.dram_with_input(x)
+    stats = IsaSimulator(compiled.config, compiled.program, dram).run()
+    outputs = {name: compiled.read_output(dram, name) for name in net.outputs}
+    return EngineRun(outputs, None, stats.traffic.bytes_read + stats.traffic.bytes_written)
+
+
+def _amaranth(net: Network, compiled: CompiledNetwork, x: np.ndarray, vcd: str | None = None) -> EngineRun:
+    from sim.rtl_sim import run_rtl
+
+    run = run_rtl(compiled, x, vcd=vcd)
+    return EngineRun(run.outputs, run.cycles, run.traffic.bytes_read + run.traffic.bytes_written)
+
+
+ENGINES: dict[str, Engine] = {
+    "golden": Engine(_golden, False, "golden integer model (numpy)"),
+    "isa": Engine(_isa, True, "instruction-level simulator of the compiled program"),
+    "amaranth": Engine(_amaranth, True, "generated RTL in the Amaranth simulator"),
+}

@@ -11,6 +11,8 @@ from planner.errors import InputError
 from planner.files import atomic_save_npy, atomic_write_bytes
 from planner.ir import Network, Op
 from sim.engines import ENGINES
+from hwgen.config import load_config
+from planner.pipeline import run_flow
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,7 +25,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_model_argument(parser)
     parser.add_argument("--input", required=True, type=Path, metavar="X.npy", help="input array (N, C, H, W) or (C, H, W)")
     parser.add_argument("--output", required=True, type=Path, metavar="Y.npy", help="where to write the outputs (.npz when the model has several)")
-    parser.add_argument("--engine", choices=sorted(ENGINES), default="golden", help="execution engine (default: golden)")
+    parser.add_argument("--engine", choices=sorted(ENGINES), default="golden",
+                        help="execution engine: " + "; ".join(f"{n}: {e.description}" for n, e in ENGINES.items())
+                        + " (default: golden)")
+    parser.add_argument("--hw", metavar="CFG", help="hardware configuration for engines that run the compiled program (default: default)")
     parser.add_argument("--raw", action="store_true", help="write int8 outputs instead of dequantized float32")
     add_calibration_argument(parser)
     parser.set_defaults(func=run)
@@ -61,9 +66,10 @@ def run(args: argparse.Namespace) -> int:
     net = quantized(load_model(args), args)
     inputs = read_input(args.input, net)
     engine = ENGINES[args.engine]
+    compiled = run_flow(net, load_config(args.hw)).compiled if engine.needs_program else None
     per_output: dict[str, list[np.ndarray]] = {name: [] for name in net.outputs}
     for sample in inputs:
-        for name, value in engine(net, sample).items():
+        for name, value in engine.run(net, compiled, sample).outputs.items():
             per_output[name].append(value)
     arrays = {name: output_array(net, name, values, args.raw) for name, values in per_output.items()}
     if len(arrays) == 1:
