@@ -8,6 +8,7 @@ Each buffer is given as its total size in bytes and is split into two equal bank
 from __future__ import annotations
 
 import math
+from functools import cached_property
 from dataclasses import dataclass, fields
 from fractions import Fraction
 from pathlib import Path
@@ -146,7 +147,7 @@ class Dram:
     def burst_bytes(self) -> int:
         return self.burst_beats * self.bus_width_bits // 8
 
-    @property
+    @cached_property
     def bandwidth(self) -> Fraction:
         """Bandwidth as an exact fraction (bytes per cycle) for exact ceilings."""
         return Fraction(str(self.bandwidth_bytes_per_cycle))

@@ -17,6 +17,8 @@ schedules at once (numpy arrays); `evaluate` adds the exact step-model cycles.
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -30,12 +32,17 @@ def run_cycles(nbytes, dram: Dram):
     """Cycles to move contiguous runs of `nbytes` (int or int array): per burst, the latency plus
     the burst's bytes at the configured bandwidth."""
     nbytes = np.asarray(nbytes, dtype=np.int64)
-    bw = dram.bandwidth
-    burst = dram.burst_bytes
+    burst, per_full, numerator, denominator = _burst_terms(dram)
     full, rest = nbytes // burst, nbytes % burst
-    per_full = dram.latency_cycles + -(-burst * bw.denominator // bw.numerator)
-    per_rest = dram.latency_cycles + -(-rest * bw.denominator // bw.numerator)
+    per_rest = dram.latency_cycles + -(-rest * denominator // numerator)
     return full * per_full + np.where(rest > 0, per_rest, 0)
+
+
+@functools.lru_cache(maxsize=None)
+def _burst_terms(dram: Dram) -> tuple[int, int, int, int]:
+    """(burst bytes, cycles of a full burst, bandwidth numerator, denominator) of a DRAM section."""
+    bw = dram.bandwidth
+    return dram.burst_bytes, dram.latency_cycles + -(-dram.burst_bytes * bw.denominator // bw.numerator), bw.numerator, bw.denominator
 
 
 def step_cycles(compute, load, store) -> int:
@@ -352,12 +359,20 @@ def _groups(ax: Axis) -> tuple[np.ndarray, np.ndarray]:
     return np.array(rep, dtype=np.int64), np.array(count, dtype=np.int64)
 
 
+@functools.lru_cache(maxsize=4096)
+def _axis_groups(shape: ConvShape, config: AcceleratorConfig, dim: str, tile: int) -> tuple[Axis, tuple[np.ndarray, np.ndarray]]:
+    """An axis and its step groups (shared by every loop order of a tiling)."""
+    ax = axis(shape, config, dim, tile)
+    return ax, _groups(ax)
+
+
 def grouped_step_cycles(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig) -> int:
     """`step_cycles` of a schedule without enumerating its steps: steps whose own, next and
     previous tiles agree are counted once with their multiplicity (equal to `step_arrays`)."""
     order = schedule.order
-    ax = {d: axis(shape, config, d, schedule.tile(d)) for d in DIMS}
-    reps = [_groups(ax[d]) for d in order]
+    cached = {d: _axis_groups(shape, config, d, schedule.tile(d)) for d in DIMS}
+    ax = {d: cached[d][0] for d in DIMS}
+    reps = [cached[d][1] for d in order]
     mesh = np.meshgrid(*[r for r, _ in reps], indexing="ij")
     count = np.prod(np.meshgrid(*[c for _, c in reps], indexing="ij"), axis=0).ravel()
     cur = {d: m.ravel() for d, m in zip(order, mesh)}
