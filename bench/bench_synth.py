@@ -1,0 +1,66 @@
+"""Synthesis smoke figures (Yosys from PyPI): cells of a PE, a post-processing lane and, with
+--full, the whole accelerator for a small configuration, per FPGA family.
+
+Usage: python bench/bench_synth.py [--families ecp5 ice40] [--full]
+The whole accelerator takes minutes per family.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from amaranth.back.verilog import convert
+
+from boards.yosys import cell_counts, synth_script
+from hwgen.accelerator import Accelerator
+from hwgen.accumulator import accumulator_shape
+from hwgen.config import config_from_dict, load_config
+from hwgen.pe import PE
+from hwgen.postprocess import PostProcess
+from planner.calibrate import quantize_network
+from planner.frontend import load_network
+from planner.pipeline import run_flow
+from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs
+
+SMALL = {
+    "name": "small", "clock_mhz": 50, "pe": {"rows": 4, "cols": 2, "simd": 2},
+    "widths": {"activation": 8, "weight": 8, "accumulator": 32},
+    "buffers": {"input_bytes": 4096, "weight_bytes": 4096, "output_bytes": 4096},
+    "dram": {"bus_width_bits": 16, "bandwidth_bytes_per_cycle": 2, "latency_cycles": 4, "burst_beats": 4},
+}
+DEVICES = {"ecp5": "LFE5U-85F", "ice40": "iCE40UP5K"}
+
+
+class Device:
+    def __init__(self, device: str):
+        self.device = device
+
+
+def report(label: str, family: str, component) -> None:
+    start = time.perf_counter()
+    verilog = convert(component, name="top", platform=Device(DEVICES[family]))
+    cells = cell_counts(synth_script(family, "top", ["top.v"]), {"top.v": verilog}, "top")
+    cells.pop("$scopeinfo", None)
+    print(f"{family:6s} {label:34s} {time.perf_counter() - start:6.0f} s  {json.dumps(dict(sorted(cells.items())))}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--families", nargs="+", default=["ecp5", "ice40"], choices=sorted(DEVICES))
+    parser.add_argument("--full", action="store_true", help="also the whole accelerator (small config, digits program)")
+    args = parser.parse_args()
+    default = load_config("default")
+    for family in args.families:
+        report(f"PE (simd {default.pe.simd})", family, PE(default.pe.simd, accumulator_shape(default)))
+        report("post-processing, 1 lane", family, PostProcess(1, accumulator_shape(default)))
+        if args.full:
+            config = config_from_dict(SMALL)
+            net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
+            program = run_flow(net, config).compiled.program
+            pe = config.pe
+            report(f"accelerator {pe.rows}x{pe.cols}x{pe.simd}, 4 KB buffers", family, Accelerator(config, program))
+
+
+if __name__ == "__main__":
+    main()
