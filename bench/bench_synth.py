@@ -12,7 +12,7 @@ import time
 
 from amaranth.back.verilog import convert
 
-from boards.yosys import cell_counts, synth_script
+from boards.yosys import synthesize
 from hwgen.accelerator import Accelerator
 from hwgen.accumulator import accumulator_shape
 from hwgen.config import config_from_dict, load_config
@@ -40,7 +40,7 @@ class Device:
 def report(label: str, family: str, component) -> None:
     start = time.perf_counter()
     verilog = convert(component, name="top", platform=Device(DEVICES[family]))
-    cells = cell_counts(synth_script(family, "top", ["top.v"]), {"top.v": verilog}, "top")
+    cells = synthesize(family, verilog)
     cells.pop("$scopeinfo", None)
     print(f"{family:6s} {label:34s} {time.perf_counter() - start:6.0f} s  {json.dumps(dict(sorted(cells.items())))}", flush=True)
 

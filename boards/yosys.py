@@ -33,7 +33,40 @@ def cell_counts(script: str, sources: dict[str, str], top: str) -> dict[str, int
     return dict(stat["modules"][f"\\{top}"]["num_cells_by_type"])
 
 
+SB_MAC16_PORTS = ("input CLK, CE, input [15:0] C, A, B, D, input AHOLD, BHOLD, CHOLD, DHOLD, IRSTTOP, IRSTBOT, "
+                  "ORSTTOP, ORSTBOT, OLOADTOP, OLOADBOT, ADDSUBTOP, ADDSUBBOT, OHOLDTOP, OHOLDBOT, CI, ACCUMCI, "
+                  "SIGNEXTIN, output [31:0] O, output CO, ACCUMCO, SIGNEXTOUT")
+SB_MAC16_PARAMETERS = ("NEG_TRIGGER", "C_REG", "A_REG", "B_REG", "D_REG", "TOP_8x8_MULT_REG", "BOT_8x8_MULT_REG",
+                       "PIPELINE_16x16_MULT_REG1", "PIPELINE_16x16_MULT_REG2", "TOPOUTPUT_SELECT",
+                       "TOPADDSUB_LOWERINPUT", "TOPADDSUB_UPPERINPUT", "TOPADDSUB_CARRYSELECT", "BOTOUTPUT_SELECT",
+                       "BOTADDSUB_LOWERINPUT", "BOTADDSUB_UPPERINPUT", "BOTADDSUB_CARRYSELECT", "MODE_8x8",
+                       "A_SIGNED", "B_SIGNED")
+PRESERVED_CELLS = {
+    # HWGEN_SB_MAC16 is an SB_MAC16 that synthesis must not touch: Yosys' ice40_dsp re-derives
+    # the register settings of every SB_MAC16 it meets; this one becomes SB_MAC16 afterwards.
+    "ice40": ("HWGEN_SB_MAC16", "SB_MAC16",
+              f"(* blackbox *) module HWGEN_SB_MAC16 ({SB_MAC16_PORTS});\n"
+              + "".join(f"  parameter {name} = 0;\n" for name in SB_MAC16_PARAMETERS) + "endmodule\n"),
+}
+
+
 def synth_script(family: str, top: str, sources: list[str]) -> str:
     """Read Verilog `sources` and synthesize `top` for `family` (a key of `SYNTH`). `proc;
-    splitnets` first avoids an abc9 name clash on Amaranth output (YosysHQ/yosys#4349)."""
-    return f"read_verilog {' '.join(sources)}; hierarchy -top {top}; proc; splitnets; {SYNTH[family]} -top {top}"
+    splitnets` first avoids an abc9 name clash on Amaranth output (YosysHQ/yosys#4349). Needs
+    `family_sources(family)` written beside the sources."""
+    preserved = PRESERVED_CELLS.get(family)
+    read_stub = f"read_verilog -lib {family}_cells.v; " if preserved else ""
+    retype = f"; chtype -set {preserved[1]} t:{preserved[0]}" if preserved else ""
+    return (f"{read_stub}read_verilog {' '.join(sources)}; hierarchy -top {top}; proc; splitnets; "
+            f"{SYNTH[family]} -top {top}{retype}")
+
+
+def family_sources(family: str) -> dict[str, str]:
+    """Extra files a family's synthesis script reads (blackbox stubs of preserved cells)."""
+    preserved = PRESERVED_CELLS.get(family)
+    return {f"{family}_cells.v": preserved[2]} if preserved else {}
+
+
+def synthesize(family: str, verilog: str, top: str = "top") -> dict[str, int]:
+    """Cells by type of `top` (in `verilog`) synthesized for `family`."""
+    return cell_counts(synth_script(family, top, ["top.v"]), {"top.v": verilog, **family_sources(family)}, top)

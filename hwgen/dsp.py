@@ -1,25 +1,30 @@
 """A signed multiplier with registered inputs and a registered product (latency 2).
 
-On an ECP5 platform it is one MULT18X18D with both register stages inside it (input registers
-and output register on CLK0), since Yosys does not pack registers into ECP5 DSPs itself.
-Elsewhere it is register-multiply-register logic: on iCE40, `synth_ice40 -dsp` maps the
-multiply to an SB_MAC16. An instantiated SB_MAC16 is not an option there: Yosys 0.70's
-`ice40_dsp` rewrites the register settings of SB_MAC16 cells it finds (clearing A_REG, B_REG
-and the pipeline registers), which would silently change the latency.
+On an iCE40 or ECP5 platform it is one DSP primitive with both register stages inside it:
+SB_MAC16 with A_REG, B_REG and PIPELINE_16x16_MULT_REG2; MULT18X18D with input and output
+registers on CLK0 (Yosys packs no registers into ECP5 DSPs itself, and its iCE40 packing is
+unreliable). On iCE40 the cell is emitted as HWGEN_SB_MAC16: Yosys' `ice40_dsp` re-derives the
+register settings of every SB_MAC16 it meets (clearing ours), so the synthesis script
+(`boards.yosys.synth_script`) keeps it a blackbox and renames it to SB_MAC16 afterwards.
+Elsewhere (simulation, generic Verilog) it is register-multiply-register logic.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, ClockSignal, Instance, Module, Signal, signed
+from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 LATENCY = 2
-WIDTHS = {"ecp5": 18}
+WIDTHS = {"ice40": 16, "ecp5": 18}
+PRESERVED_SB_MAC16 = "HWGEN_SB_MAC16"
 
 
 def dsp_family(platform) -> str | None:
-    """`ecp5` or None, from the platform's device name."""
-    return "ecp5" if str(getattr(platform, "device", "")).upper().startswith("LFE5") else None
+    """`ice40`, `ecp5` or None, from the platform's device name."""
+    device = str(getattr(platform, "device", "")).upper()
+    if device.startswith("ICE40"):
+        return "ice40"
+    return "ecp5" if device.startswith("LFE5") else None
 
 
 class RegisteredMultiplier(wiring.Component):
@@ -34,7 +39,20 @@ class RegisteredMultiplier(wiring.Component):
         family = dsp_family(platform)
         if family is not None and max(self.a_width, self.b_width) > WIDTHS[family]:
             family = None  # wider than one DSP: leave the mapping to synthesis
-        if family == "ecp5":
+        if family == "ice40":
+            product = Signal(32)
+            m.submodules.dsp = Instance(
+                PRESERVED_SB_MAC16,
+                p_A_REG=Const(1, 1), p_B_REG=Const(1, 1), p_PIPELINE_16x16_MULT_REG2=Const(1, 1),
+                p_TOPOUTPUT_SELECT=Const(3, 2), p_BOTOUTPUT_SELECT=Const(3, 2), p_A_SIGNED=Const(1, 1),
+                p_B_SIGNED=Const(1, 1),
+                i_CLK=ClockSignal("sync"), i_CE=1, i_A=_extend(self.a, 16), i_B=_extend(self.b, 16), i_C=0, i_D=0,
+                i_AHOLD=0, i_BHOLD=0, i_CHOLD=0, i_DHOLD=0, i_IRSTTOP=0, i_IRSTBOT=0, i_ORSTTOP=0, i_ORSTBOT=0,
+                i_OLOADTOP=0, i_OLOADBOT=0, i_ADDSUBTOP=0, i_ADDSUBBOT=0, i_OHOLDTOP=0, i_OHOLDBOT=0,
+                i_CI=0, i_ACCUMCI=0, i_SIGNEXTIN=0, o_O=product,
+            )
+            m.d.comb += self.p.eq(product[:self.a_width + self.b_width])
+        elif family == "ecp5":
             product = Signal(36)
             a, b = _extend(self.a, 18), _extend(self.b, 18)
             ports = {f"i_A{k}": a[k] for k in range(18)} | {f"i_B{k}": b[k] for k in range(18)}

@@ -124,11 +124,11 @@ def test_spram_banks_map_to_sb_spram256ka() -> None:
     """On an iCE40UP platform each 32-bit SPRAM bank is two SB_SPRAM256KA side by side."""
     from amaranth.back.verilog import convert
 
-    from boards.yosys import cell_counts, synth_script
+    from boards.yosys import synthesize
 
     class UP5K:
         device = "iCE40UP5K"
 
     verilog = convert(DoubleBuffer(4, 4096, spram=True), name="top", platform=UP5K())
-    cells = cell_counts(synth_script("ice40", "top", ["top.v"]), {"top.v": verilog}, "top")
+    cells = synthesize("ice40", verilog)
     assert cells.get("SB_SPRAM256KA") == 4

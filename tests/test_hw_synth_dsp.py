@@ -5,7 +5,7 @@ import pytest
 from amaranth.back.verilog import convert
 from amaranth.lib import wiring
 
-from boards.yosys import cell_counts, synth_script
+from boards.yosys import synthesize
 from hwgen.accumulator import accumulator_shape
 from hwgen.config import load_config
 from hwgen.pe import PE
@@ -15,7 +15,7 @@ DSP_CELL = {"ecp5": "MULT18X18D", "ice40": "SB_MAC16"}
 
 
 def dsp_cells(component: wiring.Component, family: str) -> int:
-    cells = cell_counts(synth_script(family, "top", ["top.v"]), {"top.v": convert(component, name="top")}, "top")
+    cells = synthesize(family, convert(component, name="top"))
     return cells.get(DSP_CELL[family], 0)
 
 
