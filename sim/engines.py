@@ -52,8 +52,16 @@ def _amaranth(net: Network, compiled: CompiledNetwork, x: np.ndarray, vcd: str |
     return EngineRun(run.outputs, run.cycles, run.traffic.bytes_read + run.traffic.bytes_written)
 
 
+def _icarus(net: Network, compiled: CompiledNetwork, x: np.ndarray, vcd: str | None = None) -> EngineRun:
+    from sim.cosim import run_cosim
+
+    run = run_cosim(compiled, x, "icarus", waves=vcd)
+    return EngineRun(run.outputs, run.cycles, run.traffic.bytes_read + run.traffic.bytes_written)
+
+
 ENGINES: dict[str, Engine] = {
     "golden": Engine(_golden, False, "golden integer model (numpy)"),
     "isa": Engine(_isa, True, "instruction-level simulator of the compiled program"),
     "amaranth": Engine(_amaranth, True, "generated RTL in the Amaranth simulator"),
+    "icarus": Engine(_icarus, True, "emitted Verilog in Icarus Verilog (cocotb co-simulation)"),
 }

@@ -4,18 +4,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from amaranth.back import rtlil, verilog
-
 from hwgen.accelerator import Accelerator
 from hwgen.commands.common import add_calibration_argument, load_model, quantized
 from hwgen.config import load_config
+from hwgen.emit import TOP, emit
 from hwgen.program import Program
 from planner.files import atomic_write_text
 from planner.pipeline import run_flow
 from planner.zoo import DEFAULT_MODEL
-
-TOP = "accelerator"
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -39,10 +35,8 @@ def run(args: argparse.Namespace) -> int:
         program = Program.load(args.program)
     else:
         program = run_flow(quantized(load_model(args), args), config).compiled.program
-    design = Accelerator(config, program)
     out = args.output or Path("rtl_out") / config.name
-    verilog_text = verilog.convert(design, name=TOP)
-    rtlil_text = rtlil.convert(Accelerator(config, program), name=TOP)
+    verilog_text, rtlil_text = emit(Accelerator(config, program))
     atomic_write_text(out / f"{TOP}.v", verilog_text)
     atomic_write_text(out / f"{TOP}.il", rtlil_text)
     program.save(out / "program.json")
