@@ -4,7 +4,7 @@ import pytest
 
 from hwgen.config import config_from_dict, load_config
 from planner import cost
-from planner.schedule import DIMS, ORDERS, ConvShape, Schedule, footprint, is_legal, tensor_tiles
+from planner.schedule import DIMS, ORDERS, ConvShape, Schedule, footprint, tensor_tiles
 
 # VGG-16 conv3_1: 128 -> 256 channels, 56x56, 3x3, stride 1, pad 1
 CONV3_1 = ConvShape(256, 128, 56, 56, 56, 56, 3, 3, 1, 1, 1, 1, False)

@@ -5,7 +5,6 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import helper
 
 from onnx_factory import GraphBuilder, pattern_models
 from planner.errors import HwgenError, ModelLoadError, QuantizationError, ShapeError, UnsupportedModelError

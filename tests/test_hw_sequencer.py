@@ -5,7 +5,7 @@ import random
 
 from amaranth.sim import Simulator
 
-from hwgen.isa import Instruction, Opcode, Queue, assemble
+from hwgen.isa import Instruction, Opcode, assemble
 from hwgen.sequencer import QUEUES, Sequencer
 
 
