@@ -23,6 +23,8 @@ from enum import Enum
 
 import numpy as np
 
+from planner.errors import InputError
+
 Shape = tuple[int, int, int]
 """A feature map shape `(channels, height, width)`."""
 
@@ -205,12 +207,8 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-
-
 def single_layer_network(net: Network, name: str) -> Network:
     """A network of one layer of `net` (its input becomes the network input)."""
-    from planner.errors import InputError
-
     try:
         layer = net.layer(name)
     except KeyError as error:

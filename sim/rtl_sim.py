@@ -9,10 +9,11 @@ from amaranth.sim import Simulator
 
 from hwgen.accelerator import Accelerator
 from planner.compile.network import CompiledNetwork
+from planner.errors import HwgenError
 from sim.memory_model import MemoryModel, MemoryStats
 
 
-class SimulationTimeout(RuntimeError):
+class SimulationTimeout(HwgenError):
     """The accelerator did not raise `done` within the cycle budget."""
 
 
