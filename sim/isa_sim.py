@@ -6,22 +6,18 @@ Semantics per instruction are those of docs/isa.md with the buffer layouts of
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from hwgen.config import AcceleratorConfig
+from hwgen.dma import Descriptor
+from hwgen.fetch import Dispatched, ProgramError, dispatched
 from hwgen.isa import SEMAPHORES, Buffer, Instruction, Opcode, VecOp
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, acc_element, bank_bytes, input_offset, partial_sums_offset, weight_word
 from hwgen.program import Program
-from planner.errors import HwgenError
 from sim.dma_model import DmaTraffic, run_descriptor
 from sim.golden import kernels
-
-
-class ProgramError(HwgenError):
-    """The program is invalid (it would block in program order, or reads outside a buffer)."""
 
 
 @dataclass
@@ -42,54 +38,28 @@ class IsaSimulator:
         self.program = program
         self.dram = dram
         self.banks = {b: [np.zeros(bank_bytes(config, name), np.uint8) for _ in range(2)] for b, name in BUFFER_NAMES.items()}
-        self.regs = [0] * 16
         self.sems = [0] * SEMAPHORES
         self.convcfg: Instruction | None = None
         self.stats = IsaStats()
 
     def run(self, max_instructions: int = 10**8) -> IsaStats:
-        pc, stack, words = 0, [], self.program.instructions
-        while pc < len(words):
-            ins = Instruction.decode(words[pc])
+        for step in dispatched(self.program, max_instructions):
             self.stats.instructions += 1
-            if self.stats.instructions > max_instructions:
-                raise ProgramError(f"more than {max_instructions} instructions executed (endless loop?)")
-            next_pc = pc + 1
-            if ins.opcode == Opcode.END:
-                break
-            if ins.opcode == Opcode.LOOP:
-                if ins["count"] and ins["body"]:
-                    stack.append([pc + 1, pc + ins["body"], ins["count"] - 1])
-                else:
-                    next_pc = pc + 1 + ins["body"]
-            else:
-                self._execute(ins, pc)
-                if stack and stack[-1][1] == pc:
-                    if stack[-1][2]:
-                        stack[-1][2] -= 1
-                        next_pc = stack[-1][0]
-                    else:
-                        stack.pop()
-                        if stack and stack[-1][1] == pc:
-                            raise ProgramError(f"instruction {pc}: two loops end on the same instruction")
-            pc = next_pc
+            self._execute(step)
         return self.stats
 
     # ------------------------------------------------------------------ per opcode
-    def _execute(self, ins: Instruction, pc: int) -> None:
+    def _execute(self, step: Dispatched) -> None:
+        ins = step.instruction
         op = ins.opcode
-        if op in (Opcode.SETR, Opcode.ADDR):
-            if ins["rd"]:
-                value = ins["imm"] if op == Opcode.SETR else self.regs[ins["rd"]] + ins["imm"]
-                self.regs[ins["rd"]] = _wrap(value, 32)
-        elif op == Opcode.WAIT:
+        if op == Opcode.WAIT:
             if self.sems[ins["sem"]] == 0:
-                raise ProgramError(f"instruction {pc}: {ins} would block forever in program order")
+                raise ProgramError(f"instruction {step.pc}: {ins} would block forever in program order")
             self.sems[ins["sem"]] -= 1
         elif op == Opcode.SIGNAL:
             self.sems[ins["sem"]] += 1
         elif op in (Opcode.LOAD, Opcode.STORE):
-            self._dma(ins)
+            self._dma(ins, step.desc)
         elif op == Opcode.CONVCFG:
             self.convcfg = ins
         elif op == Opcode.CONV:
@@ -97,18 +67,8 @@ class IsaSimulator:
         elif op == Opcode.VEC:
             self._vec(ins)
 
-    def _reg(self, index: int) -> int:
-        return 0 if index == 0 else self.regs[index]
-
-    def _dma(self, ins: Instruction) -> None:
-        shape = self.program.descriptors[ins["desc"]]
+    def _dma(self, ins: Instruction, desc: Descriptor) -> None:
         load = ins.opcode == Opcode.LOAD
-        dram_addr = _wrap(self._reg(ins["dram_reg"]) + ins["dram_offset"], 32)
-        origin = {}
-        if load:
-            origin = {"y0": _wrap(self._reg(ins["y_reg"]) + ins["y_offset"], 12, signed=True),
-                      "x0": _wrap(self._reg(ins["x_reg"]) + ins["x_offset"], 12, signed=True)}
-        desc = dataclasses.replace(shape, load=load, dram_addr=dram_addr, buf_addr=ins["buf_addr"], **origin)
         bank = self.banks[Buffer(ins["buffer"]) if load else Buffer.ACC][ins["bank"]]
         try:
             run_descriptor(desc, self.dram, bank, self.config.dram.bus_width_bits // 8, self.stats.traffic)
@@ -216,11 +176,6 @@ class IsaSimulator:
         if self.convcfg is None:
             raise ProgramError(f"{ins.opcode.name} before any CONVCFG")
         return self.convcfg
-
-
-def _wrap(value: int, bits: int, signed: bool = False) -> int:
-    value &= (1 << bits) - 1
-    return value - (1 << bits) if signed and value >> (bits - 1) else value
 
 
 def _gather(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:

@@ -35,9 +35,8 @@ def conv_layers(draw):
                 groups=in_c if depthwise else 1, relu=draw(st.booleans()), seed=draw(st.integers(0, 2**16)))
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(conv_layers())
-def test_random_conv_layer_rtl_equals_golden(spec):
+def conv_network(spec: dict):
+    """The quantized one-layer network of `spec` and an int8 input for it."""
     g = GraphBuilder((1, spec["in_c"], spec["size"], spec["size"]), seed=spec["seed"])
     y = g.conv(g.input_name, spec["in_c"], spec["out_c"], k=spec["kernel"], stride=spec["stride"],
                pad=spec["pad"], groups=spec["groups"])
@@ -46,8 +45,17 @@ def test_random_conv_layer_rtl_equals_golden(spec):
     float_net = load_network(g.model(y))
     rng = np.random.default_rng(spec["seed"])
     net = quantize_network(float_net, rng.standard_normal((4, *float_net.input_shape)).astype(np.float32))
-    x = net.input_quant.quantize(rng.standard_normal(float_net.input_shape).astype(np.float32))
-    run = run_rtl(run_flow(net, SMALL).compiled, x, stall=0.2, seed=spec["seed"])
+    return net, net.input_quant.quantize(rng.standard_normal(float_net.input_shape).astype(np.float32))
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conv_layers())
+def test_random_conv_layer_rtl_equals_golden(spec):
+    """Under random memory stalls; the DRAM bytes still equal the program model's count."""
+    net, x = conv_network(spec)
+    flow = run_flow(net, SMALL)
+    run = run_rtl(flow.compiled, x, stall=0.2, seed=spec["seed"])
     golden = run_quantized(net, x)
     for name in net.outputs:
         assert np.array_equal(run.outputs[name], golden[name]), spec
+    assert run.traffic.bytes_read + run.traffic.bytes_written == flow.prediction.dram_bytes, spec

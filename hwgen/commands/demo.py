@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     rtl = run_rtl(flow.compiled, xq)
     exact = np.array_equal(rtl.outputs[output], run_quantized(qnet, xq)[output])
     console.print(f"[4/4] generated RTL (Amaranth simulator), image 0: {'bit-exact' if exact else 'MISMATCH'}, "
-                  f"{rtl.cycles:,} cycles (planner predicted {flow.plan.cycles:,}), "
+                  f"{rtl.cycles:,} cycles (predicted {flow.prediction.cycles:,}), "
                   f"{rtl.traffic.bytes_read + rtl.traffic.bytes_written:,} DRAM bytes "
-                  f"(predicted {flow.plan.dram_bytes:,}) ({time.perf_counter() - start:.0f} s)")
+                  f"(predicted {flow.prediction.dram_bytes:,}) ({time.perf_counter() - start:.0f} s)")
     return 0 if exact and agree == len(x_test) else 1

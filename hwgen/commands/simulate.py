@@ -66,10 +66,10 @@ def run(args: argparse.Namespace) -> int:
     macs = sum(layer.macs for layer in net.layers)
     record = {
         "engine": args.engine, "network": net.name, "bit_exact": bool(exact),
-        "cycles": result.cycles, "predicted_cycles": flow.plan.cycles,
-        "dram_bytes": result.dram_bytes, "predicted_dram_bytes": flow.plan.dram_bytes,
+        "cycles": result.cycles, "predicted_cycles": flow.prediction.cycles,
+        "dram_bytes": result.dram_bytes, "predicted_dram_bytes": flow.prediction.dram_bytes,
         "utilization": None if not result.cycles else macs / (result.cycles * config.pe.macs_per_cycle),
-        "predicted_utilization": macs / (flow.plan.cycles * config.pe.macs_per_cycle) if flow.plan.cycles else 0.0,
+        "predicted_utilization": macs / (flow.prediction.cycles * config.pe.macs_per_cycle),
     }
     if args.json:
         print(json.dumps(record, indent=2))

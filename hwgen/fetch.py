@@ -1,0 +1,85 @@
+"""The sequencer's fetch stage in Python: program order with loops and registers resolved.
+
+`dispatched(program)` yields every instruction the fetch stage hands to a queue (WAIT, SIGNAL,
+LOAD, STORE, CONVCFG, CONV, VEC) in the order it dispatches them; LOOP, SETR, ADDR, NOP and END
+are executed here. `transfer(program, instruction)` is the complete descriptor of a dispatched
+LOAD or STORE (table entry plus the addresses and origin the instruction carries). The
+instruction-level simulator and the program timing model both walk programs through it.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from hwgen.dma import Descriptor
+from hwgen.isa import REGISTERS, Instruction, Opcode
+from hwgen.program import Program
+from planner.errors import HwgenError
+
+
+class ProgramError(HwgenError):
+    """The program is invalid (it would block in program order, loops badly, or reads outside a buffer)."""
+
+
+@dataclass(frozen=True)
+class Dispatched:
+    """One dispatched instruction; LOAD/STORE register operands are already resolved into `desc`."""
+
+    pc: int
+    instruction: Instruction
+    desc: Descriptor | None = None
+
+
+def wrap(value: int, bits: int, signed: bool = False) -> int:
+    """`value` modulo 2**bits, as a two's-complement number when `signed`."""
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if signed and value >> (bits - 1) else value
+
+
+def _transfer(program: Program, ins: Instruction, regs: list[int]) -> Descriptor:
+    shape = program.descriptors[ins["desc"]]
+    load = ins.opcode == Opcode.LOAD
+    origin = {}
+    if load:
+        origin = {"y0": wrap(regs[ins["y_reg"]] + ins["y_offset"], 12, signed=True),
+                  "x0": wrap(regs[ins["x_reg"]] + ins["x_offset"], 12, signed=True)}
+    return dataclasses.replace(shape, load=load, dram_addr=wrap(regs[ins["dram_reg"]] + ins["dram_offset"], 32),
+                               buf_addr=ins["buf_addr"], **origin)
+
+
+def dispatched(program: Program, max_instructions: int = 10**8) -> Iterator[Dispatched]:
+    """Walk `program` as the fetch stage does (register 0 reads as 0)."""
+    pc, stack, words = 0, [], program.instructions
+    regs = [0] * REGISTERS
+    executed = 0
+    while pc < len(words):
+        ins = Instruction.decode(words[pc])
+        executed += 1
+        if executed > max_instructions:
+            raise ProgramError(f"more than {max_instructions} instructions executed (endless loop?)")
+        next_pc = pc + 1
+        if ins.opcode == Opcode.END:
+            return
+        if ins.opcode == Opcode.LOOP:
+            if ins["count"] and ins["body"]:
+                stack.append([pc + 1, pc + ins["body"], ins["count"] - 1])
+            else:
+                next_pc = pc + 1 + ins["body"]
+        else:
+            if ins.opcode in (Opcode.SETR, Opcode.ADDR):
+                if ins["rd"]:
+                    regs[ins["rd"]] = wrap(ins["imm"] if ins.opcode == Opcode.SETR else regs[ins["rd"]] + ins["imm"], 32)
+            elif ins.opcode in (Opcode.LOAD, Opcode.STORE):
+                yield Dispatched(pc, ins, _transfer(program, ins, regs))
+            elif ins.opcode != Opcode.NOP:
+                yield Dispatched(pc, ins)
+            if stack and stack[-1][1] == pc:
+                if stack[-1][2]:
+                    stack[-1][2] -= 1
+                    next_pc = stack[-1][0]
+                else:
+                    stack.pop()
+                    if stack and stack[-1][1] == pc:
+                        raise ProgramError(f"instruction {pc}: two loops end on the same instruction")
+        pc = next_pc

@@ -1,0 +1,244 @@
+"""Timing and traffic model of a compiled program: the cycles and DRAM bytes the RTL will take.
+
+The model replays the sequencer (`hwgen/sequencer.py`) at the level of instructions:
+
+* the fetch stage dispatches one instruction every `FETCH_CYCLES` into the load, compute or
+  store queue (each `QUEUE_DEPTH` deep) and stalls while the target queue is full;
+* a queue's head WAIT passes once its semaphore is positive, a SIGNAL executes once the unit is
+  idle (both take a cycle; a semaphore change is visible the next cycle);
+* CONV and VEC take exactly their engines' cycle counts (`hwgen.conv_engine.cycle_count`,
+  `hwgen.vector_unit.vec_cycles`);
+* a LOAD or STORE is a fixed part (unit and DMA start-up, plus the memory latency for reads)
+  and a port part: the realigner's words, or the bus beats at the configured bandwidth, whichever
+  is longer (`planner.transfer_work`). A load and a store that use the port at the same time
+  share its bandwidth fairly (max-min): the memory alternates read and write turns, and which
+  of the two wins a slow memory's next beat depends on cycle parity, so fairness is the expected
+  behaviour.
+
+DRAM bytes are counted exactly from the descriptors (whole beats read, enabled bytes written).
+`tests/test_program_model.py` holds the model against the Amaranth simulation of the RTL.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from hwgen.config import AcceleratorConfig
+from hwgen.conv_engine import cycle_count
+from hwgen.dma import Descriptor
+from hwgen.fetch import Dispatched, ProgramError, dispatched
+from hwgen.isa import SEMAPHORES, Opcode, Queue
+from hwgen.program import Program
+from hwgen.vector_unit import vec_cycles
+from planner.transfer_work import TransferWork, transfer_work
+
+FETCH_CYCLES = 2          # FETCH and EXECUTE states per instruction
+FIRST_FETCH = 1           # cycle (after start) of the first instruction's EXECUTE state
+HEAD_DELAY = 2            # cycles from EXECUTE until the instruction is at its queue's head
+QUEUE_DEPTH = 4           # the sequencer's per-queue FIFOs
+LOAD_START_CYCLES = 7     # a LOAD's unit and DMA start-up and drain, beyond latency and transfer
+STORE_START_CYCLES = 8    # the same for a STORE
+END_CYCLES = 2            # from the last queue action to `done`
+EPSILON = 1e-6            # cycles of a transfer left that count as none (float rounding)
+
+
+@dataclass
+class Prediction:
+    """Predicted cycles and DRAM traffic of a program, with per-queue busy cycles."""
+
+    cycles: int
+    bytes_read: int
+    bytes_written: int
+    busy: dict[str, float] = field(default_factory=dict)
+    timeline: list[tuple[str, str, float, float]] = field(default_factory=list)
+    """(queue, opcode, issue cycle, end cycle) of every LOAD, STORE, CONVCFG, CONV and VEC."""
+
+    @property
+    def dram_bytes(self) -> int:
+        return self.bytes_read + self.bytes_written
+
+
+@dataclass
+class _Flow:
+    """A transfer in flight: `fixed` cycles off the port, then `port` cycles of transfer at full
+    speed that use a fraction `demand` of the port's bandwidth; `entry` is its timeline entry."""
+
+    entry: int
+    queue: Queue
+    fixed: float
+    port: float
+    demand: float
+
+
+@lru_cache(maxsize=65536)
+def _work(desc: Descriptor, bus_bytes: int) -> TransferWork:
+    return transfer_work(desc, bus_bytes)
+
+
+def _flow(step: Dispatched, config: AcceleratorConfig) -> tuple[_Flow, TransferWork]:
+    dram = config.dram
+    work = _work(step.desc, dram.bus_width_bits // 8)
+    beats_per_cycle = float(dram.bandwidth) / (dram.bus_width_bits // 8)
+    port_cycles = work.beats / beats_per_cycle
+    if step.desc.load:
+        latency = dram.latency_cycles if work.beats else 0
+        # fill words keep the realigner from taking beats: the memory banks little bandwidth meanwhile
+        fixed = LOAD_START_CYCLES + latency
+        port = max(work.steps - latency, port_cycles + work.fill_steps * (1 - beats_per_cycle))
+    else:
+        fixed, port = STORE_START_CYCLES, max(work.steps, port_cycles)
+    demand = port_cycles / port if port else 0.0
+    queue = Queue.LOAD if step.desc.load else Queue.STORE
+    return _Flow(-1, queue, fixed, port, demand), work
+
+
+def _rates(flows: list[_Flow]) -> list[float]:
+    """Speed (fraction of full speed) of each flow: the flows in their port part share the port
+    max-min fairly (the memory alternates read and write turns)."""
+    active = sorted((f for f in flows if f.fixed <= 0 and f.port > 0), key=lambda f: f.demand)
+    rates = {id(f): 1.0 for f in flows}
+    capacity = 1.0
+    for index, f in enumerate(active):
+        use = min(f.demand, capacity / (len(active) - index))
+        rates[id(f)] = use / f.demand if f.demand else 1.0
+        capacity -= use
+    return [rates[id(f)] for f in flows]
+
+
+class _Replay:
+    """The event loop: time advances to the next moment anything can happen."""
+
+    def __init__(self, program: Program, config: AcceleratorConfig):
+        self.config = config
+        self.stream = dispatched(program)
+        self.pending: Dispatched | None = next(self.stream, None)
+        self.next_fetch = float(FIRST_FETCH)
+        self.fifos: dict[Queue, deque[tuple[float, Dispatched]]] = {q: deque() for q in Queue}
+        self.head_ready = {q: 0.0 for q in Queue}
+        self.unit_free = {q: 0.0 for q in Queue}
+        self.flows: dict[Queue, _Flow] = {}
+        self.sems = [0] * SEMAPHORES
+        self.sem_updates: list[tuple[float, int]] = []  # (visible from, semaphore) of SIGNALs
+        self.convcfg = None
+        self.busy = {q.name.lower(): 0.0 for q in Queue}
+        self.bytes_read = self.bytes_written = 0
+        self.last_action = 0.0
+        self.timeline: list[tuple[str, str, float, float]] = []
+
+    def run(self) -> Prediction:
+        t = 0.0
+        while self.pending is not None or any(self.fifos.values()) or self.flows:
+            while self._fetch(t) | self._serve_queues(t):
+                pass
+            t_next = self._next_time(t)
+            if t_next is None:
+                heads = {q.name: str(fifo[0][1].instruction) for q, fifo in self.fifos.items() if fifo}
+                raise ProgramError(f"the program blocks forever (queue heads: {heads})")
+            self._advance(t, t_next)
+            t = t_next
+        cycles = round(max(self.last_action, *self.unit_free.values())) + END_CYCLES
+        return Prediction(cycles, self.bytes_read, self.bytes_written, self.busy, self.timeline)
+
+    # ---------------------------------------------------------------- fetch
+    def _fetch(self, t: float) -> bool:
+        if self.pending is None or t < self.next_fetch:
+            return False
+        queue = self.pending.instruction.queue
+        if len(self.fifos[queue]) >= QUEUE_DEPTH:
+            return False
+        self.fifos[queue].append((t + HEAD_DELAY, self.pending))
+        self.next_fetch = t + FETCH_CYCLES
+        self.pending = next(self.stream, None)
+        return True
+
+    # ---------------------------------------------------------------- queues
+    def _serve_queues(self, t: float) -> bool:
+        progress = False
+        for queue, fifo in self.fifos.items():
+            if not fifo or t < max(fifo[0][0], self.head_ready[queue]):
+                continue
+            step = fifo[0][1]
+            ins = step.instruction
+            unit_idle = queue not in self.flows and t >= self.unit_free[queue]
+            if ins.opcode == Opcode.WAIT:
+                if self.sems[ins["sem"]] <= 0:
+                    continue
+                self.sems[ins["sem"]] -= 1
+            elif ins.opcode == Opcode.SIGNAL:
+                if not unit_idle:
+                    continue
+                self.sem_updates.append((t + 1, ins["sem"]))
+            else:
+                if not unit_idle:
+                    continue
+                self._issue(t, queue, step)
+            fifo.popleft()
+            self.head_ready[queue] = t + 1
+            self.last_action = max(self.last_action, t)
+            progress = True
+        return progress
+
+    def _issue(self, t: float, queue: Queue, step: Dispatched) -> None:
+        ins = step.instruction
+        if ins.opcode == Opcode.CONVCFG:
+            self.convcfg, cycles = ins, 1
+        elif ins.opcode == Opcode.CONV:
+            cycles = cycle_count(self.config, ins, self._require_convcfg(ins))
+        elif ins.opcode == Opcode.VEC:
+            cycles = vec_cycles(ins, self._require_convcfg(ins))
+        else:
+            flow, work = _flow(step, self.config)
+            self.bytes_read += work.bytes_read
+            self.bytes_written += work.bytes_written
+            flow.entry = len(self.timeline)
+            self.timeline.append((queue.name.lower(), ins.opcode.name, t, t))
+            self.flows[queue] = flow
+            self.busy[queue.name.lower()] += flow.fixed + flow.port
+            return
+        self.timeline.append((queue.name.lower(), ins.opcode.name, t, t + cycles))
+        self.unit_free[queue] = t + cycles
+        self.busy[queue.name.lower()] += cycles
+
+    def _require_convcfg(self, ins):
+        if self.convcfg is None:
+            raise ProgramError(f"{ins.opcode.name} before any CONVCFG")
+        return self.convcfg
+
+    # ---------------------------------------------------------------- time
+    def _next_time(self, t: float) -> float | None:
+        candidates = [self.next_fetch] if self.pending is not None else []
+        for queue, fifo in self.fifos.items():
+            if fifo:
+                waits_for_unit = fifo[0][1].instruction.opcode != Opcode.WAIT
+                candidates.append(max(fifo[0][0], self.head_ready[queue],
+                                      self.unit_free[queue] if waits_for_unit else 0.0))
+        candidates += [when for when, _ in self.sem_updates]
+        flows = list(self.flows.values())
+        for flow, rate in zip(flows, _rates(flows)):
+            left = flow.fixed if flow.fixed > 0 else flow.port / rate
+            candidates.append(t + max(left, 2 * EPSILON))
+        future = [c for c in candidates if c > t + EPSILON]
+        return min(future) if future else None
+
+    def _advance(self, t: float, t_next: float) -> None:
+        dt = t_next - t
+        flows = list(self.flows.items())
+        for (queue, flow), rate in zip(flows, _rates([f for _, f in flows])):
+            if flow.fixed > 0:
+                flow.fixed -= dt
+            else:
+                flow.port -= dt * rate
+            if flow.fixed <= EPSILON and flow.port <= EPSILON:
+                del self.flows[queue]
+                self.unit_free[queue] = t_next
+                q, op, start, _ = self.timeline[flow.entry]
+                self.timeline[flow.entry] = (q, op, start, t_next)
+        for when, sem in [u for u in self.sem_updates if u[0] <= t_next]:
+            self.sems[sem] += 1
+        self.sem_updates = [u for u in self.sem_updates if u[0] > t_next]
+
+
+def predict(program: Program, config: AcceleratorConfig) -> Prediction:
+    """Cycles from `start` to `done` and the DRAM bytes of running `program` on `config`'s RTL."""
+    return _Replay(program, config).run()

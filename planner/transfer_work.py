@@ -1,0 +1,75 @@
+"""The work one DMA descriptor makes the hardware do, counted from the descriptor alone.
+
+`hwgen/dma.py` walks a descriptor's runs, splits each run into segments (fill prefix, data,
+fill suffix; stores keep only data), reads or writes whole bus beats, and realigns bytes
+between DRAM and buffer words one bus word per cycle. `transfer_work` counts those segments,
+realigner steps, bus beats and DRAM bytes with numpy over all runs at once; the program timing
+model (`planner.program_model`) turns them into cycles.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hwgen.dma import Descriptor
+
+
+@dataclass(frozen=True)
+class TransferWork:
+    """What one descriptor costs: `walker` cycles (one per segment, one per run without any),
+    `steps` realigner cycles (words emitted plus one per segment whose first source word
+    completes no destination word) of which `fill_steps` emit fill words, `beats` bus beats on
+    the memory port, DRAM bytes read (whole beats) and written (enabled bytes)."""
+
+    walker: int
+    steps: int
+    fill_steps: int
+    beats: int
+    bytes_read: int
+    bytes_written: int
+
+
+def _runs(desc: Descriptor) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """DRAM address, buffer address, y and x at the start of every run (loop order irrelevant)."""
+    dims = desc.outer()
+    grids = np.meshgrid(*[np.arange(d.count, dtype=np.int64) for d in dims], indexing="ij")
+    index = [g.ravel() for g in grids]
+
+    def coordinate(base: int, field: str) -> np.ndarray:
+        return base + sum(i * getattr(d, field) for i, d in zip(index, dims))
+
+    return (coordinate(desc.dram_addr, "dram_stride"), coordinate(desc.buf_addr, "buf_stride"),
+            coordinate(desc.y0, "dy"), coordinate(desc.x0, "dx"))
+
+
+def _words(address: np.ndarray, length: np.ndarray, bus: int) -> np.ndarray:
+    """Bus words spanned by `length` bytes from `address` (0 for empty ranges)."""
+    return np.where(length > 0, (address % bus + length + bus - 1) // bus, 0)
+
+
+def transfer_work(desc: Descriptor, bus_bytes: int) -> TransferWork:
+    """Count the work of `desc` on a `bus_bytes`-wide port."""
+    dram, buf, y, x = _runs(desc)
+    n = desc.run_bytes
+    rows_in = (y >= 0) & (y < desc.height)
+    cols_in = (x >= 0) & (x < desc.width)
+    empty = ~rows_in | ((desc.run_dx == 0) & ~cols_in)
+    if desc.run_dx:
+        lo, hi = np.clip(-x, 0, n), np.clip(desc.width - x, 0, n)
+    else:
+        lo, hi = np.zeros_like(x), np.full_like(x, n)
+    lo, hi = np.where(empty, n, lo), np.where(empty, n, hi)
+    data = hi - lo
+    src, dst = (dram + lo, buf + lo) if desc.load else (buf + lo, dram + lo)
+    skips = (data > 0) & (src % bus_bytes > dst % bus_bytes)
+    data_words = _words(dst, data, bus_bytes)
+    steps = data_words + skips
+    walker = (data > 0).astype(np.int64)
+    if desc.load:
+        fill = _words(buf, lo, bus_bytes) + _words(buf + hi, n - hi, bus_bytes)
+        walker = walker + (lo > 0) + (hi < n)
+        beats = int(_words(dram + lo, data, bus_bytes).sum())
+        return TransferWork(int(walker.sum()), int((steps + fill).sum()), int(fill.sum()), beats, beats * bus_bytes, 0)
+    walker = np.maximum(walker, 1)
+    return TransferWork(int(walker.sum()), int(steps.sum()), 0, int(data_words.sum()), 0, int(data.sum()))

@@ -1,0 +1,74 @@
+"""The program timing model (`planner.program_model`) against the RTL in the Amaranth simulator:
+DRAM bytes equal, cycles within 5%, on the digits CNN's layers and on random conv layers."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hwgen.config import load_config
+from planner.calibrate import quantize_network
+from planner.frontend import load_network
+from planner.ir import single_layer_network
+from planner.pipeline import run_flow
+from planner.program_model import predict
+from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
+from sim.golden import run_quantized
+from sim.rtl_sim import run_rtl
+from test_rtl_property import SMALL, conv_network
+
+TOLERANCE = 0.05
+
+
+@pytest.fixture(scope="module")
+def digits():
+    net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
+    return net, net.input_quant.quantize(load_digits_split()[2][5])
+
+
+def check_against_rtl(net, config, x) -> None:
+    flow = run_flow(net, config)
+    run = run_rtl(flow.compiled, x)
+    for name in net.outputs:
+        assert np.array_equal(run.outputs[name], run_quantized(net, x)[name])
+    assert flow.prediction.dram_bytes == run.traffic.bytes_read + run.traffic.bytes_written
+    assert flow.prediction.bytes_written == run.traffic.bytes_written
+    assert abs(flow.prediction.cycles / run.cycles - 1) <= TOLERANCE, (flow.prediction.cycles, run.cycles)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config_name, layer", [
+    ("default", "conv1"), ("default", "conv2"), ("default", "conv3"), ("default", "pool"), ("default", "fc"),
+    ("ice40up5k", "conv1"), ("ice40up5k", "fc"),
+])
+def test_prediction_matches_rtl_on_digits_layers(digits, config_name, layer):
+    net, x = digits
+    layer_net = single_layer_network(net, layer)
+    check_against_rtl(layer_net, load_config(config_name), run_quantized(net, x)[layer_net.input_name])
+
+
+@pytest.mark.slow
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_prediction_matches_rtl_on_random_conv_layers(data):
+    from test_rtl_property import conv_layers
+
+    net, x = conv_network(data.draw(conv_layers()))
+    check_against_rtl(net, SMALL, x)
+
+
+def test_prediction_counts_the_isa_simulators_traffic(digits):
+    """The whole network: bytes equal the byte-level reference (the ISA simulator's DMA model)."""
+    from compile_helpers import run_isa
+
+    net, x = digits
+    config = load_config("setup_a")
+    flow = run_flow(net, config)
+    _, isa = run_isa(flow.compiled, x)
+    prediction = predict(flow.compiled.program, config)
+    assert (prediction.bytes_read, prediction.bytes_written) == (isa.stats.traffic.bytes_read,
+                                                                  isa.stats.traffic.bytes_written)
+    busy = prediction.busy
+    assert prediction.cycles >= max(busy.values())
+    assert prediction.timeline and all(end >= start for _, _, start, end in prediction.timeline)
