@@ -1,150 +1,144 @@
-"""Cost model of one conv / FC schedule: DRAM bytes per tensor, cycles, utilization, energy.
+"""Cost model of one conv / FC schedule on the hardware template: DRAM bytes per tensor (exact),
+cycles, utilization, energy. The contract is in `docs/cost_model.md`. In brief, per schedule
+the compiler (`planner/compile/conv.py`) emits, tile by tile:
 
-The hardware contract is in `docs/cost_model.md`. In brief:
+* weights, whenever the (OC, IC) tile changes: one LOAD of the tile's parameter records
+  (`PARAM_BYTES` per padded output channel) and one of its weight block (oc groups x R x ic
+  groups x S x kh x kw bytes), both bus-aligned;
+* inputs, whenever the (channel, OH, OW) tile changes: one LOAD per stride phase of the window
+  (halo included) in runs of S bytes (one pixel's channel group), reading whole bus beats of
+  the pixels inside the map and filling padding on chip;
+* outputs, when the loop order leaves an output tile: a STORE of its int8 results, or of its
+  int32 partial sums while input-channel tiles remain (reloaded at its next visit);
+* one CONV per step, taking `hwgen.conv_engine.cycle_count` cycles.
 
-* DRAM transfers move boxes of a row-major tensor as contiguous *runs*; a run of L bytes is
-  split into bursts of `burst_bytes`; each burst costs `latency + ceil(bytes / bandwidth)`
-  cycles (`run_cycles`).
-* A tile is reloaded whenever the tile index of its tensor changes between consecutive steps
-  of the tiled loop nest; output tiles revisited across input-channel tiles spill and reload
-  partial sums at accumulator width; final outputs are stored at activation width.
-* A compute tile takes ``ceil(OCt/rows) * ceil(ICt/simd) * OHt * ceil(OWt/cols) * KH * KW``
-  array cycles plus `pipeline_depth` (fill + drain).
-* `step_cycles` is THE cycle model: fill, then per step max(compute, DMA of the neighbours), then drain.
-
-Closed forms (`layer_totals`) give traffic, energy and a tight cycle lower bound for many
-schedules at once (numpy arrays); `evaluate` adds the exact step-model cycles.
+Transfer times come from `planner.transfer_work.transfer_cycles`. The step model overlaps the
+loads of step i+1 and the store of step i-1 with the compute of step i (double buffering); the
+store's bandwidth delays the loads. Closed forms (`layer_totals`) give traffic, energy and a cycle
+lower bound for many schedules at once (numpy arrays); `evaluate` adds the step-model cycles.
+`planner.program_model` times the compiled program itself; tests hold the two together.
 """
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
-from hwgen.config import AcceleratorConfig, Dram
+from hwgen.config import AcceleratorConfig
+from hwgen.layout import ACC_BYTES, PARAM_BYTES
+from hwgen.postprocess import LATENCY as POST_LATENCY
 from planner.schedule import DIMS, ConvShape, Schedule, axis_tiles, input_extents
+from planner.transfer_work import transfer_cycles
 
-
-def run_cycles(nbytes, dram: Dram):
-    """Cycles to move contiguous runs of `nbytes` (int or int array): per burst, the latency plus
-    the burst's bytes at the configured bandwidth."""
-    nbytes = np.asarray(nbytes, dtype=np.int64)
-    burst, per_full, numerator, denominator = _burst_terms(dram)
-    full, rest = nbytes // burst, nbytes % burst
-    per_rest = dram.latency_cycles + -(-rest * denominator // numerator)
-    return full * per_full + np.where(rest > 0, per_rest, 0)
-
-
-@functools.lru_cache(maxsize=None)
-def _burst_terms(dram: Dram) -> tuple[int, int, int, int]:
-    """(burst bytes, cycles of a full burst, bandwidth numerator, denominator) of a DRAM section."""
-    bw = dram.bandwidth
-    return dram.burst_bytes, dram.latency_cycles + -(-dram.burst_bytes * bw.denominator // bw.numerator), bw.numerator, bw.denominator
-
-
-def step_cycles(compute, load, store) -> int:
-    """The double-buffered step model, the one cycle formula the RTL is checked against.
-
-    `compute[i]` is the compute time of step i (pipeline fill/drain included), `load[i]` the DMA
-    cycles of the tiles step i needs that are not on chip yet, `store[i]` the DMA cycles of the
-    output written back after step i. Loads of step i+1 and stores of step i-1 share the port
-    while step i computes::
-
-        cycles = load[0] + sum_i max(compute[i], load[i+1] + store[i-1]) + store[n-1]
-    """
-    compute, load, store = (np.asarray(a, dtype=np.int64) for a in (compute, load, store))
-    dma = np.zeros_like(compute)
-    dma[:-1] += load[1:]
-    dma[1:] += store[:-1]
-    return int(load[0] + np.maximum(compute, dma).sum() + store[-1])
-
-
-# ---------------------------------------------------------------- tile transfer cycles
-
-def input_tile_cycles(shape: ConvShape, config: AcceleratorConfig, c, r, w):
-    """DMA cycles of input boxes of c channels x r rows x w columns (arrays broadcast)."""
-    a, dram = config.widths.activation_bytes, config.dram
-    c, r, w = np.broadcast_arrays(*(np.asarray(x, dtype=np.int64) for x in (c, r, w)))
-    full_w, full_r = w == shape.iw, r == shape.ih
-    return np.where(full_w & full_r, run_cycles(c * r * w * a, dram),
-                    np.where(full_w, c * run_cycles(r * w * a, dram), c * r * run_cycles(w * a, dram)))
-
-
-def weight_tile_cycles(shape: ConvShape, config: AcceleratorConfig, o, i):
-    """DMA cycles of weight tiles of o output x i input channels (whole kernel windows)."""
-    k = shape.kh * shape.kw * config.widths.weight_bytes
-    o, i = np.broadcast_arrays(np.asarray(o, dtype=np.int64), np.asarray(i, dtype=np.int64))
-    return np.where(i == shape.ic, run_cycles(o * i * k, config.dram), o * run_cycles(i * k, config.dram))
-
-
-def output_tile_cycles(shape: ConvShape, config: AcceleratorConfig, o, h, w, elem: int):
-    """DMA cycles of output boxes (o channels x h rows x w columns) at `elem` bytes per element."""
-    dram = config.dram
-    o, h, w = np.broadcast_arrays(*(np.asarray(x, dtype=np.int64) for x in (o, h, w)))
-    full_w, full_h = w == shape.ow, h == shape.oh
-    return np.where(full_w & full_h, run_cycles(o * h * w * elem, dram),
-                    np.where(full_w, o * run_cycles(h * w * elem, dram), o * h * run_cycles(w * elem, dram)))
+SYNC_CYCLES = 2    # the WAIT / SIGNAL pair around each group of loads, a compute step or a store
+START_CYCLES = 15  # from `start` until the first LOAD: the initial semaphore tokens and CONVCFG
 
 
 # ---------------------------------------------------------------- per-axis tables
 
 @dataclass(frozen=True)
 class Axis:
-    """Per-tile quantities along one dim for one tile size (arrays of length `trips`)."""
+    """Per-tile quantities along one dim for one tile size (arrays of length `trips`).
+
+    `groups`: oc groups (OC), ic groups (IC), rows (OH), column groups (OW); `window` and
+    `inside`: input rows (OH) or columns (OW) of the tile's window, in all and inside the map
+    (else the sizes); `phases`: LOADs per input tile (OW: stride phases, else 1)."""
 
     sizes: np.ndarray
-    passes: np.ndarray  # spatial passes per tile: ceil(size / granule) (OH: size)
-    extents: np.ndarray  # input rows / columns per tile (OH / OW), else sizes
+    groups: np.ndarray
+    window: np.ndarray
+    inside: np.ndarray
+    phases: np.ndarray
 
     @property
     def trips(self) -> int:
         return len(self.sizes)
 
 
-@lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=65536)
 def axis(shape: ConvShape, config: AcceleratorConfig, dim: str, tile: int) -> Axis:
-    sizes = np.array([n for _, n in axis_tiles(shape.bound(dim), tile)], dtype=np.int64)
     pe = config.pe
-    granule = {"OC": pe.rows, "IC": pe.simd, "OH": 1, "OW": pe.cols}[dim]
-    extents = np.array(input_extents(shape, dim, tile), dtype=np.int64) if dim in ("OH", "OW") else sizes
-    return Axis(sizes, -(-sizes // granule), extents)
+    sizes = np.array([n for _, n in axis_tiles(shape.bound(dim), tile)], dtype=np.int64)
+    window = inside = sizes
+    phases = np.ones_like(sizes)
+    if dim == "OC":
+        groups = -(-sizes // pe.rows)
+    elif dim == "IC":
+        groups = np.full_like(sizes, max(1, -(-pe.rows // pe.simd))) if shape.depthwise else -(-sizes // pe.simd)
+    elif dim == "OH":
+        groups = sizes
+        window, inside = (sizes - 1) * shape.sh + shape.kh, np.array(input_extents(shape, dim, tile), dtype=np.int64)
+    else:
+        groups = -(-sizes // pe.cols)
+        window, inside = (sizes - 1) * shape.sw + shape.kw, np.array(input_extents(shape, dim, tile), dtype=np.int64)
+        phases = np.minimum(shape.sw, window)
+    return Axis(sizes, groups, window, inside, phases)
 
 
-@dataclass(frozen=True)
-class AxisSums:
-    """Closed-form sums along one dim used by `layer_totals` (arrays over many tile sizes)."""
-
-    trips: np.ndarray
-    passes: np.ndarray
-    extents: np.ndarray
-    first: np.ndarray
-    last: np.ndarray
-    first_extent: np.ndarray
-    last_extent: np.ndarray
+def input_groups(shape: ConvShape, config: AcceleratorConfig, oc_groups, ic_groups):
+    """Channel groups of an input tile: its ic groups, or for depthwise layers the groups the
+    tile's output channels read (oc group g reads input groups g*R/S onwards)."""
+    pe = config.pe
+    if shape.depthwise:
+        return (oc_groups - 1) * pe.rows // pe.simd + ic_groups
+    return ic_groups
 
 
-def axis_sums(shape: ConvShape, config: AcceleratorConfig, dim: str, tiles) -> AxisSums:
-    """Vector of per-tile-size sums along a dim."""
-    axes = [axis(shape, config, dim, int(t)) for t in tiles]
+# ---------------------------------------------------------------- per-tile transfers
 
-    def vec(f):
-        return np.array([f(a) for a in axes], dtype=np.int64)
-
-    return AxisSums(vec(lambda a: a.trips), vec(lambda a: a.passes.sum()), vec(lambda a: a.extents.sum()),
-                    vec(lambda a: a.sizes[0]), vec(lambda a: a.sizes[-1]),
-                    vec(lambda a: a.extents[0]), vec(lambda a: a.extents[-1]))
+def _bus(config: AcceleratorConfig) -> int:
+    return config.dram.bus_width_bits // 8
 
 
-def _run_sum(shape, config, dim, tiles, fn, select=lambda a: np.ones(a.trips, bool)):
-    """Sum over the tiles of each tile size of `fn(axis)` restricted to `select(axis)`."""
-    out = []
-    for t in tiles:
-        a = axis(shape, config, dim, int(t))
-        out.append(int(fn(a)[select(a)].sum()))
-    return np.array(out, dtype=np.int64)
+def _words_per_run(config: AcceleratorConfig) -> int:
+    """Bus words (and beats) per input run of S bytes at an S-aligned address."""
+    return -(-config.pe.simd // _bus(config))
+
+
+def weight_tile(config: AcceleratorConfig, shape: ConvShape, oc_groups, ic_groups):
+    """`(bytes, fixed, port, port_use)` of loading a weight tile: parameter records and block."""
+    pe, dram = config.pe, config.dram
+    params = oc_groups * pe.rows * PARAM_BYTES
+    block = oc_groups * pe.rows * ic_groups * pe.simd * shape.kh * shape.kw
+    beats = -(-params // _bus(config)) + -(-block // _bus(config))
+    fixed, port, use = transfer_cycles(True, beats, 0, beats, dram, 2)
+    return beats * _bus(config), fixed, port, use
+
+
+def input_tile(config: AcceleratorConfig, groups, window_rows, window_cols, inside_rows, inside_cols, phases):
+    """`(bytes, fixed, port, port_use)` of loading an input tile (all its stride phases)."""
+    words = _words_per_run(config)
+    steps = groups * window_rows * window_cols * words
+    beats = groups * inside_rows * inside_cols * words
+    fixed, port, use = transfer_cycles(True, steps, steps - beats, beats, config.dram, phases)
+    return beats * _bus(config), fixed, port, use
+
+
+def partial_sums(config: AcceleratorConfig, oc_groups, pixels, load: bool):
+    """`(bytes, fixed, port, port_use)` of spilling (or reloading) an output tile's int32 sums."""
+    nbytes = pixels * oc_groups * config.pe.rows * ACC_BYTES
+    beats = nbytes // _bus(config)
+    fixed, port, use = transfer_cycles(load, beats, 0, beats, config.dram)
+    return nbytes, fixed, port, use
+
+
+def results(config: AcceleratorConfig, channels, pixels):
+    """`(bytes, fixed, port, port_use)` of storing an output tile's int8 results: one run of
+    `channels` bytes per pixel (bus alignment of the runs ignored for time)."""
+    beats = pixels * -(-channels // _bus(config))
+    fixed, port, use = transfer_cycles(False, beats, 0, beats, config.dram)
+    return channels * pixels, fixed, port, use
+
+
+def conv_cycles(config: AcceleratorConfig, shape: ConvShape, oc_groups, ic_groups, rows, col_groups, init):
+    """`hwgen.conv_engine.cycle_count` of CONVs of these sizes (arrays broadcast)."""
+    pe = config.pe
+    steps = ic_groups * shape.kh * shape.kw
+    groups = rows * col_groups * oc_groups
+    array_latency = 4 + int(np.log2(pe.simd))
+    return (np.where(init, pe.cols, 1) + (groups - 1) * np.maximum(steps, pe.cols) + steps + array_latency
+            + pe.cols + POST_LATENCY)
 
 
 # ---------------------------------------------------------------- reloads
@@ -162,6 +156,8 @@ def reload_factor(order: tuple[str, ...], trip: dict, relevant: frozenset[str]):
             factor = factor * np.where(np.any(inner_relevant, axis=0), trip[dim], 1)
     return factor
 
+
+# ---------------------------------------------------------------- closed forms
 
 @dataclass(frozen=True)
 class Totals:
@@ -184,65 +180,96 @@ class Totals:
 
 @dataclass(frozen=True)
 class SumTables:
-    """Order-independent sums of many tilings at once (arrays indexed like the tilings)."""
+    """Order-independent sums over the tile grid of many tilings at once (arrays indexed like the
+    tilings): per sweep of each tensor's tiles, bytes and DMA cycles (a lower bound: fixed parts
+    plus port use), and the compute totals."""
 
     trip: dict
-    input_sweep_bytes: np.ndarray
-    input_sweep_cycles: np.ndarray
-    weight_sweep_cycles: np.ndarray
-    output_final_cycles: np.ndarray
-    output_partial_cycles: np.ndarray
+    input_bytes: np.ndarray
+    input_dma: np.ndarray
+    weight_bytes: np.ndarray
+    weight_dma: np.ndarray
+    partial_bytes: np.ndarray
+    partial_dma: np.ndarray
+    result_dma: np.ndarray
+    compute_cycles: np.ndarray
     array_cycles: np.ndarray
     first_load: np.ndarray
     last_store: np.ndarray
 
 
+def _per_axis_sum(shape, config, dim, tiles, fn) -> np.ndarray:
+    """For each tile size in `tiles`, the sum of `fn(axis)` over that axis' tiles."""
+    return np.array([int(np.sum(fn(axis(shape, config, dim, int(t))))) for t in tiles], dtype=np.int64)
+
+
+def _lower(fixed, port, use):
+    """A lower bound of transfer time that is additive over tiles: fixed parts plus port use."""
+    return fixed + use
+
+
 def sum_tables(shape: ConvShape, config: AcceleratorConfig, tiles: dict) -> SumTables:
     """`tiles[dim]` are equally long int arrays of tile sizes (one entry per tiling)."""
-    w = config.widths
-    a, wb, acc, dram = w.activation_bytes, w.weight_bytes, w.accumulator_bytes, config.dram
+    pe = config.pe
     uniq = {d: np.unique(tiles[d]) for d in DIMS}
     pos = {d: np.searchsorted(uniq[d], tiles[d]) for d in DIMS}
-    sums = {d: axis_sums(shape, config, d, uniq[d]) for d in DIMS}
 
-    def per(dim, arr):
-        return arr[pos[dim]]
+    def total(dim, fn):
+        return _per_axis_sum(shape, config, dim, uniq[dim], fn)[pos[dim]]
 
-    def s(dim, field):
-        return per(dim, getattr(sums[dim], field))
+    def first(dim, field):
+        return np.array([getattr(axis(shape, config, dim, int(t)), field)[0] for t in uniq[dim]])[pos[dim]]
 
-    trip = {d: s(d, "trips") for d in DIMS}
-    chan = "OC" if shape.depthwise else "IC"
-    C, k = shape.in_channels, shape.kh * shape.kw
-    # input sweep: boxes split by whether rows / columns span the whole map
-    g_w_partial = per("OW", _run_sum(shape, config, "OW", uniq["OW"], lambda x: run_cycles(x.extents * a, dram),
-                                     lambda x: x.extents != shape.iw))
-    n_w_full = per("OW", _run_sum(shape, config, "OW", uniq["OW"], lambda x: np.ones(x.trips, np.int64),
-                                  lambda x: x.extents == shape.iw))
-    g_r_partial = per("OH", _run_sum(shape, config, "OH", uniq["OH"], lambda x: run_cycles(x.extents * shape.iw * a, dram),
-                                     lambda x: x.extents != shape.ih))
-    n_r_full = per("OH", _run_sum(shape, config, "OH", uniq["OH"], lambda x: np.ones(x.trips, np.int64),
-                                  lambda x: x.extents == shape.ih))
-    g_c_full = per(chan, _run_sum(shape, config, chan, uniq[chan], lambda x: run_cycles(x.sizes * shape.ih * shape.iw * a, dram)))
-    rows, cols = s("OH", "extents"), s("OW", "extents")
-    input_sweep_cycles = C * rows * g_w_partial + n_w_full * (C * g_r_partial + n_r_full * g_c_full)
-    # weights: one run per tile when the whole reduction is in the tile, else one per output channel
-    g_o_w = per("OC", _run_sum(shape, config, "OC", uniq["OC"], lambda x: run_cycles(x.sizes * shape.ic * k * wb, dram)))
-    g_i_w = per("IC", _run_sum(shape, config, "IC", uniq["IC"], lambda x: run_cycles(x.sizes * k * wb, dram)))
-    weight_sweep_cycles = np.where(trip["IC"] == 1, g_o_w, shape.oc * g_i_w)
+    def last(dim, field):
+        return np.array([getattr(axis(shape, config, dim, int(t)), field)[-1] for t in uniq[dim]])[pos[dim]]
 
-    def output_sweep(elem):
-        g_o = per("OC", _run_sum(shape, config, "OC", uniq["OC"], lambda x: run_cycles(x.sizes * shape.oh * shape.ow * elem, dram)))
-        g_h = per("OH", _run_sum(shape, config, "OH", uniq["OH"], lambda x: run_cycles(x.sizes * shape.ow * elem, dram)))
-        g_w = per("OW", _run_sum(shape, config, "OW", uniq["OW"], lambda x: run_cycles(x.sizes * elem, dram)))
-        return np.where(trip["OW"] == 1, np.where(trip["OH"] == 1, g_o, shape.oc * g_h), shape.oc * shape.oh * g_w)
+    trip = {d: total(d, lambda a: np.ones(a.trips, np.int64)) for d in DIMS}
+    og, ig = total("OC", lambda a: a.groups), total("IC", lambda a: a.groups)
+    rows_in, cols_in = total("OH", lambda a: a.inside), total("OW", lambda a: a.inside)
+    rows_win, cols_win = total("OH", lambda a: a.window), total("OW", lambda a: a.window)
+    col_groups, phases = total("OW", lambda a: a.groups), total("OW", lambda a: a.phases)
+    tiles_out = trip["OC"] * trip["OH"] * trip["OW"]
+    k, words, bus = shape.kh * shape.kw, _words_per_run(config), _bus(config)
+    dram = config.dram
 
-    array_cycles = k * s("OC", "passes") * s("IC", "passes") * shape.oh * s("OW", "passes")
-    first_load = (input_tile_cycles(shape, config, s(chan, "first"), s("OH", "first_extent"), s("OW", "first_extent"))
-                  + weight_tile_cycles(shape, config, s("OC", "first"), s("IC", "first")))
-    last_store = output_tile_cycles(shape, config, s("OC", "last"), s("OH", "last"), s("OW", "last"), a)
-    return SumTables(trip, C * rows * cols * a, input_sweep_cycles, weight_sweep_cycles, output_sweep(a),
-                     output_sweep(acc), array_cycles, first_load, last_store)
+    # inputs: sum over (channel, OH, OW) tiles of groups x rows x cols x words
+    chan_groups = (total("OC", lambda a: input_groups(shape, config, a.groups, max(1, -(-pe.rows // pe.simd))))
+                   if shape.depthwise else ig)
+    beats = chan_groups * rows_in * cols_in * words
+    steps = chan_groups * rows_win * cols_win * words
+    fixed, port, use = transfer_cycles(True, steps, steps - beats, beats, dram, trip["OH"] * phases * (
+        trip["OC"] if shape.depthwise else trip["IC"]))
+    input_bytes, input_dma = beats * bus, _lower(fixed, port, use)
+    # weights: every (OC, IC) tile: parameter records and block
+    w_beats = -(-trip["IC"] * og * pe.rows * PARAM_BYTES // bus) + -(-og * pe.rows * ig * pe.simd * k // bus)
+    fixed, port, use = transfer_cycles(True, w_beats, 0, w_beats, dram, 2 * trip["OC"] * trip["IC"])
+    weight_bytes, weight_dma = w_beats * bus, _lower(fixed, port, use)
+    # partial sums of every output tile (one spill; a reload costs the same plus latency)
+    p_beats = og * pe.rows * ACC_BYTES * shape.oh * shape.ow // bus
+    fixed, port, use = transfer_cycles(False, p_beats, 0, p_beats, dram, tiles_out)
+    partial_bytes, partial_dma = p_beats * bus, _lower(fixed, port, use)
+    r_beats = shape.oh * shape.ow * total("OC", lambda a: -(-a.sizes // bus))
+    fixed, port, use = transfer_cycles(False, r_beats, 0, r_beats, dram, tiles_out)
+    result_dma = _lower(fixed, port, use)
+
+    # compute: one CONV per step; cycle_count summed over the grid in closed form
+    t_sum = total("IC", lambda a: a.groups * k)
+    gap_sum = total("IC", lambda a: np.maximum(a.groups * k, pe.cols))
+    n_sum = og * shape.oh * col_groups  # sum over (OC, OH, OW) tiles of the CONV's groups
+    array_latency = 4 + int(np.log2(pe.simd))
+    compute = (tiles_out * (1 + (trip["IC"] - 1) * pe.cols) + gap_sum * (n_sum - tiles_out) + t_sum * tiles_out
+               + tiles_out * trip["IC"] * (array_latency + pe.cols + POST_LATENCY + SYNC_CYCLES))
+    array_cycles = og * ig * k * shape.oh * col_groups
+
+    f_in = input_tile(config, input_groups(shape, config, first("OC", "groups"), first("IC", "groups")),
+                      first("OH", "window"), first("OW", "window"), first("OH", "inside"), first("OW", "inside"),
+                      first("OW", "phases"))
+    f_w = weight_tile(config, shape, first("OC", "groups"), first("IC", "groups"))
+    first_load = f_in[1] + f_in[2] + f_w[1] + f_w[2]
+    l_res = results(config, last("OC", "sizes"), last("OH", "sizes") * last("OW", "sizes"))
+    last_store = l_res[1] + l_res[2]
+    return SumTables(trip, input_bytes, input_dma, weight_bytes, weight_dma, partial_bytes, partial_dma, result_dma,
+                     compute, array_cycles, first_load, last_store)
 
 
 def layer_totals(shape: ConvShape, config: AcceleratorConfig, tables: SumTables, order: tuple[str, ...], macs: int) -> Totals:
@@ -253,68 +280,103 @@ def layer_totals(shape: ConvShape, config: AcceleratorConfig, tables: SumTables,
     r_w = reload_factor(order, trip, shape.relevant("weight"))
     visits = reload_factor(order, trip, shape.relevant("output"))
     outputs = shape.oc * shape.oh * shape.ow
-    input_bytes = tables.input_sweep_bytes * r_in
-    weight_bytes = shape.oc * shape.ic * shape.kh * shape.kw * w.weight_bytes * r_w
-    output_bytes = outputs * (w.activation_bytes + 2 * (visits - 1) * w.accumulator_bytes)
+    input_bytes = tables.input_bytes * r_in
+    weight_bytes = tables.weight_bytes * r_w
+    output_bytes = outputs * w.activation_bytes + 2 * (visits - 1) * tables.partial_bytes
     steps = trip["OC"] * trip["IC"] * trip["OH"] * trip["OW"]
-    compute = tables.array_cycles + steps * config.pipeline_depth
-    dma = (tables.input_sweep_cycles * r_in + tables.weight_sweep_cycles * r_w + tables.output_final_cycles
-           + 2 * (visits - 1) * tables.output_partial_cycles)
-    ends = tables.first_load + tables.last_store
-    lower = ends + np.maximum(compute, dma - ends)
+    loads = tables.input_dma * r_in + tables.weight_dma * r_w + (visits - 1) * tables.partial_dma
+    stores = tables.result_dma + (visits - 1) * tables.partial_dma
+    lower = (START_CYCLES + tables.first_load + tables.last_store
+             + np.maximum(tables.compute_cycles, np.maximum(loads - tables.first_load, stores - tables.last_store)))
     energy = (e.dram_pj_per_byte * (input_bytes + weight_bytes + output_bytes)
               + e.input_buffer_pj_per_byte * (input_bytes + tables.array_cycles * pe.cols * pe.simd * w.activation_bytes)
               + e.weight_buffer_pj_per_byte * (weight_bytes + tables.array_cycles * pe.rows * pe.simd * w.weight_bytes)
               + e.output_buffer_pj_per_byte * (output_bytes + outputs * (2 * trip["IC"] - 1) * w.accumulator_bytes)
               + e.register_pj_per_access * tables.array_cycles * pe.rows * pe.cols
               + e.mac_pj * macs)
-    return Totals(input_bytes, weight_bytes, output_bytes, compute, tables.array_cycles, dma, lower, energy, steps)
+    return Totals(input_bytes, weight_bytes, output_bytes, tables.compute_cycles, tables.array_cycles,
+                  loads + stores, lower, energy, steps)
 
 
-# ---------------------------------------------------------------- exact step arrays
+# ---------------------------------------------------------------- the step model
 
 @dataclass(frozen=True)
 class Steps:
-    """Per-step compute, load and store cycles of a schedule, in execution order."""
+    """Per-step cycles of a schedule in execution order: `load` (the tiles step i needs that are
+    not on chip yet), `compute`, `store` (the output written back after step i) and the port use
+    of the loads and stores (cycles of bandwidth their beats take)."""
 
     compute: np.ndarray
     load: np.ndarray
     store: np.ndarray
+    load_use: np.ndarray
+    store_use: np.ndarray
+
+
+def step_cycles(steps: Steps) -> int:
+    """The double-buffered step model: the loads of step i+1 and the store of step i-1 run while
+    step i computes, each on its own unit; the store's port use delays the loads::
+
+        cycles = START + load[0] + sum_i max(compute[i], load[i+1] + store_use[i-1], store[i-1])
+                 + store[n-1] + END
+    """
+    ahead = np.zeros_like(steps.compute, dtype=np.float64)
+    ahead[:-1] = steps.load[1:]
+    behind, behind_use = np.zeros_like(ahead), np.zeros_like(ahead)
+    behind[1:], behind_use[1:] = steps.store[:-1], steps.store_use[:-1]
+    middle = np.maximum.reduce([steps.compute, ahead + behind_use, behind])
+    return round(START_CYCLES + steps.load[0] + middle.sum() + steps.store[-1] + END_CYCLES)
+
+
+END_CYCLES = 2  # from the last store to `done`
+
+
+def _step_values(shape: ConvShape, config: AcceleratorConfig, ax: dict, cur: dict, new_weight, new_input, reload,
+                 final) -> tuple:
+    """Per-step (compute, load, load use, store, store use) for tile indices `cur` (arrays)."""
+    og, ig = ax["OC"].groups[cur["OC"]], ax["IC"].groups[cur["IC"]]
+    hn, wn = ax["OH"].sizes[cur["OH"]], ax["OW"].sizes[cur["OW"]]
+    compute = conv_cycles(config, shape, og, ig, hn, ax["OW"].groups[cur["OW"]], cur["IC"] > 0) + SYNC_CYCLES
+    _, wf, wp, wu = weight_tile(config, shape, og, ig)
+    _, inf, inp, inu = input_tile(config, input_groups(shape, config, og, ig), ax["OH"].window[cur["OH"]],
+                                  ax["OW"].window[cur["OW"]], ax["OH"].inside[cur["OH"]], ax["OW"].inside[cur["OW"]],
+                                  ax["OW"].phases[cur["OW"]])
+    _, pf, pp, pu = partial_sums(config, og, hn * wn, True)
+    load = (new_weight * (wf + wp + SYNC_CYCLES) + new_input * (inf + inp + SYNC_CYCLES)
+            + reload * (pf + pp + SYNC_CYCLES))
+    load_use = new_weight * wu + new_input * inu + reload * pu
+    _, rf, rp, ru = results(config, ax["OC"].sizes[cur["OC"]], hn * wn)
+    _, sf, sp, su = partial_sums(config, og, hn * wn, False)
+    store = np.where(final, rf + rp, sf + sp) + SYNC_CYCLES
+    store_use = np.where(final, ru, su)
+    return compute, load, load_use, store, store_use
 
 
 def step_arrays(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig) -> Steps:
     """Enumerate the steps of a schedule (vectorised over the tile grid in loop order)."""
     order = schedule.order
     ax = {d: axis(shape, config, d, schedule.tile(d)) for d in DIMS}
-    n = [ax[d].trips for d in order]
-    grid = np.indices(n).reshape(len(order), -1)
-    j = {d: grid[p] for p, d in enumerate(order)}
-    chan = "OC" if shape.depthwise else "IC"
-    k = shape.kh * shape.kw
-    compute = ax["OC"].passes[j["OC"]] * ax["IC"].passes[j["IC"]] * ax["OH"].sizes[j["OH"]] * ax["OW"].passes[j["OW"]] * k
-    compute = compute + config.pipeline_depth
+    grid = np.indices([ax[d].trips for d in order]).reshape(len(order), -1)
+    cur = {d: grid[p] for p, d in enumerate(order)}
 
-    def changed(dims):
+    def changed(dims, shift):
         ident = np.zeros_like(grid[0])
         for d in dims:
-            ident = ident * ax[d].trips + j[d]
+            ident = ident * ax[d].trips + cur[d]
         out = np.ones(ident.shape, dtype=bool)
-        out[1:] = ident[1:] != ident[:-1]
+        if shift > 0:  # differs from the previous step
+            out[1:] = ident[1:] != ident[:-1]
+        else:  # differs from the next step
+            out[:-1] = ident[:-1] != ident[1:]
         return out
 
-    ch_in, ch_w = changed((chan, "OH", "OW")), changed(("OC", "IC"))
-    ch_out = changed(("OC", "OH", "OW"))
-    in_c = input_tile_cycles(shape, config, ax[chan].sizes[j[chan]], ax["OH"].extents[j["OH"]], ax["OW"].extents[j["OW"]])
-    w_c = weight_tile_cycles(shape, config, ax["OC"].sizes[j["OC"]], ax["IC"].sizes[j["IC"]])
-    o, h, w = ax["OC"].sizes[j["OC"]], ax["OH"].sizes[j["OH"]], ax["OW"].sizes[j["OW"]]
-    acc = config.widths.accumulator_bytes
-    partial = output_tile_cycles(shape, config, o, h, w, acc)
-    final = output_tile_cycles(shape, config, o, h, w, config.widths.activation_bytes)
-    load = ch_in * in_c + ch_w * w_c + (ch_out & (j["IC"] > 0)) * partial
-    leaving = np.ones_like(ch_out)
-    leaving[:-1] = ch_out[1:]
-    store = leaving * np.where(j["IC"] == ax["IC"].trips - 1, final, partial)
-    return Steps(compute, load, store)
+    chan = "OC" if shape.depthwise else "IC"
+    out_dims = ("OC", "OH", "OW")
+    compute, load, load_use, store, store_use = _step_values(
+        shape, config, ax, cur, changed(("OC", "IC"), 1), changed((chan, "OH", "OW"), 1),
+        changed(out_dims, 1) & (cur["IC"] > 0), cur["IC"] == ax["IC"].trips - 1)
+    leaving = changed(out_dims, -1)
+    return Steps(compute, load, leaving * store, load_use, leaving * store_use)
 
 
 @dataclass(frozen=True)
@@ -350,7 +412,7 @@ def _groups(ax: Axis) -> tuple[np.ndarray, np.ndarray]:
     """Tile indices of one axis grouped by everything a step depends on (own, next and previous
     tile); returns a representative index and the size of each group."""
     n = ax.trips
-    vals = list(zip(ax.sizes.tolist(), ax.extents.tolist()))
+    vals = list(zip(ax.sizes.tolist(), ax.window.tolist(), ax.inside.tolist(), ax.phases.tolist()))
     groups: dict[tuple, list[int]] = {}
     for j in range(n):
         key = (vals[j], vals[j + 1] if j + 1 < n else None, vals[j - 1] if j else None)
@@ -387,30 +449,27 @@ def grouped_step_cycles(shape: ConvShape, schedule: Schedule, config: Accelerato
         nxt[d] = np.where(p < carry_next, cur[d], np.where(p == carry_next, cur[d] + 1, 0))
         prv[d] = np.where(p < carry_prev, cur[d], np.where(p == carry_prev, cur[d] - 1, n[d] - 1))
     chan = "OC" if shape.depthwise else "IC"
-    a, acc = config.widths.activation_bytes, config.widths.accumulator_bytes
+    out_dims = ("OC", "OH", "OW")
 
-    def differs(x, dims):
-        return np.any([x[d] != cur[d] for d in dims], axis=0)
+    def differs(x, y, dims):
+        return np.any([x[d] != y[d] for d in dims], axis=0)
 
-    def out_cycles(idx, elem):
-        return output_tile_cycles(shape, config, ax["OC"].sizes[idx["OC"]], ax["OH"].sizes[idx["OH"]],
-                                  ax["OW"].sizes[idx["OW"]], elem)
-
-    load_next = (differs(nxt, (chan, "OH", "OW")) * input_tile_cycles(
-                     shape, config, ax[chan].sizes[nxt[chan]], ax["OH"].extents[nxt["OH"]], ax["OW"].extents[nxt["OW"]])
-                 + differs(nxt, ("OC", "IC")) * weight_tile_cycles(shape, config, ax["OC"].sizes[nxt["OC"]],
-                                                                    ax["IC"].sizes[nxt["IC"]])
-                 + (differs(nxt, ("OC", "OH", "OW")) & (nxt["IC"] > 0)) * out_cycles(nxt, acc))
-    load_next = np.where(carry_next >= 0, load_next, 0)
-    store_prev = differs(prv, ("OC", "OH", "OW")) * np.where(prv["IC"] == n["IC"] - 1, out_cycles(prv, a),
-                                                             out_cycles(prv, acc))
-    store_prev = np.where(carry_prev >= 0, store_prev, 0)
-    compute = (ax["OC"].passes[cur["OC"]] * ax["IC"].passes[cur["IC"]] * ax["OH"].sizes[cur["OH"]]
-               * ax["OW"].passes[cur["OW"]] * shape.kh * shape.kw + config.pipeline_depth)
+    compute, *_ = _step_values(shape, config, ax, cur, False, False, False, False)
+    has_next, has_prev = carry_next >= 0, carry_prev >= 0
+    # the next step's loads: what changes between this step and the next
+    _, load_next, _, _, _ = _step_values(
+        shape, config, ax, nxt, differs(nxt, cur, ("OC", "IC")), differs(nxt, cur, (chan, "OH", "OW")),
+        differs(nxt, cur, out_dims) & (nxt["IC"] > 0), False)
+    # the previous step's store: when the output tile changed between it and this step
+    *_, store_prev, use_prev = _step_values(shape, config, ax, prv, False, False, False, prv["IC"] == n["IC"] - 1)
+    leaving_prev = differs(prv, cur, out_dims) & has_prev
+    middle = np.maximum.reduce([compute, np.where(has_next, load_next, 0) + np.where(leaving_prev, use_prev, 0),
+                                np.where(leaving_prev, store_prev, 0)])
+    first = {d: np.zeros(1, np.int64) for d in DIMS}
     last = {d: np.full(1, n[d] - 1) for d in DIMS}
-    first_load = (input_tile_cycles(shape, config, ax[chan].sizes[:1], ax["OH"].extents[:1], ax["OW"].extents[:1])
-                  + weight_tile_cycles(shape, config, ax["OC"].sizes[:1], ax["IC"].sizes[:1]))
-    return int(first_load[0] + (np.maximum(compute, load_next + store_prev) * count).sum() + out_cycles(last, a)[0])
+    _, load_first, *_ = _step_values(shape, config, ax, first, True, True, False, False)
+    *_, store_last, _ = _step_values(shape, config, ax, last, False, False, False, True)
+    return round(START_CYCLES + load_first[0] + (middle * count).sum() + store_last[0] + END_CYCLES)
 
 
 def evaluate_orders(shape: ConvShape, tiling: Schedule, orders, config: AcceleratorConfig, macs: int) -> list[Cost]:
@@ -424,8 +483,9 @@ def evaluate_orders(shape: ConvShape, tiling: Schedule, orders, config: Accelera
         t = layer_totals(shape, config, tables, order, macs)
         sched = Schedule(tiling.oc, tiling.ic, tiling.oh, tiling.ow, tuple(order))
         out.append(Cost(first(t.input_bytes), first(t.weight_bytes), first(t.output_bytes),
-                        grouped_step_cycles(shape, sched, config), first(t.compute_cycles), first(t.dma_cycles),
-                        macs, config.pe.macs_per_cycle, float(first(t.energy_pj)), first(t.steps)))
+                        grouped_step_cycles(shape, sched, config), round(first(t.compute_cycles)),
+                        round(first(t.dma_cycles)), macs, config.pe.macs_per_cycle, float(first(t.energy_pj)),
+                        first(t.steps)))
     return out
 
 

@@ -20,7 +20,7 @@ from planner.files import atomic_write_text
 from planner.ir import COMPUTE_OPS, Layer, Network, Op
 from planner.objective import Objective
 from planner.schedule import ConvShape, Schedule
-from planner.stream import plan_stream
+from planner.stream import stream_cost
 
 SCHEMA_VERSION = 1
 
@@ -130,9 +130,9 @@ def plan_layer(layer: Layer, config: AcceleratorConfig, objective: Objective = O
                strategy: Strategy = Strategy.SEARCH) -> LayerPlan:
     """Schedule one layer (PlanningError names the layer when nothing fits)."""
     if layer.op not in COMPUTE_OPS:
-        c, count = plan_stream(layer, config, objective)
-        return LayerPlan(layer.name, str(layer.op), {"C": c.channels}, ("C",), c.input_bytes, 0, c.output_bytes,
-                         c.cycles, c.compute_cycles, c.dma_cycles, 0.0, c.energy_pj, 0, count, 0.0)
+        c = stream_cost(layer, config)  # the compiler's tiling: nothing to choose
+        return LayerPlan(layer.name, str(layer.op), {"C": c.channels}, ("C",), c.input_bytes, c.weight_bytes,
+                         c.output_bytes, c.cycles, c.compute_cycles, c.dma_cycles, 0.0, c.energy_pj, 0, 1, 0.0)
     shape = ConvShape.of(layer)
     if strategy is Strategy.EPLANNER:
         result = eplanner.plan_layer(shape, config, layer.macs, layer.name)

@@ -31,14 +31,12 @@ from hwgen.fetch import Dispatched, ProgramError, dispatched
 from hwgen.isa import SEMAPHORES, Opcode, Queue
 from hwgen.program import Program
 from hwgen.vector_unit import vec_cycles
-from planner.transfer_work import TransferWork, transfer_work
+from planner.transfer_work import TransferWork, transfer_cycles, transfer_work
 
 FETCH_CYCLES = 2          # FETCH and EXECUTE states per instruction
 FIRST_FETCH = 1           # cycle (after start) of the first instruction's EXECUTE state
 HEAD_DELAY = 2            # cycles from EXECUTE until the instruction is at its queue's head
 QUEUE_DEPTH = 4           # the sequencer's per-queue FIFOs
-LOAD_START_CYCLES = 7     # a LOAD's unit and DMA start-up and drain, beyond latency and transfer
-STORE_START_CYCLES = 8    # the same for a STORE
 END_CYCLES = 2            # from the last queue action to `done`
 EPSILON = 1e-6            # cycles of a transfer left that count as none (float rounding)
 
@@ -77,20 +75,11 @@ def _work(desc: Descriptor, bus_bytes: int) -> TransferWork:
 
 
 def _flow(step: Dispatched, config: AcceleratorConfig) -> tuple[_Flow, TransferWork]:
-    dram = config.dram
-    work = _work(step.desc, dram.bus_width_bits // 8)
-    beats_per_cycle = float(dram.bandwidth) / (dram.bus_width_bits // 8)
-    port_cycles = work.beats / beats_per_cycle
-    if step.desc.load:
-        latency = dram.latency_cycles if work.beats else 0
-        # fill words keep the realigner from taking beats: the memory banks little bandwidth meanwhile
-        fixed = LOAD_START_CYCLES + latency
-        port = max(work.steps - latency, port_cycles + work.fill_steps * (1 - beats_per_cycle))
-    else:
-        fixed, port = STORE_START_CYCLES, max(work.steps, port_cycles)
-    demand = port_cycles / port if port else 0.0
+    work = _work(step.desc, config.dram.bus_width_bits // 8)
+    fixed, port, port_use = (float(v) for v in transfer_cycles(step.desc.load, work.steps, work.fill_steps,
+                                                                 work.beats, config.dram))
     queue = Queue.LOAD if step.desc.load else Queue.STORE
-    return _Flow(-1, queue, fixed, port, demand), work
+    return _Flow(-1, queue, fixed, port, port_use / port if port else 0.0), work
 
 
 def _rates(flows: list[_Flow]) -> list[float]:

@@ -188,12 +188,12 @@ def is_legal(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig) ->
 
 def tile_candidates(bound: int, granule: int) -> tuple[int, ...]:
     """The tile sizes searched along one dim: for each trip count k in 1, 2, 4, 8, ... (up to
-    `bound`), the smallest multiple of `granule` giving k trips, else the smallest tile `ceil(bound/k)`."""
+    `bound`), the smallest multiple of `granule` (or the whole bound) that needs at most k trips.
+    Multiples of the granule keep every tile's first channel aligned to a channel group (so
+    transfers start on bus beats the cost model counts exactly) and waste no PE rows or lanes."""
     sizes, k = set(), 1
     while k <= bound:
-        t = ceil_div(bound, k)
-        rounded = min(bound, ceil_div(t, granule) * granule)
-        sizes.add(rounded if ceil_div(bound, rounded) == ceil_div(bound, t) else t)
+        sizes.add(min(bound, ceil_div(ceil_div(bound, k), granule) * granule))
         k *= 2
     return tuple(sorted(sizes))
 

@@ -1,9 +1,12 @@
-"""Pooling, add and concat layers: streamed through DRAM in tiles of whole channel planes.
+"""Pooling, add and concat layers on the vector unit: the tiling the compiler uses and its cost.
 
-Each step loads `Ct` channels of every input (one contiguous run per input), runs the pooling /
-element-wise unit (`pool_lanes` output elements per cycle, one window tap or input per cycle),
-and stores `Ct` output channels at activation width. Traffic is exactly inputs + outputs.
-Concat copies each input in turn into its channel range of the output.
+The compiler (`planner/compile/vector.py`) tiles a vector layer by channel groups and output
+rows, as large as the banks allow (`vector_tile`; all output columns). Per channel tile it loads
+the per-channel parameter records; per (channel, row) tile it loads the input window of every
+operand (one LOAD per stride phase, runs of S bytes), runs one VEC
+(`hwgen.vector_unit.vec_cycles`) and stores the int8 tile. Concat copies each input in turn
+into its channel range of the output. The cost uses the transfer times and the step model of
+`planner.cost`, so the prediction is the compiled program's.
 """
 from __future__ import annotations
 
@@ -12,19 +15,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from hwgen.config import AcceleratorConfig
-from planner.cost import run_cycles, step_cycles
-from planner.errors import PlanningError
+from hwgen.layout import PARAM_BYTES
+from hwgen.vector_unit import OVERHEAD as VEC_OVERHEAD
+from planner.compile.vector import concat_part, vector_tile, vector_window
+from planner.cost import SYNC_CYCLES, Steps, input_tile, results, step_cycles
 from planner.ir import POOL_OPS, Layer, Op, ceil_div
-from planner.objective import Objective, rank
-from planner.schedule import axis_tiles, tile_candidates
+from planner.schedule import window_span
+from planner.transfer_work import transfer_cycles
 
 
 @dataclass(frozen=True)
 class StreamCost:
-    """Predicted cost of a streamed layer with channel tile `channels`."""
+    """Predicted cost of a vector layer with the compiler's tiling (`channels` per tile)."""
 
     channels: int
     input_bytes: int
+    weight_bytes: int
     output_bytes: int
     cycles: int
     compute_cycles: int
@@ -33,60 +39,70 @@ class StreamCost:
     steps: int
 
 
-def _taps(layer: Layer) -> int:
-    """Unit cycles per output element per lane: window taps (pool), inputs (add), 1 (concat)."""
+def _reads(layer: Layer) -> int:
+    """Input reads (VEC cycles) per output pixel-group: window taps (pool), 2 (add), 1 (copy)."""
     if layer.op in POOL_OPS:
         return layer.kernel[0] * layer.kernel[1]
-    return len(layer.in_shapes) if layer.op == Op.ADD else 1
+    return 2 if layer.op == Op.ADD else 1
 
 
-def _passes(layer: Layer) -> list[list[int]]:
-    """Per pass (one per input for concat, a single one otherwise): the input indices it reads."""
-    return [[i] for i in range(len(layer.in_shapes))] if layer.op == Op.CONCAT else [list(range(len(layer.in_shapes)))]
+def _parts(layer: Layer) -> list[Layer]:
+    """The layers the compiler emits tiles for: one copy per input of a concat, else the layer."""
+    return [concat_part(layer, shape) for shape in layer.in_shapes] if layer.op == Op.CONCAT else [layer]
 
 
-def stream_footprint(layer: Layer, ct: int, config: AcceleratorConfig) -> tuple[int, int]:
-    """Input and output bank bytes needed with channel tile `ct`."""
-    _, oh, ow = layer.out_shape
-    reads = max(sum(layer.in_shapes[i][1] * layer.in_shapes[i][2] for i in p) for p in _passes(layer))
-    return ct * reads * config.widths.activation_bytes, ct * oh * ow * config.widths.accumulator_bytes
+def _part_steps(part: Layer, config: AcceleratorConfig, operands: int) -> tuple[list[tuple], int, int, int]:
+    """Per tile `(compute, load, load use, store, store use)` and the part's input, parameter and
+    output bytes."""
+    pe, dram, bus = config.pe, config.dram, config.dram.bus_width_bits // 8
+    channels, out_h, out_w = part.out_shape
+    _, in_h, in_w = part.in_shapes[0]
+    groups_per_tile, rows_per_tile = vector_tile(part, config, operands)
+    window = vector_window(part, config, rows_per_tile)
+    (kh, kw), s = window.kernel, window.stride
+    cols = (out_w - 1) * s + kw
+    inside_cols = window_span(0, out_w, s, window.pads[1], kw, in_w)[1]
+    steps, in_bytes, param_bytes, out_bytes = [], 0, 0, 0
+    for c0 in range(0, channels, groups_per_tile * pe.simd):
+        cn = min(groups_per_tile * pe.simd, channels - c0)
+        groups = ceil_div(cn, pe.simd)
+        beats = groups * pe.simd * PARAM_BYTES // bus
+        fixed, port, use = transfer_cycles(True, beats, 0, beats, dram)
+        param_load, param_use = fixed + port + SYNC_CYCLES, use
+        param_bytes += beats * bus
+        for h0 in range(0, out_h, rows_per_tile):
+            hn = min(rows_per_tile, out_h - h0)
+            rows = (hn - 1) * s + kh
+            inside_rows = window_span(h0, hn, s, window.pads[0], kh, in_h)[1]
+            nbytes, fixed, port, use = input_tile(config, groups, rows, cols, inside_rows, inside_cols, min(s, cols))
+            in_bytes += operands * int(nbytes)
+            load = param_load + operands * (fixed + port) + SYNC_CYCLES
+            load_use = param_use + operands * use
+            param_load = param_use = 0
+            compute = hn * out_w * groups * _reads(part) + VEC_OVERHEAD + SYNC_CYCLES
+            nbytes, fixed, port, use = results(config, cn, hn * out_w)
+            out_bytes += int(nbytes)
+            steps.append((compute, load, load_use, fixed + port + SYNC_CYCLES, use))
+    return steps, in_bytes, param_bytes, out_bytes
 
 
-def stream_cost(layer: Layer, ct: int, config: AcceleratorConfig) -> StreamCost:
-    """Exact cost of streaming `layer` with channel tile `ct`."""
-    a, e, dram = config.widths.activation_bytes, config.energy, config.dram
-    _, oh, ow = layer.out_shape
-    compute, load, store, in_bytes, out_bytes = [], [], [], 0, 0
-    for p in _passes(layer):
-        for _, n in axis_tiles(layer.in_shapes[p[0]][0], ct):
-            sizes = [n * layer.in_shapes[i][1] * layer.in_shapes[i][2] * a for i in p]
-            in_bytes += sum(sizes)
-            load.append(int(run_cycles(np.array(sizes), dram).sum()))
-            h, w = (layer.in_shapes[p[0]][1:] if layer.op == Op.CONCAT else (oh, ow))
-            out = n * h * w * a
-            out_bytes += out
-            store.append(int(run_cycles(out, dram)))
-            compute.append(n * h * ceil_div(w, config.pool_lanes) * _taps(layer) + config.pipeline_depth)
+def stream_cost(layer: Layer, config: AcceleratorConfig) -> StreamCost:
+    """Cost of the compiled vector layer."""
+    e, a = config.energy, config.widths.activation_bytes
+    operands = 2 if layer.op == Op.ADD else 1
+    rows, in_bytes, param_bytes, out_bytes = [], 0, 0, 0
+    for part in _parts(layer):
+        part_rows, i, p, o = _part_steps(part, config, operands)
+        rows += part_rows
+        in_bytes, param_bytes, out_bytes = in_bytes + i, param_bytes + p, out_bytes + o
+    compute, load, load_use, store, store_use = (np.array(column, dtype=np.float64) for column in zip(*rows))
     outputs = out_bytes // a
-    energy = (e.dram_pj_per_byte * (in_bytes + out_bytes) + 2 * e.input_buffer_pj_per_byte * in_bytes
+    energy = (e.dram_pj_per_byte * (in_bytes + param_bytes + out_bytes) + 2 * e.input_buffer_pj_per_byte * in_bytes
               + e.output_buffer_pj_per_byte * (out_bytes + outputs * config.widths.accumulator_bytes)
-              + e.mac_pj * outputs * _taps(layer))
-    return StreamCost(ct, in_bytes, out_bytes, step_cycles(compute, load, store), sum(compute),
-                      sum(load) + sum(store), energy, len(compute))
+              + e.mac_pj * outputs * _reads(layer))
+    groups, _ = vector_tile(_parts(layer)[0], config, operands)
+    return StreamCost(min(groups * config.pe.simd, layer.out_shape[0]), in_bytes, param_bytes, out_bytes,
+                      step_cycles(Steps(compute, load, store, load_use, store_use)), round(compute.sum()),
+                      round(load.sum() + store.sum()), energy, len(rows))
 
 
-def plan_stream(layer: Layer, config: AcceleratorConfig, objective: Objective) -> tuple[StreamCost, int]:
-    """The best legal channel tile and how many were evaluated."""
-    channels = max(s[0] for s in layer.in_shapes)
-    legal = [ct for ct in tile_candidates(channels, 1)
-             if (lambda fp: fp[0] <= config.buffers.input_bank and fp[1] <= config.buffers.output_bank)(
-                 stream_footprint(layer, ct, config))]
-    if not legal:
-        need_in, need_out = stream_footprint(layer, 1, config)
-        raise PlanningError(
-            f"layer {layer.name!r} ({layer.op} {layer.in_shapes} -> {layer.out_shape}): no legal tile; one channel "
-            f"plane needs input buffer >= {2 * need_in} B (has {config.buffers.input_bytes}) and output buffer "
-            f">= {2 * need_out} B (has {config.buffers.output_bytes})")
-    costs = [stream_cost(layer, ct, config) for ct in legal]
-    best = min(costs, key=lambda c: (*rank(objective, c.cycles, c.input_bytes + c.output_bytes, c.energy_pj), -c.channels))
-    return best, len(costs)

@@ -4,7 +4,8 @@
 fill suffix; stores keep only data), reads or writes whole bus beats, and realigns bytes
 between DRAM and buffer words one bus word per cycle. `transfer_work` counts those segments,
 realigner steps, bus beats and DRAM bytes with numpy over all runs at once; the program timing
-model (`planner.program_model`) turns them into cycles.
+model (`planner.program_model`) and the planner's cost model (`planner.cost`) turn them into
+cycles with `transfer_cycles`.
 """
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hwgen.config import Dram
 from hwgen.dma import Descriptor
+
+LOAD_START_CYCLES = 7     # a LOAD's unit and DMA start-up and drain, beyond latency and transfer
+STORE_START_CYCLES = 8    # the same for a STORE
 
 
 @dataclass(frozen=True)
@@ -73,3 +78,22 @@ def transfer_work(desc: Descriptor, bus_bytes: int) -> TransferWork:
         return TransferWork(int(walker.sum()), int((steps + fill).sum()), int(fill.sum()), beats, beats * bus_bytes, 0)
     walker = np.maximum(walker, 1)
     return TransferWork(int(walker.sum()), int(steps.sum()), 0, int(data_words.sum()), 0, int(data.sum()))
+
+
+def transfer_cycles(load: bool, steps, fill_steps, beats, dram: Dram, transfers=1):
+    """`(fixed, port, port_use)` cycles of `transfers` LOADs (or STORESs) moving these totals
+    (ints or numpy arrays). `fixed`: start-up, plus the memory latency of reads; `port`: the
+    realigner's steps or the beats at the configured bandwidth, whichever is longer (fill words
+    keep the realigner from taking beats, and a slow memory banks little bandwidth meanwhile);
+    `port_use`: the cycles of port bandwidth the beats occupy. Alone, a transfer takes
+    `fixed + port` cycles."""
+    beats_per_cycle = float(dram.bandwidth) / (dram.bus_width_bits // 8)
+    port_use = np.asarray(beats) / beats_per_cycle
+    if load:
+        latency = np.where(np.asarray(beats) > 0, dram.latency_cycles, 0) * transfers
+        fixed = LOAD_START_CYCLES * transfers + latency
+        port = np.maximum(np.asarray(steps) - latency, port_use + np.asarray(fill_steps) * (1 - beats_per_cycle))
+    else:
+        fixed = STORE_START_CYCLES * np.asarray(transfers)
+        port = np.maximum(np.asarray(steps), port_use)
+    return fixed, port, port_use

@@ -32,7 +32,8 @@ class MemoryModel:
 
     `latency` (>= 1) is the number of cycles from the edge accepting a request to the first edge
     at which its first beat can be accepted. `beats_per_cycle` (<= 1) is a long-run rate shared by
-    reads and writes (a token bucket holding at most `1 + beats_per_cycle` beats). `stall` is the probability, per cycle and per driven handshake signal, of withholding
+    reads and writes (a token bucket holding at most `1 + beats_per_cycle` beats), granted
+    round-robin when both wait (a write waiting after a read beat goes first). `stall` is the probability, per cycle and per driven handshake signal, of withholding
     it. `max_queued_beats` bounds the requested-but-undelivered beats (then `rd_req` back-pressures).
     """
 
@@ -88,7 +89,7 @@ class MemoryModel:
         burst: tuple[int, int] | None = None  # (next address, beats so far) of an open write burst
         credit = Fraction(0)
         req_ready = rd_valid = wr_ready = False
-        write_turn = False
+        read_last = False  # the last beat granted was a read: a waiting write goes next
         sampled = (rd_req.valid, rd_req.payload.addr, rd_req.payload.beats, rd_data.ready,
                    wr.valid, wr.payload.addr, wr.payload.data, wr.payload.mask, wr.payload.last)
         async for _, reset, *values in ctx.tick().sample(*sampled):
@@ -120,12 +121,13 @@ class MemoryModel:
                 self._write_beat(wr_addr, wr_data, wr_mask)
                 burst = None if wr_last else (wr_addr + self.bus_bytes, burst[1] + 1)
                 credit -= 1
+                read_last = False
             credit = min(credit + self.beats_per_cycle, 1 + self.beats_per_cycle)
-            write_turn = not write_turn
             if not rd_valid:
-                write_pending = wr_valid and not wrote and write_turn
-                if queue and queue[0][0] <= self.cycles + 1 and credit >= 1 and not write_pending and not self._stalled():
+                write_first = wr_valid and not wrote and read_last
+                if queue and queue[0][0] <= self.cycles + 1 and credit >= 1 and not write_first and not self._stalled():
                     rd_valid = True
+                    read_last = True
                     credit -= 1
                     ctx.set(rd_data.payload.data, self._read_beat(queue[0][1]))
             wr_ready = credit >= 1 and not self._stalled()

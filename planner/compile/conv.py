@@ -132,21 +132,27 @@ def lower_conv(em: Emitter, tiling: ConvTiling, constants: int, block_offsets: d
     n_ic = len(tiles["IC"])
     done_ic: dict[tuple, int] = {}
     resident = {"weight": None, "input": None}
-    first_input = True
-    open_key, open_bank = None, None
     scratch_tile = tile_acc_bytes(tiling)
 
-    for n, step in enumerate(steps):
+    def keys(step: dict) -> tuple[tuple, tuple, tuple]:
+        """The weight, input and output tile a step works on."""
+        return ((step["OC"], step["IC"]), (step["OC"] if shape.depthwise else step["IC"], step["OH"], step["OW"]),
+                (step["OC"], step["OH"], step["OW"]))
+
+    def geometry(step: dict):
         (o0, on), (i0, inn) = tiles["OC"][step["OC"]], tiles["IC"][step["IC"]]
         (h0, hn), (w0, wn) = tiles["OH"][step["OH"]], tiles["OW"][step["OW"]]
-        oc_groups = ceil_div(on, pe.rows)
-        weight_key = (step["OC"], step["IC"])
-        input_key = (step["OC"] if shape.depthwise else step["IC"], step["OH"], step["OW"])
-        out_key = (step["OC"], step["OH"], step["OW"])
         out_index = (step["OC"] * len(tiles["OH"]) + step["OH"]) * len(tiles["OW"]) + step["OW"]
-        acc_bytes = hn * wn * oc_groups * pe.rows * ACC_BYTES
+        return o0, on, i0, inn, h0, hn, w0, wn, ceil_div(on, pe.rows), out_index
 
-        if resident["weight"] != weight_key:
+    def fetch(n: int) -> dict:
+        """Load-queue work of step n: new weight and input tiles, the output bank (reloaded with
+        partial sums on a later visit). Emitted one step ahead so the load queue runs ahead."""
+        step = steps[n]
+        weight_key, input_key, out_key = keys(step)
+        o0, on, i0, inn, h0, hn, w0, wn, oc_groups, out_index = geometry(step)
+        fetched = {"weight": resident["weight"] != weight_key, "input": resident["input"] != input_key}
+        if fetched["weight"]:
             params, _ = _linear(True, oc_groups * pe.rows * PARAM_BYTES, PARAM_BYTES)
             block = oc_groups * pe.rows * tiling.ic_groups(inn) * pe.simd * shape.kh * shape.kw
             weights, _ = _linear(True, block, pe.rows * pe.simd)
@@ -154,49 +160,69 @@ def lower_conv(em: Emitter, tiling: ConvTiling, constants: int, block_offsets: d
                 dict(buffer=Buffer.PARAM, desc=em.descriptor(params), dram_offset=constants + o0 * PARAM_BYTES),
                 dict(buffer=Buffer.WEIGHT, desc=em.descriptor(weights), dram_offset=constants + block_offsets[weight_key]),
             ])
-        if resident["input"] != input_key:
-            if first_input and reads_stored_data:
+            resident["weight"] = weight_key
+        if fetched["input"]:
+            if n == 0 and reads_stored_data:
                 em.await_stores()
-            first_input = False
             em.load("input", tiling.window.loads(
                 em, cfg, layer.in_shape, source, o0 if shape.depthwise else i0, tiling.input_channel_groups(on, inn),
                 (h0, hn), (w0, wn), q.inputs[0].zero_point))
-        if open_key != out_key:
+            resident["input"] = input_key
+        if n == 0 or keys(steps[n - 1])[2] != out_key:
             reload = None
             if done_ic.get(out_key, 0):
-                desc, _ = _linear(True, acc_bytes, ACC_BYTES)
+                desc, _ = _linear(True, hn * wn * oc_groups * pe.rows * ACC_BYTES, ACC_BYTES)
                 reload = [dict(desc=em.descriptor(desc), dram_offset=scratch + out_index * scratch_tile,
                                buf_addr=partial_sums_offset(pe.cols, oc_groups, pe.rows))]
-            open_bank, open_key = em.open_output(reload), out_key
-        if resident["weight"] != weight_key:
-            em.use("weight")
-            resident["weight"] = weight_key
-        if resident["input"] != input_key:
-            em.use("input")
-            resident["input"] = input_key
-        finished = done_ic.get(out_key, 0) + 1 == n_ic
+            fetched["output"] = em.reserve_output(reload)
+        return fetched
+
+    def run(n: int, fetched: dict, bank: int) -> None:
+        """Compute-queue work of step n: switch to the new banks, then the CONV."""
+        step = steps[n]
+        _, _, out_key = keys(step)
+        o0, on, i0, inn, h0, hn, w0, wn, oc_groups, _ = geometry(step)
+        if "output" in fetched:
+            em.enter_output(fetched["output"][1])
+        for kind in ("weight", "input"):
+            if fetched[kind]:
+                em.use(kind)
         em.emit(Opcode.CONV, in_bank=em.next_bank["input"] ^ 1, weight_bank=em.next_bank["weight"] ^ 1,
-                out_bank=open_bank, oc_groups=oc_groups, out_rows=hn, ow_groups=ceil_div(wn, pe.cols),
+                out_bank=bank, oc_groups=oc_groups, out_rows=hn, ow_groups=ceil_div(wn, pe.cols),
                 last_group_cols=wn - (ceil_div(wn, pe.cols) - 1) * pe.cols, ic_groups=tiling.ic_groups(inn),
-                depthwise=int(shape.depthwise), init_from_acc=int(done_ic.get(out_key, 0) > 0), requantize=int(finished))
+                depthwise=int(shape.depthwise), init_from_acc=int(done_ic.get(out_key, 0) > 0),
+                requantize=int(done_ic.get(out_key, 0) + 1 == n_ic))
         done_ic[out_key] = done_ic.get(out_key, 0) + 1
-        next_out = None
+
+    def finish(n: int, bank: int) -> None:
+        """Store-queue work when step n leaves its output tile: int8 results or partial sums."""
+        step = steps[n]
+        _, _, out_key = keys(step)
+        if n + 1 < len(steps) and keys(steps[n + 1])[2] == out_key:
+            return
+        o0, on, i0, inn, h0, hn, w0, wn, oc_groups, out_index = geometry(step)
+        if done_ic[out_key] == n_ic:
+            store = Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=on,
+                               dims=(Dim(wn, out_cp, oc_groups * pe.rows), Dim(hn, out_w * out_cp, wn * oc_groups * pe.rows)))
+            stores = [dict(desc=em.descriptor(store), dram_offset=target + (h0 * out_w + w0) * out_cp + o0)]
+        else:
+            if scratch is None:
+                raise PlanningError(f"layer {layer.name!r}: schedule spills partial sums but no scratch was reserved")
+            desc, _ = _linear(False, hn * wn * oc_groups * pe.rows * ACC_BYTES, ACC_BYTES)
+            stores = [dict(desc=em.descriptor(desc), dram_offset=scratch + out_index * scratch_tile,
+                           buf_addr=partial_sums_offset(pe.cols, oc_groups, pe.rows))]
+        em.close_output(bank, stores)
+
+    upcoming = fetch(0)
+    bank = None
+    for n in range(len(steps)):
+        current = upcoming
+        if "output" in current:
+            bank = current["output"][0]
+        run(n, current, bank)
         if n + 1 < len(steps):
-            nxt = steps[n + 1]
-            next_out = (nxt["OC"], nxt["OH"], nxt["OW"])
-        if next_out != out_key:
-            if finished:
-                store = Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=on,
-                                   dims=(Dim(wn, out_cp, oc_groups * pe.rows), Dim(hn, out_w * out_cp, wn * oc_groups * pe.rows)))
-                stores = [dict(desc=em.descriptor(store), dram_offset=target + (h0 * out_w + w0) * out_cp + o0)]
-            else:
-                if scratch is None:
-                    raise PlanningError(f"layer {layer.name!r}: schedule spills partial sums but no scratch was reserved")
-                desc, _ = _linear(False, acc_bytes, ACC_BYTES)
-                stores = [dict(desc=em.descriptor(desc), dram_offset=scratch + out_index * scratch_tile,
-                               buf_addr=partial_sums_offset(pe.cols, oc_groups, pe.rows))]
-            em.close_output(open_bank, stores)
-            open_key = None
+            upcoming = fetch(n + 1)
+        finish(n, bank)
     em.release_all()
 
 

@@ -87,8 +87,10 @@ class Emitter:
                 self.holding[kind] = False
 
     # --------------------------------------------------------------- outputs
-    def open_output(self, reload: list[dict] | None = None) -> int:
-        """Start an output tile in the next accumulator bank, optionally reloading partial sums."""
+    def reserve_output(self, reload: list[dict] | None = None) -> tuple[int, bool]:
+        """Take the next accumulator bank for an output tile and, with `reload`, refill it with
+        partial sums from the load queue; returns the bank and whether it was reloaded. The
+        compute side enters it with `enter_output`."""
         bank = self.next_bank["acc"]
         self.next_bank["acc"] ^= 1
         if reload:
@@ -97,9 +99,16 @@ class Emitter:
             for fields in reload:
                 self.emit(Opcode.LOAD, buffer=Buffer.ACC, bank=bank, **fields)
             self.signal(Queue.LOAD, Sem.ACC_LOADED)
-            self.wait(Queue.COMPUTE, Sem.ACC_LOADED)
-        else:
-            self.wait(Queue.COMPUTE, Sem.ACC_FREE)
+        return bank, bool(reload)
+
+    def enter_output(self, reloaded: bool) -> None:
+        """Compute waits until the output bank reserved last is free (or reloaded)."""
+        self.wait(Queue.COMPUTE, Sem.ACC_LOADED if reloaded else Sem.ACC_FREE)
+
+    def open_output(self, reload: list[dict] | None = None) -> int:
+        """Reserve and enter an output tile's bank at once."""
+        bank, reloaded = self.reserve_output(reload)
+        self.enter_output(reloaded)
         return bank
 
     def close_output(self, bank: int, stores: list[dict]) -> None:

@@ -6,7 +6,7 @@ parameter bank, the input window(s) into the input bank, one VEC, one STORE of t
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -40,7 +40,8 @@ def vector_constants(layer: Layer, rows: int) -> np.ndarray:
     return param_block(np.zeros(len(q.multiplier), np.int64), q.multiplier, q.shift, rows)
 
 
-def _window(layer: Layer, config: AcceleratorConfig, out_rows: int) -> InputWindow:
+def vector_window(layer: Layer, config: AcceleratorConfig, out_rows: int) -> InputWindow:
+    """The input window of a tile of `out_rows` output rows (all columns)."""
     if layer.stride[0] != layer.stride[1]:
         raise PlanningError(f"layer {layer.name!r}: strides {layer.stride} differ; the hardware needs equal strides")
     s = layer.stride[0]
@@ -50,7 +51,7 @@ def _window(layer: Layer, config: AcceleratorConfig, out_rows: int) -> InputWind
                        phase_row_pitch(cols, s, config.pe.cols))
 
 
-def _tile(layer: Layer, config: AcceleratorConfig, operands: int) -> tuple[int, int]:
+def vector_tile(layer: Layer, config: AcceleratorConfig, operands: int) -> tuple[int, int]:
     """(channel groups, output rows) per tile: the largest that fit the banks."""
     simd = config.pe.simd
     groups_total = ceil_div(layer.out_shape[0], simd)
@@ -59,7 +60,7 @@ def _tile(layer: Layer, config: AcceleratorConfig, operands: int) -> tuple[int, 
         if groups * simd > PARAM_BANK_CHANNELS or groups > field_limit(Opcode.VEC, "channel_groups"):
             continue
         for rows in range(out_h, 0, -1):
-            window = _window(layer, config, rows)
+            window = vector_window(layer, config, rows)
             plane = groups * window.in_rows * window.stride * window.row_pitch * simd
             if operands * align(plane) <= bank_bytes(config, "input") and rows * out_w * groups * simd <= bank_bytes(config, "acc"):
                 return groups, rows
@@ -75,7 +76,7 @@ def lower_vector(em: Emitter, layer: Layer, config: AcceleratorConfig, sources: 
     if layer.op == Op.CONCAT:
         offsets = channel_offsets or []
         for index, (source, offset) in enumerate(zip(sources, offsets)):
-            part = _concat_part(layer, source, offset)
+            part = concat_part(layer, source.shape)
             _emit_tiles(em, part, config, [source], target, constants + offset * PARAM_BYTES, VecOp.COPY,
                         (q.input_multipliers[index], 0), layer.out_shape[0], offset, reads_stored_data and index == 0)
         return
@@ -84,11 +85,9 @@ def lower_vector(em: Emitter, layer: Layer, config: AcceleratorConfig, sources: 
     _emit_tiles(em, layer, config, sources, target, constants, op, multipliers, layer.out_shape[0], 0, reads_stored_data)
 
 
-def _concat_part(layer: Layer, source: VecSource, offset: int) -> Layer:
-    """The copy of one concat input as a layer of its own shape (same quantization)."""
-    from dataclasses import replace
-
-    return replace(layer, inputs=layer.inputs[:1], in_shapes=(source.shape,), out_shape=source.shape)
+def concat_part(layer: Layer, shape: tuple[int, int, int]) -> Layer:
+    """The copy of one concat input (of `shape`) as a layer of its own shape (same quantization)."""
+    return replace(layer, inputs=layer.inputs[:1], in_shapes=(shape,), out_shape=shape)
 
 
 def _emit_tiles(em: Emitter, layer: Layer, config: AcceleratorConfig, sources: list[VecSource], target: int,
@@ -96,8 +95,8 @@ def _emit_tiles(em: Emitter, layer: Layer, config: AcceleratorConfig, sources: l
                 reads_stored_data: bool) -> None:
     pe = config.pe
     channels, out_h, out_w = layer.out_shape
-    groups_per_tile, rows_per_tile = _tile(layer, config, len(sources))
-    window = _window(layer, config, rows_per_tile)
+    groups_per_tile, rows_per_tile = vector_tile(layer, config, len(sources))
+    window = vector_window(layer, config, rows_per_tile)
     q = layer.quant
     out_cp = padded_channels(out_channels_total, pe.simd)
     em.emit(Opcode.CONVCFG, in_zero_point=sources[0].zero_point, out_zero_point=q.output.zero_point,
