@@ -32,7 +32,7 @@ def main() -> None:
     net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
     x = net.input_quant.quantize(load_digits_split()[2][0])
     values = run_quantized(net, x)
-    console = Console()
+    console = Console(width=160)
     for config_name in args.configs:
         config = load_config(config_name)
         table = Table(title=f"digits on {config_name}: RTL (Amaranth) vs predictions")
