@@ -152,6 +152,11 @@ class Dram:
         """Bandwidth as an exact fraction (bytes per cycle) for exact ceilings."""
         return Fraction(str(self.bandwidth_bytes_per_cycle))
 
+    @cached_property
+    def beats_per_cycle(self) -> float:
+        """Bus beats the memory delivers per cycle in the long run (bandwidth over bus width)."""
+        return float(self.bandwidth) / (self.bus_width_bits // 8)
+
 
 @dataclass(frozen=True)
 class Energy:

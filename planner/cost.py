@@ -331,25 +331,34 @@ def step_cycles(steps: Steps) -> int:
 END_CYCLES = 2  # from the last store to `done`
 
 
-def _step_values(shape: ConvShape, config: AcceleratorConfig, ax: dict, cur: dict, new_weight, new_input, reload,
-                 final) -> tuple:
-    """Per-step (compute, load, load use, store, store use) for tile indices `cur` (arrays)."""
+def _compute(shape: ConvShape, config: AcceleratorConfig, ax: dict, cur: dict):
+    """Per-step compute cycles for tile indices `cur` (arrays)."""
+    return conv_cycles(config, shape, ax["OC"].groups[cur["OC"]], ax["IC"].groups[cur["IC"]], ax["OH"].sizes[cur["OH"]],
+                       ax["OW"].groups[cur["OW"]], cur["IC"] > 0) + SYNC_CYCLES
+
+
+def _loads(shape: ConvShape, config: AcceleratorConfig, ax: dict, cur: dict, new_weight, new_input, reload):
+    """Per-step load cycles and port use of the tiles `cur` that are not on chip yet."""
     og, ig = ax["OC"].groups[cur["OC"]], ax["IC"].groups[cur["IC"]]
-    hn, wn = ax["OH"].sizes[cur["OH"]], ax["OW"].sizes[cur["OW"]]
-    compute = conv_cycles(config, shape, og, ig, hn, ax["OW"].groups[cur["OW"]], cur["IC"] > 0) + SYNC_CYCLES
     _, wf, wp, wu = weight_tile(config, shape, og, ig)
     _, inf, inp, inu = input_tile(config, input_groups(shape, config, og, ig), ax["OH"].window[cur["OH"]],
                                   ax["OW"].window[cur["OW"]], ax["OH"].inside[cur["OH"]], ax["OW"].inside[cur["OW"]],
                                   ax["OW"].phases[cur["OW"]])
-    _, pf, pp, pu = partial_sums(config, og, hn * wn, True)
-    load = (new_weight * (wf + wp + SYNC_CYCLES) + new_input * (inf + inp + SYNC_CYCLES)
-            + reload * (pf + pp + SYNC_CYCLES))
-    load_use = new_weight * wu + new_input * inu + reload * pu
-    _, rf, rp, ru = results(config, ax["OC"].sizes[cur["OC"]], hn * wn)
-    _, sf, sp, su = partial_sums(config, og, hn * wn, False)
-    store = np.where(final, rf + rp, sf + sp) + SYNC_CYCLES
-    store_use = np.where(final, ru, su)
-    return compute, load, load_use, store, store_use
+    load = new_weight * (wf + wp + SYNC_CYCLES) + new_input * (inf + inp + SYNC_CYCLES)
+    use = new_weight * wu + new_input * inu
+    if np.any(reload):
+        _, pf, pp, pu = partial_sums(config, og, ax["OH"].sizes[cur["OH"]] * ax["OW"].sizes[cur["OW"]], True)
+        load, use = load + reload * (pf + pp + SYNC_CYCLES), use + reload * pu
+    return load, use
+
+
+def _stores(config: AcceleratorConfig, ax: dict, cur: dict, final):
+    """Per-step store cycles and port use of writing back output tiles `cur` (int8 results
+    where `final`, else partial sums)."""
+    pixels = ax["OH"].sizes[cur["OH"]] * ax["OW"].sizes[cur["OW"]]
+    _, rf, rp, ru = results(config, ax["OC"].sizes[cur["OC"]], pixels)
+    _, sf, sp, su = partial_sums(config, ax["OC"].groups[cur["OC"]], pixels, False)
+    return np.where(final, rf + rp, sf + sp) + SYNC_CYCLES, np.where(final, ru, su)
 
 
 def step_arrays(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig) -> Steps:
@@ -372,9 +381,10 @@ def step_arrays(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig)
 
     chan = "OC" if shape.depthwise else "IC"
     out_dims = ("OC", "OH", "OW")
-    compute, load, load_use, store, store_use = _step_values(
-        shape, config, ax, cur, changed(("OC", "IC"), 1), changed((chan, "OH", "OW"), 1),
-        changed(out_dims, 1) & (cur["IC"] > 0), cur["IC"] == ax["IC"].trips - 1)
+    compute = _compute(shape, config, ax, cur)
+    load, load_use = _loads(shape, config, ax, cur, changed(("OC", "IC"), 1), changed((chan, "OH", "OW"), 1),
+                            changed(out_dims, 1) & (cur["IC"] > 0))
+    store, store_use = _stores(config, ax, cur, cur["IC"] == ax["IC"].trips - 1)
     leaving = changed(out_dims, -1)
     return Steps(compute, load, leaving * store, load_use, leaving * store_use)
 
@@ -454,39 +464,42 @@ def grouped_step_cycles(shape: ConvShape, schedule: Schedule, config: Accelerato
     def differs(x, y, dims):
         return np.any([x[d] != y[d] for d in dims], axis=0)
 
-    compute, *_ = _step_values(shape, config, ax, cur, False, False, False, False)
+    compute = _compute(shape, config, ax, cur)
     has_next, has_prev = carry_next >= 0, carry_prev >= 0
     # the next step's loads: what changes between this step and the next
-    _, load_next, _, _, _ = _step_values(
-        shape, config, ax, nxt, differs(nxt, cur, ("OC", "IC")), differs(nxt, cur, (chan, "OH", "OW")),
-        differs(nxt, cur, out_dims) & (nxt["IC"] > 0), False)
+    load_next, _ = _loads(shape, config, ax, nxt, differs(nxt, cur, ("OC", "IC")), differs(nxt, cur, (chan, "OH", "OW")),
+                          differs(nxt, cur, out_dims) & (nxt["IC"] > 0))
     # the previous step's store: when the output tile changed between it and this step
-    *_, store_prev, use_prev = _step_values(shape, config, ax, prv, False, False, False, prv["IC"] == n["IC"] - 1)
+    store_prev, use_prev = _stores(config, ax, prv, prv["IC"] == n["IC"] - 1)
     leaving_prev = differs(prv, cur, out_dims) & has_prev
     middle = np.maximum.reduce([compute, np.where(has_next, load_next, 0) + np.where(leaving_prev, use_prev, 0),
                                 np.where(leaving_prev, store_prev, 0)])
     first = {d: np.zeros(1, np.int64) for d in DIMS}
     last = {d: np.full(1, n[d] - 1) for d in DIMS}
-    _, load_first, *_ = _step_values(shape, config, ax, first, True, True, False, False)
-    *_, store_last, _ = _step_values(shape, config, ax, last, False, False, False, True)
+    load_first, _ = _loads(shape, config, ax, first, True, True, False)
+    store_last, _ = _stores(config, ax, last, True)
     return round(START_CYCLES + load_first[0] + (middle * count).sum() + store_last[0] + END_CYCLES)
+
+
+def cost_of(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig, macs: int, totals: Totals,
+            index: int = 0) -> Cost:
+    """The cost of `schedule`: entry `index` of closed-form `totals` (of its order) and the
+    step-model cycles."""
+    def pick(x):
+        return np.broadcast_to(x, np.shape(totals.cycles_lower_bound))[index].item() if np.ndim(x) else x
+
+    return Cost(pick(totals.input_bytes), pick(totals.weight_bytes), pick(totals.output_bytes),
+                grouped_step_cycles(shape, schedule, config), round(pick(totals.compute_cycles)),
+                round(pick(totals.dma_cycles)), macs, config.pe.macs_per_cycle, float(pick(totals.energy_pj)),
+                pick(totals.steps))
 
 
 def evaluate_orders(shape: ConvShape, tiling: Schedule, orders, config: AcceleratorConfig, macs: int) -> list[Cost]:
     """Exact costs of one tiling under several loop orders (closed-form traffic and energy,
     step-model cycles)."""
-    tiles = {d: np.array([tiling.tile(d)]) for d in DIMS}
-    tables = sum_tables(shape, config, tiles)
-    first = lambda x: np.ravel(x)[0].item()  # noqa: E731
-    out = []
-    for order in orders:
-        t = layer_totals(shape, config, tables, order, macs)
-        sched = Schedule(tiling.oc, tiling.ic, tiling.oh, tiling.ow, tuple(order))
-        out.append(Cost(first(t.input_bytes), first(t.weight_bytes), first(t.output_bytes),
-                        grouped_step_cycles(shape, sched, config), round(first(t.compute_cycles)),
-                        round(first(t.dma_cycles)), macs, config.pe.macs_per_cycle, float(first(t.energy_pj)),
-                        first(t.steps)))
-    return out
+    tables = sum_tables(shape, config, {d: np.array([tiling.tile(d)]) for d in DIMS})
+    return [cost_of(shape, Schedule(tiling.oc, tiling.ic, tiling.oh, tiling.ow, tuple(order)), config, macs,
+                    layer_totals(shape, config, tables, order, macs)) for order in orders]
 
 
 def evaluate(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig, macs: int) -> Cost:

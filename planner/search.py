@@ -79,11 +79,12 @@ def search(shape: ConvShape, config: AcceleratorConfig, macs: int, objective: Ob
     tiles = _legal_tilings(shape, config, name)
     tables = cost.sum_tables(shape, config, tiles)
     rows = []  # per order: (tiling index, order index, lower bound, bytes, energy)
+    totals = {}
     for oi, order in enumerate(ORDERS):
         mask = _canonical_mask(order, tables.trip)
         if not mask.any():
             continue
-        t = cost.layer_totals(shape, config, tables, order, macs)
+        t = totals[oi] = cost.layer_totals(shape, config, tables, order, macs)
         sel = np.flatnonzero(mask)
         rows.append((sel, np.full(len(sel), oi), *(np.broadcast_to(x, mask.shape)[sel] for x in
                                                    (t.cycles_lower_bound, t.dram_bytes, t.energy_pj))))
@@ -97,7 +98,7 @@ def search(shape: ConvShape, config: AcceleratorConfig, macs: int, objective: Ob
         if best_key is not None and bound[k] > best_key[0]:
             break
         sched = Schedule(*(int(tiles[d][ti[k]]) for d in DIMS), ORDERS[oi[k]])
-        c = cost.evaluate(shape, sched, config, macs)
+        c = cost.cost_of(shape, sched, config, macs, totals[oi[k]], ti[k])
         exact += 1
         key = full_key(objective, sched, c)
         if best_key is None or key < best_key:

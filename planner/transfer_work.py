@@ -87,7 +87,7 @@ def transfer_cycles(load: bool, steps, fill_steps, beats, dram: Dram, transfers=
     keep the realigner from taking beats, and a slow memory banks little bandwidth meanwhile);
     `port_use`: the cycles of port bandwidth the beats occupy. Alone, a transfer takes
     `fixed + port` cycles."""
-    beats_per_cycle = float(dram.bandwidth) / (dram.bus_width_bits // 8)
+    beats_per_cycle = dram.beats_per_cycle
     port_use = np.asarray(beats) / beats_per_cycle
     if load:
         latency = np.where(np.asarray(beats) > 0, dram.latency_cycles, 0) * transfers
