@@ -52,16 +52,21 @@ def _amaranth(net: Network, compiled: CompiledNetwork, x: np.ndarray, vcd: str |
     return EngineRun(run.outputs, run.cycles, run.traffic.bytes_read + run.traffic.bytes_written)
 
 
-def _icarus(net: Network, compiled: CompiledNetwork, x: np.ndarray, vcd: str | None = None) -> EngineRun:
-    from sim.cosim import run_cosim
+def _cosim(simulator: str) -> Callable[..., EngineRun]:
+    def run(net: Network, compiled: CompiledNetwork, x: np.ndarray, vcd: str | None = None) -> EngineRun:
+        from sim.cosim.runner import run_cosim
 
-    run = run_cosim(compiled, x, "icarus", waves=vcd)
-    return EngineRun(run.outputs, run.cycles, run.traffic.bytes_read + run.traffic.bytes_written)
+        result = run_cosim(compiled, x, simulator, waves=vcd)
+        return EngineRun(result.outputs, result.cycles, result.traffic.bytes_read + result.traffic.bytes_written)
+
+    return run
 
 
 ENGINES: dict[str, Engine] = {
     "golden": Engine(_golden, False, "golden integer model (numpy)"),
     "isa": Engine(_isa, True, "instruction-level simulator of the compiled program"),
     "amaranth": Engine(_amaranth, True, "generated RTL in the Amaranth simulator"),
-    "icarus": Engine(_icarus, True, "emitted Verilog in Icarus Verilog (cocotb co-simulation)"),
+    "icarus": Engine(_cosim("icarus"), True, "emitted Verilog in Icarus Verilog (cocotb co-simulation)"),
+    "verilator": Engine(_cosim("verilator"), True, "emitted Verilog in Verilator (cocotb co-simulation; the first "
+                        "run of a design compiles it for minutes, then the build is reused from rtl_out/cosim)"),
 }

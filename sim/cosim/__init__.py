@@ -1,4 +1,3 @@
-"""Co-simulation of the emitted Verilog with cocotb (Icarus, Verilator): `run_cosim`."""
-from sim.cosim.runner import SIMULATORS, CosimError, CosimRun, run_cosim
-
-__all__ = ["SIMULATORS", "CosimError", "CosimRun", "run_cosim"]
+"""Co-simulation of the emitted Verilog with cocotb (Icarus, Verilator): `sim.cosim.runner.run_cosim`
+and `run_cosim_batch`. Kept empty so that the testbench, imported inside the simulator, loads only
+what it needs."""

@@ -1,44 +1,62 @@
-"""What the runner hands to the cocotb testbench (which runs inside the simulator process) and
-what it hands back: files in one job folder, named by the `HWGEN_COSIM_JOB` variable."""
+"""What the runner hands to the cocotb testbench (which runs inside the simulator) and what it
+hands back: files in one job folder, named by the `HWGEN_COSIM_JOB` variable, and the hex files
+the DRAM model of `dram_model.sv` reads and writes."""
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import numpy as np
 
-from hwgen.config import AcceleratorConfig, config_from_dict
-from hwgen.program import Program
 from sim.memory_model import MemoryStats
 
 JOB_ENV = "HWGEN_COSIM_JOB"
 CLOCK_PERIOD_NS = 10
+IMAGE_FILE, DUMP_FILE, STALLS_FILE = "dram.hex", "dram_out.hex", "stalls.hex"
+STATS = tuple(field.name for field in fields(MemoryStats))
+"""The DRAM model's traffic counters, top-level ports of the harness named like `MemoryStats` fields."""
+
+
+def words_hex(image: np.ndarray, word_bytes: int) -> bytes:
+    """`image` (uint8) as little-endian words in `$readmemh` form, one per line, zero-padded."""
+    words = -(-len(image) // word_bytes)
+    padded = np.zeros(words * word_bytes, np.uint8)
+    padded[:len(image)] = image
+    digits = np.frombuffer(padded.reshape(words, word_bytes)[:, ::-1].tobytes().hex().encode(), np.uint8)
+    lines = np.hstack([digits.reshape(words, 2 * word_bytes), np.full((words, 1), ord("\n"), np.uint8)])
+    return lines.tobytes()
+
+
+def hex_words(text: str, word_bytes: int, size: int) -> np.ndarray:
+    """The first `size` bytes of a `$writememh` file of little-endian words (comments skipped)."""
+    digits = "".join(line for line in map(str.strip, text.splitlines()) if not line.startswith(("//", "@")))
+    words = np.frombuffer(bytes.fromhex(digits), np.uint8).reshape(-1, word_bytes)
+    return np.ascontiguousarray(words[:, ::-1]).reshape(-1)[:size]
+
+
+def stalls_hex(stalled: np.ndarray) -> bytes:
+    """A stream of stall decisions (bool) as 64-bit words, decision `i` in bit `i % 64` of word `i // 64`."""
+    return words_hex(np.packbits(stalled, bitorder="little"), 8)
 
 
 @dataclass
 class Job:
-    """One run: the design, the DRAM image before it and the memory model's settings."""
+    """DRAM images run back to back, each from the state a fresh simulation starts in."""
 
-    config: AcceleratorConfig
-    program: Program
-    dram: np.ndarray
-    stall: float
-    seed: int
+    drams: np.ndarray  # (runs, bytes) uint8
+    bus_bytes: int
     max_cycles: int
 
     def save(self, folder: Path) -> None:
-        settings = {"config": self.config.to_dict(), "program": self.program.to_dict(), "stall": self.stall,
-                    "seed": self.seed, "max_cycles": self.max_cycles}
-        (folder / "job.json").write_text(json.dumps(settings))
-        np.save(folder / "dram.npy", self.dram)
+        (folder / "job.json").write_text(json.dumps({"bus_bytes": self.bus_bytes, "max_cycles": self.max_cycles}))
+        np.save(folder / "drams.npy", self.drams)
 
     @classmethod
     def load(cls, folder: Path) -> Job:
         settings = json.loads((folder / "job.json").read_text())
-        return cls(config_from_dict(settings["config"]), Program.from_dict(settings["program"]),
-                   np.load(folder / "dram.npy"), settings["stall"], settings["seed"], settings["max_cycles"])
+        return cls(np.load(folder / "drams.npy"), settings["bus_bytes"], settings["max_cycles"])
 
     @staticmethod
     def folder() -> Path:
@@ -48,23 +66,24 @@ class Job:
 
 @dataclass
 class Outcome:
-    """What the testbench measured: `cycles` from the accelerator's counter, `testbench_cycles`
-    counted from the edge sampling `start` to the edge raising `done` (as `sim.rtl_sim` counts)."""
+    """What the testbench measured in one run: `counters` is the accelerator's raw counter vector;
+    `testbench_cycles` counts from the edge sampling `start` to the edge raising `done` (as
+    `sim.rtl_sim` counts)."""
 
     dram: np.ndarray
-    cycles: int
+    counters: int
     testbench_cycles: int
     traffic: MemoryStats
-    counters: dict
 
-    def save(self, folder: Path) -> None:
-        values = {"cycles": self.cycles, "testbench_cycles": self.testbench_cycles,
-                  "traffic": asdict(self.traffic), "counters": self.counters}
-        (folder / "outcome.json").write_text(json.dumps(values))
-        np.save(folder / "dram_out.npy", self.dram)
+    @staticmethod
+    def save_all(folder: Path, outcomes: list[Outcome]) -> None:
+        values = [{"counters": o.counters, "testbench_cycles": o.testbench_cycles, "traffic": asdict(o.traffic)}
+                  for o in outcomes]
+        np.save(folder / "drams_out.npy", np.stack([o.dram for o in outcomes]))
+        (folder / "outcomes.json").write_text(json.dumps(values))
 
     @classmethod
-    def load(cls, folder: Path) -> Outcome:
-        values = json.loads((folder / "outcome.json").read_text())
-        return cls(np.load(folder / "dram_out.npy"), values["cycles"], values["testbench_cycles"],
-                   MemoryStats(**values["traffic"]), values["counters"])
+    def load_all(cls, folder: Path) -> list[Outcome]:
+        values = json.loads((folder / "outcomes.json").read_text())
+        drams = np.load(folder / "drams_out.npy")
+        return [cls(dram, v["counters"], v["testbench_cycles"], MemoryStats(**v["traffic"])) for dram, v in zip(drams, values)]

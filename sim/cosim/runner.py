@@ -1,40 +1,40 @@
 """Co-simulation of the emitted Verilog: a compiled network on the accelerator in Icarus or
-Verilator, driven by cocotb (`sim.cosim.testbench`), with the DRAM of `sim.memory_model`.
+Verilator, driven by cocotb (`sim.cosim.testbench`), with the DRAM of `dram_model.sv` (the
+Verilog twin of `sim.memory_model.MemoryModel`, same seeded stalls).
 
-Builds go to a temporary folder removed at exit; each (configuration, program, simulator,
-waveform support) is built once per process.
+Designs are emitted once per process and built once (`sim.cosim.builds`, cached on disk);
+`run_cosim_batch` runs many inputs back to back in one simulation.
 """
 from __future__ import annotations
 
-import atexit
-import hashlib
 import json
+import os
 import shutil
-import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
 import numpy as np
-from cocotb_tools.runner import Icarus, Runner, get_runner
-from cocotb_tools.sim_versions import VerilatorVersion
 
 from hwgen.accelerator import Accelerator
 from hwgen.emit import TOP, emit
+from hwgen.sequencer import COUNTERS_LAYOUT
 from planner.compile.network import CompiledNetwork
 from planner.errors import HwgenError
-from sim.cosim.job import JOB_ENV, Job, Outcome
+from sim.cosim.builds import Build, cached_build
+from sim.cosim.harness import DRAM_MODEL, HARNESS_TOP, STALL_DRAWS, harness_verilog, unpack
+from sim.cosim.job import DUMP_FILE, IMAGE_FILE, JOB_ENV, STALLS_FILE, Job, Outcome, stalls_hex
+from sim.cosim.simulators import SIMULATORS, unsupported
 from sim.rtl_sim import RtlRun
 
-SIMULATORS = ("icarus", "verilator")
-VERILATOR_MIN = "5.036"
-"""cocotb 2's Verilator main loop calls `VerilatedVpi::evalNeeded` and `doInertialPuts`, added in 5.036."""
 TESTBENCH = "sim.cosim.testbench"
 
 
 class CosimError(HwgenError):
-    """The simulation failed (a protocol assertion, a timeout, a simulator error)."""
+    """The simulation cannot run or failed (a DRAM protocol error, a timeout, a simulator error)."""
 
 
 @dataclass
@@ -45,108 +45,122 @@ class CosimRun(RtlRun):
     waves: Path | None
 
 
-def unsupported(simulator: str) -> str | None:
-    """Why `simulator` cannot co-simulate here, or None."""
-    if shutil.which("iverilog" if simulator == "icarus" else "verilator") is None:
-        return f"{simulator} is not installed"
-    if simulator == "verilator":
-        version = subprocess.run(["verilator", "--version"], capture_output=True, text=True).stdout.strip()
-        if VerilatorVersion.from_commandline(version) < VerilatorVersion(VERILATOR_MIN):
-            return f"{version} is older than {VERILATOR_MIN}, the oldest Verilator cocotb 2 builds with"
-    return None
+_designs: dict[str, dict[str, str]] = {}  # config and program: the sources of the co-simulation
 
 
-class _IcarusVcd(Icarus):
-    """cocotb's Icarus runner, dumping VCD rather than FST when waves are on."""
-
-    def _test_command(self) -> list[list[str]]:
-        return [["-vcd" if arg == "-fst" else arg for arg in command] for command in super()._test_command()]
-
-
-def emit_verilog(compiled: CompiledNetwork) -> str:
-    """The accelerator's Verilog exactly as `hwgen generate` writes it (`hwgen.emit`)."""
-    return emit(Accelerator(compiled.config, compiled.program))[0]
-
-
-_root: Path | None = None
-_builds: dict[tuple[str, str, bool], Runner] = {}  # (design, simulator, traced): a built runner
+def design_sources(compiled: CompiledNetwork) -> dict[str, str]:
+    """The Verilog files of the co-simulation (file name to text): the accelerator exactly as
+    `hwgen generate` writes it (`hwgen.emit`), the DRAM model and the top level."""
+    key = json.dumps({"config": compiled.config.to_dict(), "program": compiled.program.to_dict(),
+                      "dram_bytes": len(compiled.image)}, sort_keys=True)
+    if key not in _designs:
+        accelerator = Accelerator(compiled.config, compiled.program)
+        _designs[key] = {f"{TOP}.v": emit(accelerator)[0], DRAM_MODEL.name: DRAM_MODEL.read_text(),
+                         f"{HARNESS_TOP}.v": harness_verilog(accelerator, len(compiled.image))}
+    return _designs[key]
 
 
-def _work_folder() -> Path:
-    global _root
-    if _root is None:
-        _root = Path(tempfile.mkdtemp(prefix="hwgen-cosim-"))
-        atexit.register(shutil.rmtree, _root, ignore_errors=True)
-    return _root
+def build_design(compiled: CompiledNetwork, simulator: str, trace: str | None = None) -> Build:
+    """The simulator's build of the co-simulation, from the cache or made now; `trace` is the
+    waveform format a Verilator build records (None: no waveforms)."""
+    if simulator not in SIMULATORS:
+        raise CosimError(f"simulator {simulator!r}: expected one of {', '.join(SIMULATORS)}")
+    if reason := unsupported(simulator):
+        raise CosimError(reason)
+    return cached_build(design_sources(compiled), HARNESS_TOP, simulator, trace if simulator == "verilator" else None)
 
 
-def _design_key(compiled: CompiledNetwork) -> str:
-    text = json.dumps({"config": compiled.config.to_dict(), "program": compiled.program.to_dict()}, sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+def wave_format(waves: str | Path) -> str:
+    """The waveform format of a file name: FST for a `.fst` file, else VCD."""
+    return "fst" if Path(waves).suffix.lower() == ".fst" else "vcd"
 
 
-def _build(compiled: CompiledNetwork, simulator: str, waves: bool) -> Runner:
-    """The runner of a built simulation of this design (built on first use). Icarus builds always
-    include cocotb's waveform dumper (idle unless a run asks for waves); Verilator traces only in
-    builds for waves."""
-    traced = waves or simulator == "icarus"
-    key = (_design_key(compiled), simulator, traced)
-    if key not in _builds:
-        design = _work_folder() / key[0]
-        source = design / f"{TOP}.v"
-        if not source.exists():
-            design.mkdir()
-            source.write_text(emit_verilog(compiled))
-        runner = _IcarusVcd() if simulator == "icarus" else get_runner(simulator)
-        build_dir = design / f"{simulator}{'-traced' if traced else ''}"
-        build_dir.mkdir()
-        args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "-O3"] if simulator == "verilator" else []
-        try:
-            runner.build(sources=[source], hdl_toplevel=TOP, build_dir=build_dir, build_args=args,
-                         timescale=("1ns", "1ps"), waves=traced, log_file=build_dir / "build.log")
-        except RuntimeError as error:
-            raise CosimError(f"{simulator} build failed ({error}); see {build_dir / 'build.log'}") from None
-        _builds[key] = runner
-    return _builds[key]
-
-
-def _failures(results: Path) -> str:
-    """The failure messages in a cocotb results file."""
+def _failures(folder: Path) -> str:
+    """Why a simulation ended without outcomes: the DRAM model's errors, else cocotb's."""
+    log = folder / "sim.log"
+    errors = [line.strip() for line in log.read_text(errors="replace").splitlines()
+              if "hwgen_dram: error" in line] if log.is_file() else []
+    if errors:
+        return "; ".join(errors)
+    results = folder / "results.xml"
     if not results.is_file():
         return "the simulator ended without writing its results"
     root = ElementTree.parse(results).getroot()
     return "; ".join(element.get("message", "") for tag in ("failure", "error") for element in root.iter(tag))
 
 
+@contextmanager
+def _staged(path: Path | None) -> Iterator[Path | None]:
+    """A temporary file beside `path` that becomes `path` when the block succeeds (None for None)."""
+    if path is None:
+        yield None
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(handle)
+    try:
+        yield Path(name)
+        os.replace(name, path)
+    finally:
+        Path(name).unlink(missing_ok=True)
+
+
+def _simulate(build: Build, job: Job, stall: float, seed: int, waves: Path | None, waves_as: str) -> list[Outcome]:
+    """Run the job in a fresh folder; the folder is removed unless the simulation fails (its log stays)."""
+    folder = Path(tempfile.mkdtemp(prefix="hwgen-cosim-"))
+    job.save(folder)
+    draws = 0
+    if stall > 0:
+        draws = STALL_DRAWS
+        (folder / STALLS_FILE).write_bytes(stalls_hex(np.random.default_rng(seed).random(draws) < stall))
+    plusargs = [f"+hwgen_dram_image={folder / IMAGE_FILE}", f"+hwgen_dram_dump={folder / DUMP_FILE}",
+                f"+hwgen_dram_stalls={folder / STALLS_FILE}", f"+hwgen_dram_draws={draws}"]
+    test_args = []
+    if waves is not None:
+        if build.simulator == "icarus":
+            plusargs.append(f"+dumpfile_path={waves}")
+        else:
+            test_args = ["--trace-file", str(waves)]
+    try:
+        build.runner(waves_as).test(
+            test_module=TESTBENCH, hdl_toplevel=build.top, hdl_toplevel_lang="verilog", build_dir=build.build_dir,
+            test_dir=folder, results_xml=str(folder / "results.xml"), extra_env={JOB_ENV: str(folder)},
+            plusargs=plusargs, test_args=test_args, waves=waves is not None, log_file=folder / "sim.log")
+    except (RuntimeError, SystemExit):  # cocotb exits when a test fails under pytest
+        pass
+    if not (folder / "outcomes.json").is_file():
+        raise CosimError(f"{build.simulator}: {_failures(folder)}; see {folder / 'sim.log'}")
+    outcomes = Outcome.load_all(folder)
+    shutil.rmtree(folder)
+    return outcomes
+
+
+def run_cosim_batch(compiled: CompiledNetwork, xs: np.ndarray, simulator: str = "icarus", waves: str | None = None, *,
+                    max_cycles: int = 5_000_000, stall: float = 0.0, seed: int = 0) -> list[CosimRun]:
+    """Run each int8 `(C, H, W)` input of `xs` through the Verilog in `simulator`, back to back in one
+    simulation, each like `sim.rtl_sim.run_rtl` (from the reset state, with the same seeded stalls);
+    `waves` names a waveform file to write (FST if it ends in `.fst`, else VCD). Raises `CosimError`
+    if the simulation fails."""
+    if len(xs) == 0:
+        raise CosimError("no inputs to simulate")
+    wave_file = None if waves is None else Path(waves).resolve()
+    trace = None if waves is None else wave_format(waves)
+    build = build_design(compiled, simulator, trace)
+    job = Job(np.stack([compiled.dram_with_input(x) for x in xs]), compiled.config.dram.bus_width_bits // 8, max_cycles)
+    with _staged(wave_file) as staged:
+        outcomes = _simulate(build, job, stall, seed, staged, trace or "vcd")
+    runs = []
+    for outcome in outcomes:
+        counters = unpack(COUNTERS_LAYOUT, outcome.counters)
+        cycles = counters.pop("cycles")
+        outputs = {name: compiled.read_output(outcome.dram, name) for name in compiled.network.outputs}
+        runs.append(CosimRun(outputs, cycles, outcome.traffic, counters, outcome.testbench_cycles, wave_file))
+    return runs
+
+
 def run_cosim(compiled: CompiledNetwork, x: np.ndarray, simulator: str = "icarus", waves: str | None = None, *,
               max_cycles: int = 5_000_000, stall: float = 0.0, seed: int = 0) -> CosimRun:
     """Run the int8 `(C, H, W)` input through the Verilog in `simulator`, like `sim.rtl_sim.run_rtl`;
-    `waves` names a VCD file to write. Raises `CosimError` if the simulation fails."""
-    if simulator not in SIMULATORS:
-        raise ValueError(f"simulator {simulator!r}: expected one of {', '.join(SIMULATORS)}")
-    if reason := unsupported(simulator):
-        raise CosimError(reason)
-    runner = _build(compiled, simulator, waves is not None)
-    folder = Path(tempfile.mkdtemp(prefix="run-", dir=_work_folder()))
-    Job(compiled.config, compiled.program, compiled.dram_with_input(x), stall, seed, max_cycles).save(folder)
-    wave_file = None if waves is None else Path(waves).resolve()
-    plusargs, test_args = [], []
-    if wave_file is not None:
-        wave_file.parent.mkdir(parents=True, exist_ok=True)
-        if simulator == "icarus":
-            plusargs = [f"+dumpfile_path={wave_file}"]
-        else:
-            test_args = ["--trace-file", str(wave_file)]
-    results = folder / "results.xml"
-    try:
-        runner.test(test_module=TESTBENCH, hdl_toplevel=TOP, test_dir=folder, results_xml=str(results),
-                    extra_env={JOB_ENV: str(folder)}, plusargs=plusargs, test_args=test_args,
-                    waves=wave_file is not None, log_file=folder / "sim.log")
-    except (RuntimeError, SystemExit):  # cocotb exits when a test fails under pytest
-        pass
-    if not (folder / "outcome.json").is_file():
-        raise CosimError(f"{simulator}: {_failures(results)}; see {folder / 'sim.log'}")
-    outcome = Outcome.load(folder)
-    outputs = {name: compiled.read_output(outcome.dram, name) for name in compiled.network.outputs}
-    shutil.rmtree(folder)
-    return CosimRun(outputs, outcome.cycles, outcome.traffic, outcome.counters, outcome.testbench_cycles, wave_file)
+    `waves` names a waveform file to write (FST if it ends in `.fst`, else VCD). Raises `CosimError`
+    if the simulation fails."""
+    return run_cosim_batch(compiled, x[None], simulator, waves, max_cycles=max_cycles, stall=stall, seed=seed)[0]

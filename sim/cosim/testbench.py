@@ -1,46 +1,53 @@
-"""The cocotb test that `sim.cosim.runner` runs inside the simulator: it mirrors the bench of
-`sim.rtl_sim.run_rtl` (no reset, `start` high for the first edge, wait for `done`) with the
-DRAM served by `sim.memory_model.MemoryModel` through `sim.cosim.memory.CocotbContext`."""
+"""The cocotb test that `sim.cosim.runner` runs inside the simulator on `hwgen_cosim`
+(`sim.cosim.harness`). For each DRAM image of the job it restarts the DRAM model and resets the
+accelerator, then mirrors the bench of `sim.rtl_sim.run_rtl`: `start` high for the first edge,
+wait for `done`. Python only acts at these events: the clock runs in the simulator (cocotb's GPI
+clock) and the DRAM is Verilog, so no Python runs in the cycles between."""
 from __future__ import annotations
 
 import cocotb
-from amaranth.lib.wiring import In
 from cocotb.clock import Clock
-from cocotb.triggers import ReadOnly, RisingEdge, with_timeout
+from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, with_timeout
 from cocotb.utils import get_sim_time
 
-from hwgen.accelerator import Accelerator
-from sim.cosim.job import CLOCK_PERIOD_NS, Job, Outcome
-from sim.cosim.memory import CocotbContext, interface_view, read
-from sim.memory_model import MemoryModel
-from sim.rtl_sim import SimulationTimeout
+from sim.cosim.job import CLOCK_PERIOD_NS, DUMP_FILE, IMAGE_FILE, STATS, Job, Outcome, hex_words, words_hex
+from sim.memory_model import MemoryStats
 
 
 @cocotb.test()
-async def run_program(dut) -> None:
-    """Run the job's DRAM image through the accelerator and save the outcome."""
+async def run_images(dut) -> None:
+    """Run every DRAM image of the job through the accelerator and save the outcomes."""
     folder = Job.folder()
     job = Job.load(folder)
-    signature = Accelerator(job.config, job.program).signature
-    for path, member in signature.members.flatten():
-        if not member.is_signature and member.flow == In:  # Amaranth's initial value of every input
-            getattr(dut, "__".join(path)).value = 0
-    dut.rst.value = 0
-    design = interface_view(dut, signature)
-    memory = MemoryModel.from_config(design.port, job.dram, job.config.dram, stall=job.stall, seed=job.seed)
-
-    Clock(dut.clk, CLOCK_PERIOD_NS, unit="ns").start(start_high=False)
-    cocotb.start_soon(memory.process(CocotbContext(dut.clk)))
-    dut.start.value = 1
-    await RisingEdge(dut.clk)
     dut.start.value = 0
-    started = get_sim_time("ns")
-    try:
-        await with_timeout(RisingEdge(dut.done), job.max_cycles * CLOCK_PERIOD_NS, "ns")
-    except TimeoutError:
-        raise SimulationTimeout(f"no `done` after {job.max_cycles} cycles") from None
-    await ReadOnly()
-    counters = read(design.counters)
-    cycles = counters.pop("cycles")
-    elapsed = round((get_sim_time("ns") - started) / CLOCK_PERIOD_NS)
-    Outcome(job.dram, cycles, elapsed, memory.stats, counters).save(folder)
+    dut.dump.value = 0
+    Clock(dut.clk, CLOCK_PERIOD_NS, unit="ns", impl="gpi").start(start_high=False)
+    outcomes = []
+    for dram in job.drams:
+        (folder / IMAGE_FILE).write_bytes(words_hex(dram, job.bus_bytes))
+        dut.rst.value = 1
+        dut.restart.value = 1
+        await RisingEdge(dut.clk)
+        dut.rst.value = 0
+        dut.restart.value = 0
+        dut.start.value = 1
+        await RisingEdge(dut.clk)
+        dut.start.value = 0
+        started = get_sim_time("ns")
+        try:
+            await with_timeout(RisingEdge(dut.done), job.max_cycles * CLOCK_PERIOD_NS, "ns")
+        except TimeoutError:
+            raise TimeoutError(f"no `done` after {job.max_cycles} cycles") from None
+        await ReadOnly()
+        elapsed = round((get_sim_time("ns") - started) / CLOCK_PERIOD_NS)
+        counters = int(dut.counters.value)
+        traffic = MemoryStats(**{name: int(getattr(dut, name).value) for name in STATS})
+        await FallingEdge(dut.clk)
+        dut.dump.value = 1
+        await RisingEdge(dut.clk)
+        dut.dump.value = 0
+        await ReadOnly()
+        dram_out = hex_words((folder / DUMP_FILE).read_text(), job.bus_bytes, len(dram))
+        outcomes.append(Outcome(dram_out, counters, elapsed, traffic))
+        await FallingEdge(dut.clk)
+    Outcome.save_all(folder, outcomes)
