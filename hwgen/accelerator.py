@@ -6,6 +6,7 @@ from __future__ import annotations
 from amaranth.hdl import Module, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+from amaranth.utils import exact_log2
 
 from hwgen.buffers import DoubleBuffer, bank_shape
 from hwgen.compute_unit import ComputeUnit
@@ -44,6 +45,14 @@ def dma_params(config: AcceleratorConfig, kind: str) -> DmaParams:
                      buf_word_bytes=word, buf_depth=depth)
 
 
+def load_dma_params(config: AcceleratorConfig, table: DmaParams) -> DmaParams:
+    """The shared load DMA: bus-word buffer words over the widest buffer address (`table`), so
+    one DMA serves every buffer, each taking the bus words of its own words."""
+    bus = config.dram.bus_width_bits // 8
+    return DmaParams(bus_bytes=bus, burst_beats=config.dram.burst_beats, buf_word_bytes=bus,
+                     buf_depth=(1 << table.buf_addr_width) // bus)
+
+
 class Accelerator(wiring.Component):
     """Runs its program when `start` pulses; `done` rises when the program has finished."""
 
@@ -79,34 +88,30 @@ class Accelerator(wiring.Component):
         halves = [DoubleBuffer.from_config(config, "input", halves=2) for _ in range(2)]
         m.submodules.input_even, m.submodules.input_odd = halves
 
-        # ---- load DMAs: one per buffer, the load unit's `select` picks the active one
-        loads = {}
-        for target, kind in LOAD_TARGETS.items():
-            dma = m.submodules[f"load_dma_{kind}"] = Dma(params[kind])
-            loads[target] = dma
-            chosen = load_unit.select == target
-            assign_descriptor(m, dma.desc.payload, load_unit.desc)
-            m.d.comb += dma.desc.valid.eq(load_unit.desc_valid & chosen)
-            with m.If(chosen):
-                m.d.comb += [load_unit.desc_ready.eq(dma.desc.ready), load_unit.done.eq(dma.done)]
-                m.d.comb += [self.port.rd_req.valid.eq(dma.port.rd_req.valid),
-                             self.port.rd_req.payload.eq(dma.port.rd_req.payload),
-                             dma.port.rd_req.ready.eq(self.port.rd_req.ready),
-                             dma.port.rd_data.valid.eq(self.port.rd_data.valid),
-                             dma.port.rd_data.payload.eq(self.port.rd_data.payload),
-                             self.port.rd_data.ready.eq(dma.port.rd_data.ready)]
+        # ---- one load DMA for every buffer (the load unit runs one LOAD at a time); it writes
+        # bus words at bus-word addresses, which each buffer maps onto its own (wider) words
+        m.submodules.load_dma = load = Dma(load_dma_params(config, table))
+        assign_descriptor(m, load.desc.payload, load_unit.desc)
+        m.d.comb += [load.desc.valid.eq(load_unit.desc_valid), load_unit.desc_ready.eq(load.desc.ready),
+                     load_unit.done.eq(load.done)]
+        wiring.connect(m, wiring.flipped(self.port.rd_req), load.port.rd_req)
+        wiring.connect(m, load.port.rd_data, wiring.flipped(self.port.rd_data))
+        bus = config.dram.bus_width_bits // 8
         for target, kind in LOAD_TARGETS.items():
             writing = load_unit.active & (load_unit.select == target)
-            dma = loads[target]
+            lanes = exact_log2(params[kind].buf_word_bytes // bus)  # log2 of bus words per buffer word
+            word, lane = load.buf_wr.addr >> lanes, load.buf_wr.addr[:lanes]
+            enables = load.buf_wr.en << (lane * bus) if lanes else load.buf_wr.en
+            data = load.buf_wr.data.replicate(1 << lanes)
             targets = halves if kind == "input" else [buffers[kind]]
             for parity, buffer in enumerate(targets):
                 m.d.comb += [buffer.dma_write_bank.eq(load_unit.bank), buffer.dma_write_active.eq(writing)]
                 if kind == "input":
-                    m.d.comb += [buffer.dma_wr.addr.eq(dma.buf_wr.addr >> 1), buffer.dma_wr.data.eq(dma.buf_wr.data),
-                                 buffer.dma_wr.en.eq(Mux(dma.buf_wr.addr[0] == parity, dma.buf_wr.en, 0))]
+                    m.d.comb += [buffer.dma_wr.addr.eq(word >> 1), buffer.dma_wr.data.eq(data),
+                                 buffer.dma_wr.en.eq(Mux(word[0] == parity, enables, 0))]
                 else:
-                    m.d.comb += [buffer.dma_wr.addr.eq(dma.buf_wr.addr), buffer.dma_wr.data.eq(dma.buf_wr.data),
-                                 buffer.dma_wr.en.eq(dma.buf_wr.en)]
+                    m.d.comb += [buffer.dma_wr.addr.eq(word), buffer.dma_wr.data.eq(data),
+                                 buffer.dma_wr.en.eq(enables)]
 
         # ---- the store DMA reads the accumulator buffer and owns the port's write stream
         m.submodules.store_dma = store = Dma(params["acc"])

@@ -20,9 +20,10 @@ PRESERVED_SB_MAC16 = "HWGEN_SB_MAC16"
 
 
 def dsp_family(platform) -> str | None:
-    """`ice40`, `ecp5` or None, from the platform's device name."""
+    """`ice40` (UltraPlus parts: the iCE40s with SB_MAC16), `ecp5` or None, from the
+    platform's device name."""
     device = str(getattr(platform, "device", "")).upper()
-    if device.startswith("ICE40"):
+    if device.startswith("ICE40UP"):
         return "ice40"
     return "ecp5" if device.startswith("LFE5") else None
 

@@ -75,8 +75,14 @@ class Sequencer(wiring.Component):
         for q, queue_fifo in fifos.items():
             m.submodules[f"{q}_fifo"] = queue_fifo
 
-        instr = data.View(INSTRUCTION_LAYOUT, read.data)
-        m.d.comb += read.addr.eq(pc)
+        # The ROM reads at the pc's next value, so its output is the word at `pc`; a register
+        # of that output gives the execute stage its instruction straight from flip-flops
+        # (block RAM outputs are slow) in the same cycle as reading the ROM at `pc` would.
+        pc_next = Signal.like(pc)
+        m.d.comb += [pc_next.eq(pc), read.addr.eq(pc_next)]
+        m.d.sync += pc.eq(pc_next)
+        instr = Signal(INSTRUCTION_LAYOUT)
+        m.d.sync += instr.eq(read.data)
 
         # Fetch-stage results: the instruction with its register operands resolved.
         resolved = Signal(INSTRUCTION_LAYOUT)
@@ -113,9 +119,10 @@ class Sequencer(wiring.Component):
         at_loop_end = (loop_sp != 0) & (loop_end[top] == pc)
         with m.If(advance):
             with m.If(at_loop_end & (loop_left[top] != 0)):
-                m.d.sync += [pc.eq(loop_start[top]), loop_left[top].eq(loop_left[top] - 1)]
+                m.d.comb += pc_next.eq(loop_start[top])
+                m.d.sync += loop_left[top].eq(loop_left[top] - 1)
             with m.Else():
-                m.d.sync += pc.eq(pc + 1)
+                m.d.comb += pc_next.eq(pc + 1)
                 with m.If(at_loop_end):
                     m.d.sync += loop_sp.eq(loop_sp - 1)
 
@@ -162,7 +169,8 @@ class Sequencer(wiring.Component):
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.start):
-                    m.d.sync += [pc.eq(0), loop_sp.eq(0), self.done.eq(0), self.counters.eq(0)]
+                    m.d.comb += pc_next.eq(0)
+                    m.d.sync += [loop_sp.eq(0), self.done.eq(0), self.counters.eq(0)]
                     m.d.sync += [reg.eq(0) for reg in regs]
                     m.d.sync += [sem.eq(0) for sem in sems]
                     m.next = "FETCH"
@@ -188,11 +196,11 @@ class Sequencer(wiring.Component):
                         with m.Case(Opcode.LOOP):
                             loop = instr.payload.loop
                             with m.If((loop.count == 0) | (loop.body == 0)):
-                                m.d.sync += pc.eq(pc + 1 + loop.body)
+                                m.d.comb += pc_next.eq(pc + 1 + loop.body)
                             with m.Else():
                                 m.d.sync += [loop_start[loop_sp].eq(pc + 1), loop_end[loop_sp].eq(pc + loop.body),
-                                             loop_left[loop_sp].eq(loop.count - 1), loop_sp.eq(loop_sp + 1),
-                                             pc.eq(pc + 1)]
+                                             loop_left[loop_sp].eq(loop.count - 1), loop_sp.eq(loop_sp + 1)]
+                                m.d.comb += pc_next.eq(pc + 1)
                         with m.Case(Opcode.SETR, Opcode.ADDR):
                             setr = instr.payload.setr
                             value = Mux(instr.opcode == Opcode.SETR, setr.imm, regs[setr.rd] + setr.imm)

@@ -132,19 +132,25 @@ class VectorUnit(wiring.Component):
         stride, kw_wrap = Signal(3), Signal(pixel)
         new = self.cmd.payload.payload.vec
         new_window = ~new.op[1]
-        new_stride = Mux(new_window, cfg.stride, 1)
-        row_step = new_stride * cfg.in_row_pitch
+        # Steps from CONVCFG alone (a register), chosen by the command: no multiplier waits
+        # for the command's decoding. A window op (MAX, SUM) strides by cfg.stride, others by 1.
+        strided_row = cfg.stride * cfg.in_row_pitch
+        row_step = Mux(new_window, strided_row, cfg.in_row_pitch)
+        oh_step = Mux(new_window, cfg.stride * strided_row, cfg.in_row_pitch)
+        group_step = Mux(new_window, cfg.in_rows * strided_row, cfg.in_rows * cfg.in_row_pitch)
+        new_kw_wrap = Mux(new_window, 1 - (cfg.stride - 1) * cfg.in_row_pitch, 1)
         with m.If(self.cmd.valid & self.cmd.ready):
             nonempty = (new.out_rows != 0) & (new.out_cols != 0) & (new.channel_groups != 0)
-            m.d.sync += [busy.eq(nonempty), running.eq(nonempty), vec.eq(new), stride.eq(new_stride),
+            m.d.sync += [busy.eq(nonempty), running.eq(nonempty), vec.eq(new),
+                         stride.eq(Mux(new_window, cfg.stride, 1)),
                          last["oh"].eq(new.out_rows - 1), last["ow"].eq(new.out_cols - 1),
                          last["group"].eq(new.channel_groups - 1),
                          last["kh"].eq(Mux(new_window, cfg.kernel_h - 1, 0)),
                          last["kw"].eq(Mux(new_window, cfg.kernel_w - 1, 0)),
                          last["operand"].eq(new.op == VecOp.ADD),
-                         step["oh"].eq(new_stride * row_step), step["ow"].eq(1),
-                         step["group"].eq(cfg.in_rows * row_step), step["kh"].eq(row_step),
-                         step["kw"].eq(cfg.in_row_pitch), kw_wrap.eq(1 - (new_stride - 1) * cfg.in_row_pitch),
+                         step["oh"].eq(oh_step), step["ow"].eq(1),
+                         step["group"].eq(group_step), step["kh"].eq(row_step),
+                         step["kw"].eq(cfg.in_row_pitch), kw_wrap.eq(new_kw_wrap),
                          step["operand"].eq(new.in2_addr >> self._log_simd)]
 
         # ---- read issue: nested counters, `base[name]` = the pointer where the current

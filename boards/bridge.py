@@ -1,0 +1,296 @@
+"""The gateware side of the host protocol (`boards.protocol`): receives request frames from the
+UART, checks their CRC, executes them on main memory and the accelerator, and sends one reply
+frame per request.
+
+A request is buffered whole (payload up to `MAX_REQUEST_PAYLOAD` bytes) and executed only when
+its CRC matches, so a corrupted WRITE never touches memory. Bytes outside a frame are skipped
+until a sync byte; a frame that stalls for `FRAME_GAP_BYTE_TIMES` byte times is answered with
+TRUNCATED.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import exact_log2
+
+from boards.main_memory import HostPort
+from boards.protocol import (CHECKSUM_ALIGNMENT, CHECKSUM_REQUEST, FRAME_CRC, MAX_DATA, MAX_REQUEST_PAYLOAD,
+                             READ_REQUEST, REGION_CRC, REPLY_BYTES, REPLY_SYNC, REQUEST_SYNC, STATUS_BUSY, STATUS_DONE,
+                             WRITE_ADDRESS, Command, DeviceInfo, Status)
+from hwgen.sequencer import COUNTERS_LAYOUT
+
+ARGUMENT_BYTES = CHECKSUM_REQUEST.size  # the longest fixed part of a request payload
+REPLY_INDEX_BITS = (max(REPLY_BYTES.values()) - 1).bit_length()
+
+
+class Bridge(wiring.Component):
+    """Serves the host protocol for a device described by `info` (memory size, clock, build id)
+    on a memory of `word_bytes`-byte words. `gap_cycles`: clock cycles of silence that abandon a
+    partly received request. `error` is high from a refused request until the next request is
+    served."""
+
+    def __init__(self, info: DeviceInfo, gap_cycles: int, word_bytes: int):
+        if CHECKSUM_ALIGNMENT % word_bytes:
+            raise ValueError(f"a {word_bytes}-byte memory word does not divide CHECKSUM_ALIGNMENT")
+        self.info = info
+        self.gap_cycles = gap_cycles
+        self.word_bytes = word_bytes
+        super().__init__({
+            "rx": In(stream.Signature(8)), "tx": Out(stream.Signature(8)),
+            "memory": Out(HostPort(word_bytes)),
+            "start": Out(1), "busy": In(1), "done": In(1), "counters": In(COUNTERS_LAYOUT),
+            "error": Out(1),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        word = self.word_bytes
+        # One frame CRC unit: requests and replies never overlap.
+        m.submodules.frame_crc = frame_crc = FRAME_CRC.create()
+        m.submodules.region_crc = region_crc = REGION_CRC.algorithm(data_width=8 * word).create()
+        m.submodules.buffer = buffer = Memory(shape=8, depth=MAX_REQUEST_PAYLOAD, init=[])
+        buffer_write, buffer_read = buffer.write_port(), buffer.read_port()
+
+        payload_range = range(MAX_REQUEST_PAYLOAD + 1)
+        span = range(self.info.memory_bytes + 1)  # memory addresses and their ends
+        command = Signal(8)
+        length_low = Signal(8)
+        length = Signal(payload_range)
+        count = Signal(payload_range)    # payload bytes received / copied; reply bytes sent
+        arguments = Signal(8 * ARGUMENT_BYTES)
+        pointer = Signal(span)           # the next memory access
+        end = Signal(span)               # the end of the request's memory range
+        returned = Signal(span)          # CHECKSUM: the end of the words added to the CRC
+        status = Signal(8)
+        reply_length = Signal(range(MAX_DATA + 1))
+        from_memory = Signal()           # READ: the reply payload comes from memory
+        out_byte = Signal(8)
+        fetch_lane = Signal(range(word))  # READ: the byte of the fetched word
+        gap = Signal(range(self.gap_cycles + 1))
+
+        rx, tx, memory = self.rx, self.tx, self.memory
+        byte = rx.payload
+        got = rx.valid & rx.ready
+        sent = tx.valid & tx.ready
+        with m.If(got):
+            m.d.sync += gap.eq(0)
+        with m.Elif(gap != self.gap_cycles):
+            m.d.sync += gap.eq(gap + 1)
+        timed_out = gap == self.gap_cycles
+
+        start_addr = arguments[:8 * WRITE_ADDRESS.size]
+        size = Signal(32)  # bytes a READ, WRITE or CHECKSUM covers
+        with m.Switch(command):
+            with m.Case(Command.READ):
+                m.d.comb += size.eq(arguments[8 * WRITE_ADDRESS.size:8 * READ_REQUEST.size])
+            with m.Case(Command.WRITE):
+                m.d.comb += size.eq(length - WRITE_ADDRESS.size)
+            with m.Case(Command.CHECKSUM):
+                m.d.comb += size.eq(arguments[8 * WRITE_ADDRESS.size:8 * CHECKSUM_REQUEST.size])
+        request_end = start_addr + size
+        in_memory = (size != 0) & (request_end <= self.info.memory_bytes)
+
+        def refuse(code: Status) -> None:
+            m.d.sync += status.eq(code)
+            m.next = "REPLY"
+
+        def accept_range(next_state: str) -> None:
+            m.d.sync += [pointer.eq(start_addr), returned.eq(start_addr), end.eq(request_end)]
+            m.next = next_state
+
+        def receive(next_state: str) -> None:
+            """A header, payload or CRC byte: into the CRC, then on; abandon the frame on silence."""
+            m.d.comb += [rx.ready.eq(1), frame_crc.valid.eq(got), frame_crc.data.eq(byte)]
+            with m.If(got):
+                m.next = next_state
+            with m.Elif(timed_out):
+                refuse(Status.TRUNCATED)
+
+        def send(value, next_state: str, checked: bool = True) -> None:
+            m.d.comb += [tx.valid.eq(1), tx.payload.eq(value)]
+            if checked:
+                m.d.comb += [frame_crc.valid.eq(sent), frame_crc.data.eq(value)]
+            with m.If(sent):
+                m.next = next_state
+
+        with m.FSM():
+            with m.State("SYNC"):
+                m.d.comb += rx.ready.eq(1)
+                with m.If(got & (byte == REQUEST_SYNC)):
+                    m.d.comb += frame_crc.start.eq(1)
+                    m.d.sync += [status.eq(Status.OK), reply_length.eq(0), from_memory.eq(0), count.eq(0)]
+                    m.next = "COMMAND"
+            with m.State("COMMAND"):
+                receive("LENGTH_LOW")
+                with m.If(got):
+                    m.d.sync += command.eq(byte)
+            with m.State("LENGTH_LOW"):
+                receive("LENGTH_HIGH")
+                with m.If(got):
+                    m.d.sync += length_low.eq(byte)
+            with m.State("LENGTH_HIGH"):
+                receive("PAYLOAD")
+                new_length = Cat(length_low, byte)
+                with m.If(got):
+                    m.d.sync += length.eq(new_length)
+                    with m.If(new_length > MAX_REQUEST_PAYLOAD):
+                        m.d.sync += status.eq(Status.BAD_LENGTH)
+                        m.next = "DISCARD"
+                    with m.Elif(new_length == 0):
+                        m.next = "CRC_HIGH"
+            with m.State("PAYLOAD"):
+                receive("PAYLOAD")
+                with m.If(got):
+                    m.d.comb += [buffer_write.addr.eq(count), buffer_write.data.eq(byte), buffer_write.en.eq(1)]
+                    m.d.sync += count.eq(count + 1)
+                    with m.Switch(count):
+                        for index in range(ARGUMENT_BYTES):
+                            with m.Case(index):
+                                m.d.sync += arguments.word_select(index, 8).eq(byte)
+                    with m.If(count + 1 == length):
+                        m.next = "CRC_HIGH"
+            with m.State("CRC_HIGH"):
+                receive("CRC_LOW")
+            with m.State("CRC_LOW"):
+                receive("CHECK")
+            with m.State("DISCARD"):  # an over-long request: skip it to its end
+                m.d.comb += rx.ready.eq(1)
+                with m.If(timed_out):
+                    m.next = "REPLY"
+            with m.State("CHECK"):  # the CRC register has taken the last byte
+                with m.If(frame_crc.match_detected):
+                    m.next = "EXECUTE"
+                with m.Else():
+                    refuse(Status.BAD_CRC)
+
+            with m.State("EXECUTE"):
+                m.d.sync += count.eq(0)
+                m.next = "REPLY"
+                with m.Switch(command):
+                    with m.Case(Command.IDENTIFY, Command.STATUS, Command.START, Command.COUNTERS):
+                        with m.If(length != 0):
+                            refuse(Status.BAD_LENGTH)
+                        with m.Else():
+                            self._execute_without_arguments(m, command, refuse, reply_length)
+                    with m.Case(Command.READ):
+                        with m.If(length != READ_REQUEST.size):
+                            refuse(Status.BAD_LENGTH)
+                        with m.Elif((size > MAX_DATA) | ~in_memory):
+                            refuse(Status.OUT_OF_RANGE)
+                        with m.Else():
+                            m.d.sync += [reply_length.eq(size), from_memory.eq(1)]
+                            accept_range("REPLY")
+                    with m.Case(Command.WRITE):
+                        with m.If(length <= WRITE_ADDRESS.size):
+                            refuse(Status.BAD_LENGTH)
+                        with m.Elif(~in_memory):
+                            refuse(Status.OUT_OF_RANGE)
+                        with m.Elif(self.busy):
+                            refuse(Status.BUSY)
+                        with m.Else():
+                            accept_range("COPY_READ")
+                    with m.Case(Command.CHECKSUM):
+                        with m.If(length != CHECKSUM_REQUEST.size):
+                            refuse(Status.BAD_LENGTH)
+                        with m.Elif(~in_memory):
+                            refuse(Status.OUT_OF_RANGE)
+                        with m.Elif((start_addr | size)[:exact_log2(CHECKSUM_ALIGNMENT)] != 0):
+                            refuse(Status.UNALIGNED)
+                        with m.Else():
+                            m.d.comb += region_crc.start.eq(1)
+                            accept_range("SUM")
+                    with m.Default():
+                        refuse(Status.BAD_COMMAND)
+
+            with m.State("COPY_READ"):  # WRITE: buffer -> memory, one byte per two cycles
+                m.d.comb += [buffer_read.addr.eq(WRITE_ADDRESS.size + count), buffer_read.en.eq(1)]
+                m.next = "COPY_WRITE"
+            with m.State("COPY_WRITE"):
+                m.d.comb += [memory.req.valid.eq(1), memory.req.payload.addr.eq(pointer),
+                             memory.req.payload.data.eq(buffer_read.data), memory.req.payload.write.eq(1)]
+                with m.If(memory.req.ready):
+                    m.d.sync += [pointer.eq(pointer + 1), count.eq(count + 1)]
+                    m.next = "COPY_READ"
+                    with m.If(pointer + 1 == end):
+                        m.d.sync += count.eq(0)
+                        m.next = "REPLY"
+
+            with m.State("SUM"):  # CHECKSUM: a word read per cycle, each word into the CRC as it returns
+                m.d.comb += [memory.req.valid.eq(pointer != end), memory.req.payload.addr.eq(pointer),
+                             region_crc.valid.eq(memory.rd_valid), region_crc.data.eq(memory.rd_data)]
+                with m.If(memory.req.valid & memory.req.ready):
+                    m.d.sync += pointer.eq(pointer + word)
+                with m.If(memory.rd_valid):
+                    m.d.sync += returned.eq(returned + word)
+                    with m.If(returned + word == end):
+                        m.next = "SUM_DONE"
+            with m.State("SUM_DONE"):  # the CRC register has taken the last word
+                m.d.sync += reply_length.eq(REPLY_BYTES[Command.CHECKSUM])
+                m.next = "REPLY"
+
+            with m.State("REPLY"):
+                m.d.sync += self.error.eq(status != Status.OK)
+                send(REPLY_SYNC, "REPLY_STATUS", checked=False)
+                with m.If(sent):
+                    m.d.comb += frame_crc.start.eq(1)
+            with m.State("REPLY_STATUS"):
+                send(status, "REPLY_LENGTH_LOW")
+            with m.State("REPLY_LENGTH_LOW"):
+                send(reply_length[:8], "REPLY_LENGTH_HIGH")
+            with m.State("REPLY_LENGTH_HIGH"):
+                send(reply_length[8:], "FETCH")
+                with m.If(sent & (reply_length == 0)):
+                    m.next = "REPLY_CRC_HIGH"
+            with m.State("FETCH"):
+                with m.If(from_memory):
+                    m.d.comb += [memory.req.valid.eq(1), memory.req.payload.addr.eq(pointer)]
+                    with m.If(memory.req.ready):
+                        m.d.sync += [fetch_lane.eq(pointer[:exact_log2(word)]), pointer.eq(pointer + 1)]
+                        m.next = "FETCH_WAIT"
+                with m.Else():
+                    m.d.sync += out_byte.eq(self._reply_byte(m, command, count[:REPLY_INDEX_BITS], region_crc.crc))
+                    m.next = "SEND"
+            with m.State("FETCH_WAIT"):
+                with m.If(memory.rd_valid):
+                    m.d.sync += out_byte.eq(memory.rd_data.word_select(fetch_lane, 8))
+                    m.next = "SEND"
+            with m.State("SEND"):
+                send(out_byte, "FETCH")
+                with m.If(sent):
+                    m.d.sync += count.eq(count + 1)
+                    with m.If(count + 1 == reply_length):
+                        m.next = "REPLY_CRC_HIGH"
+            with m.State("REPLY_CRC_HIGH"):
+                send(frame_crc.crc[8:], "REPLY_CRC_LOW", checked=False)
+            with m.State("REPLY_CRC_LOW"):
+                send(frame_crc.crc[:8], "SYNC", checked=False)
+        return m
+
+    def _execute_without_arguments(self, m: Module, command, refuse, reply_length) -> None:
+        """IDENTIFY, STATUS, COUNTERS: set the reply length; START: pulse `start` unless busy."""
+        with m.Switch(command):
+            for fixed in (Command.IDENTIFY, Command.STATUS, Command.COUNTERS):
+                with m.Case(fixed):
+                    m.d.sync += reply_length.eq(REPLY_BYTES[fixed])
+            with m.Case(Command.START):
+                with m.If(self.busy):
+                    refuse(Status.BUSY)
+                with m.Else():
+                    m.d.comb += self.start.eq(1)
+
+    def _reply_byte(self, m: Module, command, index, region_crc):
+        """Byte `index` of a reply that does not come from memory, read when it is sent: the
+        counters only change while the accelerator runs, the CRC only during a CHECKSUM."""
+        info = self.info.pack()
+        flags = Mux(self.busy, STATUS_BUSY, 0) | Mux(self.done, STATUS_DONE, 0)
+        sources = {Command.IDENTIFY: Const(int.from_bytes(info, "little"), 8 * len(info)),
+                   Command.STATUS: flags.as_unsigned(), Command.COUNTERS: self.counters.as_value(),
+                   Command.CHECKSUM: region_crc}
+        byte = Signal(8)
+        with m.Switch(command):
+            for code, value in sources.items():
+                with m.Case(code):
+                    m.d.comb += byte.eq(value.word_select(index, 8))
+        return byte

@@ -1,0 +1,78 @@
+"""Board builds (`hwgen build`): the SoC core (`boards.soc.SocCore`: accelerator, main memory,
+UART host bridge) on a board's amaranth-boards platform, with its UART and status LEDs on the
+board's pins and the `sync` clock at the configuration's `clock_mhz` (through a PLL when the
+board clock differs), synthesized, placed, routed and packed into a bitstream.
+
+Main memory: the four SPRAMs (128 KiB) on an iCE40UP; block RAM on ECP5, sized to the device
+(the largest power of two within a quarter of its block RAM, at least the memory image).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from amaranth.hdl import Elaboratable, Module
+
+from boards.clocking import PllClock, pll_output_mhz
+from boards.flow import FlowProducts, implement
+from boards.platforms import Board
+from boards.report import BuildReport, parse_reports
+from boards.soc import SocCore
+from hwgen.config import AcceleratorConfig
+from planner.compile.network import CompiledNetwork
+
+SPRAM_BYTES = 4 * 32 * 1024
+BAUD = 115200
+
+
+@dataclass(frozen=True)
+class BoardBuild:
+    """A finished board build: its report and the run's files (the bitstream among them)."""
+
+    report: BuildReport
+    products: FlowProducts
+
+
+def memory_bytes(board: Board, image_bytes: int) -> int:
+    """Main memory for `board`: the UP5K's SPRAM, or block RAM sized to the ECP5 device."""
+    dev = board.device_info
+    if dev.totals.spram:
+        return SPRAM_BYTES
+    size = 1 << ((dev.bram_bytes // 4).bit_length() - 1)
+    while size < image_bytes:
+        size *= 2
+    return size
+
+
+class BoardTop(Elaboratable):
+    """The SoC with its UART and LEDs on `board`'s pins, clocked at `clock_mhz`."""
+
+    def __init__(self, board: Board, soc: SocCore, board_clock_mhz: float, clock_mhz: float):
+        self.board, self.soc = board, soc
+        self.board_clock_mhz, self.clock_mhz = board_clock_mhz, clock_mhz
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        if abs(self.board_clock_mhz - self.clock_mhz) > 1e-6:
+            m.submodules.clock = PllClock(self.board.device_info.family, self.board_clock_mhz, self.clock_mhz)
+        m.submodules.soc = soc = self.soc
+        uart = platform.request("uart", 0)
+        m.d.comb += [soc.rx.eq(uart.rx.i), uart.tx.o.eq(soc.tx)]
+        requested = {}
+        for index, (name, number, subsignal) in enumerate(self.board.leds):
+            if (name, number) not in requested:
+                requested[name, number] = platform.request(name, number)
+            led = requested[name, number]
+            m.d.comb += (getattr(led, subsignal) if subsignal else led).o.eq(soc.leds[index])
+        return m
+
+
+def build_board(board: Board, config: AcceleratorConfig, compiled: CompiledNetwork, workdir: Path) -> BoardBuild:
+    """Build `board`'s bitstream for `config` running `compiled`, with the build files in `workdir`."""
+    platform = board.create_platform()
+    board_clock_mhz = platform.default_clk_frequency / 1e6
+    clock_mhz = pll_output_mhz(board.device_info.family, board_clock_mhz, config.clock_mhz)
+    soc = SocCore(config, compiled, memory_bytes(board, compiled.memory.size), round(clock_mhz * 1e6), BAUD)
+    products = implement(platform, BoardTop(board, soc, board_clock_mhz, clock_mhz), board.device_info, Path(workdir))
+    report = parse_reports(products.report, products.stat, board.device_info, clock_mhz, products.seconds, board.name)
+    return BoardBuild(report, products)

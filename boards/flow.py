@@ -1,0 +1,94 @@
+"""One implementation run: an Amaranth build plan (bare device or board) through Yosys,
+nextpnr and the bitstream packer, with the project's additions to the platform's scripts:
+
+- Yosys: `-dsp` on iCE40 and the preserved-cell stubs (`boards.yosys`), `proc; splitnets`
+  before synthesis (an abc9 name clash on Amaranth output), cell statistics as JSON;
+- nextpnr: a JSON report (`--report`) and `--timing-allow-fail`, so a design that misses
+  timing still yields its report and bitstream and the caller decides what a miss means.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from boards.devices import Device
+from boards.toolchain import ToolchainError, run_script
+from boards.yosys import SYNTH_OPTIONS, family_sources, retype_command
+
+NAME = "top"
+STAT_FILE = f"{NAME}.stat.json"
+REPORT_FILE = f"{NAME}.report.json"
+BITSTREAM = {"ice40": f"{NAME}.bin", "ecp5": f"{NAME}.bit"}
+
+
+@dataclass(frozen=True)
+class FlowProducts:
+    """Files of a finished run (in `workdir`) and its wall-clock time."""
+
+    workdir: Path
+    family: str
+    seconds: float
+
+    @property
+    def stat(self) -> Path:
+        return self.workdir / STAT_FILE
+
+    @property
+    def report(self) -> Path:
+        return self.workdir / REPORT_FILE
+
+    @property
+    def bitstream(self) -> Path:
+        return self.workdir / BITSTREAM[self.family]
+
+    @property
+    def logs(self) -> tuple[Path, Path]:
+        """Yosys' and nextpnr's logs."""
+        return self.workdir / f"{NAME}.rpt", self.workdir / f"{NAME}.tim"
+
+
+def overrides(device: Device) -> dict[str, str]:
+    """Template overrides of the Amaranth Lattice platforms for `device` (DSP mapping only on
+    a part that has DSPs)."""
+    family = device.family
+    after_synth = "; ".join(filter(None, [retype_command(family), f"tee -q -o {STAT_FILE} stat -json"]))
+    return {
+        "synth_opts": SYNTH_OPTIONS[family] if device.totals.dsp else "",
+        "script_after_read": "proc; splitnets",
+        "script_after_synth": after_synth,
+        "nextpnr_opts": f"--report {REPORT_FILE} --timing-allow-fail",
+    }
+
+
+def implement(platform, top, device: Device, workdir: Path) -> FlowProducts:
+    """Elaborate `top` on `platform` (an Amaranth Lattice platform for `device`), write the
+    build files into `workdir` and run synthesis, place and route and packing there."""
+    for file_name, text in family_sources(device.family).items():
+        platform.add_file(file_name, text)
+    plan = platform.prepare(top, name=NAME, **overrides(device))
+    plan.extract(workdir)
+    products = FlowProducts(workdir, device.family, 0.0)
+    start = time.monotonic()
+    try:
+        run_script(workdir / f"{plan.script}.sh", device.family, products.logs)
+    except ToolchainError as error:
+        overflow = overflowing_bels(products.logs[1])
+        if overflow:
+            raise FitError(f"the design does not fit {device.name}: needs {overflow}") from error
+        raise
+    return FlowProducts(workdir, device.family, time.monotonic() - start)
+
+
+class FitError(ToolchainError):
+    """The design needs more of a resource than the device has."""
+
+
+def overflowing_bels(nextpnr_log: Path) -> str:
+    """The BEL types nextpnr's utilisation table shows over 100 %, as `used/available TYPE`
+    (empty when none or without a log)."""
+    if not nextpnr_log.exists():
+        return ""
+    rows = re.findall(r"Info:\s+(\w+):\s+(\d+)/\s*(\d+)", nextpnr_log.read_text())
+    return ", ".join(f"{used}/{total} {bel}" for bel, used, total in rows if int(used) > int(total))

@@ -1,0 +1,169 @@
+"""Main memory of the SoC: one single-ported word memory shared by the accelerator's external
+memory port (`hwgen.memory_port.MemoryPort`, bursts and back-pressure) and the host bridge's
+byte port.
+
+Storage is `SB_SPRAM256KA` on an iCE40UP platform (16 K x 16 bits each; the UP5K has four, 128
+KiB) and an inferred block RAM elsewhere. Block RAM starts with the memory image; SPRAM cannot be
+initialised by a bitstream, so there the host loads the image (`boards.runtime.Runtime.load`
+finds out by checksum).
+
+Each cycle the one port serves, in this order: an accelerator write beat (always accepted), an
+accelerator read beat (when its read-data FIFO has room), a host byte access.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2, exact_log2
+
+from hwgen.memory_port import MemoryPort
+from hwgen.spram import SPRAM_BITS, SPRAM_WORDS, SinglePortBank, is_ice40up
+from planner.errors import ConfigError
+
+UP5K_SPRAMS = 4
+READ_FIFO_DEPTH = 4  # read latency 1 + one beat per cycle under back-pressure
+
+
+class HostPort(wiring.Signature):
+    """Access from the bridge: a request stream (`addr`, a byte address; `data` and `write` for
+    a byte write). A read returns the whole `word_bytes`-byte word holding `addr` on `rd_data`,
+    with `rd_valid`, the cycle after the request is accepted."""
+
+    def __init__(self, word_bytes: int, addr_width: int = 32):
+        self.word_bytes = word_bytes
+        request = data.StructLayout({"addr": addr_width, "data": 8, "write": 1})
+        super().__init__({"req": Out(stream.Signature(request)), "rd_data": In(8 * word_bytes), "rd_valid": In(1)})
+
+
+def word_bytes(port: MemoryPort) -> int:
+    """Bytes per storage word: the bus width, at least 16 bits (the SPRAM word)."""
+    return max(port.bus_bytes, SPRAM_BITS // 8)
+
+
+def check_size(port: MemoryPort, size_bytes: int) -> None:
+    """`size_bytes` must be a positive multiple of the storage word."""
+    word = word_bytes(port)
+    if size_bytes <= 0 or size_bytes % word:
+        raise ConfigError(f"memory size {size_bytes} bytes must be a positive multiple of the {word}-byte memory word")
+
+
+class WordStorage(wiring.Component):
+    """`depth` words of `word` bytes behind one port: a cycle writes (`wr_en`, byte enables) or
+    reads (`rd_en`; `rd_data` the next cycle)."""
+
+    def __init__(self, word: int, depth: int, init: bytes):
+        self.word, self.depth, self.init = word, depth, init
+        super().__init__({
+            "addr": In(range(depth)), "wr_data": In(8 * word), "wr_en": In(word),
+            "rd_en": In(1), "rd_data": Out(8 * word),
+        })
+
+    def elaborate(self, platform) -> Module:
+        if is_ice40up(platform):
+            return self._spram()
+        m = Module()
+        words = [int.from_bytes(self.init[i:i + self.word], "little") for i in range(0, len(self.init), self.word)]
+        m.submodules.memory = memory = Memory(shape=unsigned(8 * self.word), depth=self.depth, init=words)
+        write, read = memory.write_port(granularity=8), memory.read_port()
+        m.d.comb += [write.addr.eq(self.addr), write.data.eq(self.wr_data), write.en.eq(self.wr_en),
+                     read.addr.eq(self.addr), read.en.eq(self.rd_en), self.rd_data.eq(read.data)]
+        return m
+
+    def _spram(self) -> Module:
+        banks = self.depth // SPRAM_WORDS
+        sprams = banks * 8 * self.word // SPRAM_BITS
+        if self.depth % SPRAM_WORDS or sprams > UP5K_SPRAMS:
+            raise ConfigError(f"main memory of {self.depth * self.word} bytes does not map to SPRAM: it needs a "
+                              f"multiple of {SPRAM_WORDS * self.word} bytes and at most {UP5K_SPRAMS} SB_SPRAM256KA "
+                              f"({UP5K_SPRAMS * SPRAM_WORDS * SPRAM_BITS // 8} bytes)")
+        m = Module()
+        low = exact_log2(SPRAM_WORDS)
+        bank_of = self.addr[low:] if banks > 1 else 0
+        read_bank = Signal(range(banks))
+        with m.If(self.rd_en):
+            m.d.sync += read_bank.eq(bank_of)
+        for index in range(banks):
+            bank = m.submodules[f"bank{index}"] = SinglePortBank(self.word, SPRAM_WORDS)
+            chosen = bank_of == index
+            m.d.comb += [bank.addr.eq(self.addr[:low]), bank.wr_data.eq(self.wr_data),
+                         bank.wr_en.eq(Cat(*(bit & chosen for bit in self.wr_en))),
+                         bank.rd_en.eq(self.rd_en & chosen)]
+            with m.If(read_bank == index):
+                m.d.comb += self.rd_data.eq(bank.rd_data)
+        return m
+
+
+class MainMemory(wiring.Component):
+    """`size_bytes` of memory, initialised with `init` (where the storage allows it), serving
+    the accelerator's `port` and the bridge's `host` port."""
+
+    def __init__(self, port: MemoryPort, size_bytes: int, init: bytes = b""):
+        check_size(port, size_bytes)
+        if len(init) > size_bytes:
+            raise ConfigError(f"memory image of {len(init)} bytes does not fit {size_bytes} bytes of memory")
+        self.bus = port
+        self.size_bytes = size_bytes
+        self.init = bytes(init)
+        super().__init__({"port": In(port), "host": In(HostPort(word_bytes(port)))})
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        bus, word = self.bus.bus_bytes, word_bytes(self.bus)
+        depth = self.size_bytes // word
+        m.submodules.storage = storage = WordStorage(word, depth, self.init)
+        m.submodules.read_fifo = read_fifo = fifo.SyncFIFO(width=8 * bus, depth=READ_FIFO_DEPTH)
+        port, host = self.port, self.host
+        word_shift = exact_log2(word)
+        addr_bits = ceil_log2(depth)
+
+        def word_address(byte_address):
+            return byte_address[word_shift:word_shift + addr_bits]
+
+        def lane(byte_address, width: int):
+            """Index of the `width`-byte lane of a word that `byte_address` falls in."""
+            return byte_address[exact_log2(width):word_shift] if width < word else 0
+
+        # ---- accelerator writes: always accepted, top priority
+        write = port.wr.valid
+        m.d.comb += port.wr.ready.eq(1)
+
+        # ---- accelerator reads: one burst at a time, one beat per free cycle
+        burst_addr = Signal(32)
+        beats_left = Signal(range(self.bus.burst_beats + 1))
+        in_flight = Signal()
+        read_lane = Signal(range(max(word // bus, 2)))
+        room = read_fifo.level + in_flight < READ_FIFO_DEPTH
+        issue = Signal()
+        m.d.comb += issue.eq((beats_left != 0) & ~write & room)
+        m.d.sync += in_flight.eq(issue)
+        with m.If(issue):
+            m.d.sync += [burst_addr.eq(burst_addr + bus), beats_left.eq(beats_left - 1),
+                         read_lane.eq(lane(burst_addr, bus))]
+        m.d.comb += port.rd_req.ready.eq((beats_left == 0) | ((beats_left == 1) & issue))
+        with m.If(port.rd_req.valid & port.rd_req.ready):
+            m.d.sync += [burst_addr.eq(port.rd_req.payload.addr), beats_left.eq(port.rd_req.payload.beats)]
+        m.d.comb += [read_fifo.w_en.eq(in_flight), read_fifo.w_data.eq(storage.rd_data.word_select(read_lane, 8 * bus)),
+                     port.rd_data.valid.eq(read_fifo.r_rdy), port.rd_data.payload.data.eq(read_fifo.r_data),
+                     read_fifo.r_en.eq(port.rd_data.ready)]
+
+        # ---- host accesses in the cycles left over
+        grant = Signal()
+        m.d.comb += [grant.eq(host.req.valid & ~write & ~issue), host.req.ready.eq(grant),
+                     host.rd_data.eq(storage.rd_data)]
+        m.d.sync += host.rd_valid.eq(grant & ~host.req.payload.write)
+
+        # ---- the storage port
+        with m.If(write):
+            wr = port.wr.payload
+            m.d.comb += [storage.addr.eq(word_address(wr.addr)), storage.wr_data.eq(wr.data.replicate(word // bus)),
+                         storage.wr_en.eq(wr.mask << (lane(wr.addr, bus) * bus))]
+        with m.Elif(issue):
+            m.d.comb += [storage.addr.eq(word_address(burst_addr)), storage.rd_en.eq(1)]
+        with m.Elif(grant):
+            req = host.req.payload
+            m.d.comb += [storage.addr.eq(word_address(req.addr)), storage.wr_data.eq(req.data.replicate(word)),
+                         storage.wr_en.eq(Mux(req.write, Const(1, word) << lane(req.addr, 1), 0)),
+                         storage.rd_en.eq(~req.write)]
+        return m

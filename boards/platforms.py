@@ -1,0 +1,128 @@
+"""The boards `hwgen build` targets (amaranth-boards platforms) and bare-device platforms for
+`hwgen synth`.
+
+A board names its amaranth-boards platform, the device whose totals its report shows, its
+host UART and four status LEDs. Pins a board lacks come from `constraints/<board>.yaml`
+(extra UART pins, for instance). A bare device gets a platform with one clock pin at the
+configuration's frequency, a few input pins and one output pin; its pins are those of a
+reference board with the same package.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from amaranth.build import Attrs, Clock, Pins, Resource
+from amaranth.vendor import LatticeECP5Platform, LatticeICE40Platform
+from amaranth_boards.icebreaker import ICEBreakerPlatform
+from amaranth_boards.orangecrab_r0_2 import OrangeCrabR0_2_25FPlatform
+from amaranth_boards.resources import UARTResource
+from amaranth_boards.ulx3s import ULX3S_12F_Platform, ULX3S_25F_Platform, ULX3S_45F_Platform, ULX3S_85F_Platform
+
+from boards.devices import Device, device
+from planner.errors import HwgenError
+
+CONSTRAINTS_DIR = Path(__file__).resolve().parent.parent / "constraints"
+BARE_INPUTS = 4
+"""Input pins of a bare-device platform (`din`)."""
+
+
+class UnknownBoardError(HwgenError):
+    """A board name that is not in `BOARDS`."""
+
+
+class _IceBreaker(ICEBreakerPlatform):
+    """The iCEBreaker with its snap-off LED section (LEDs 2-6 beside the two on the board)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.add_resources(self.break_off_pmod)
+
+
+class _OrangeCrab(OrangeCrabR0_2_25FPlatform):
+    """The OrangeCrab r0.2 (ECP5-25F) without the `dfu-suffix` step: the bitstream is the product."""
+
+    required_tools = LatticeECP5Platform.required_tools
+    command_templates = LatticeECP5Platform.command_templates
+
+
+@dataclass(frozen=True)
+class Board:
+    """A board: `device` is a key of `boards.devices.DEVICES`; `leds` are four
+    (resource, number, subsignal or None) outputs: busy, done, link activity, error."""
+
+    name: str
+    device: str
+    platform: type
+    leds: tuple[tuple[str, int, str | None], ...]
+
+    def create_platform(self):
+        """A platform instance with the board's extra constraints added."""
+        platform = self.platform()
+        extra = CONSTRAINTS_DIR / f"{self.name}.yaml"
+        if extra.exists():
+            platform.add_resources(_extra_resources(extra))
+        return platform
+
+    @property
+    def device_info(self) -> Device:
+        return device(self.device)
+
+
+def _extra_resources(path: Path) -> list[Resource]:
+    """Resources from a constraints YAML: `uart: {rx, tx, attrs}`."""
+    data = yaml.safe_load(path.read_text()) or {}
+    resources = []
+    if "uart" in data:
+        uart = data["uart"]
+        resources.append(UARTResource(0, rx=uart["rx"], tx=uart["tx"], attrs=Attrs(**uart.get("attrs", {}))))
+    return resources
+
+
+_ULX3S_LEDS = tuple(("led", k, None) for k in range(4))
+BOARDS: dict[str, Board] = {board.name: board for board in (
+    Board("icebreaker", "ice40-up5k", _IceBreaker, tuple(("led", k, None) for k in range(4))),
+    Board("ulx3s-12f", "ecp5-12f", ULX3S_12F_Platform, _ULX3S_LEDS),
+    Board("ulx3s-25f", "ecp5-25f", ULX3S_25F_Platform, _ULX3S_LEDS),
+    Board("ulx3s-45f", "ecp5-45f", ULX3S_45F_Platform, _ULX3S_LEDS),
+    Board("ulx3s-85f", "ecp5-85f", ULX3S_85F_Platform, _ULX3S_LEDS),
+    Board("orangecrab", "ecp5-25f", _OrangeCrab,
+          (("rgb_led", 0, "r"), ("rgb_led", 0, "g"), ("rgb_led", 0, "b"))),
+)}
+
+
+def board(name: str) -> Board:
+    """The board called `name` (case-insensitive); an unknown name lists the known ones."""
+    key = name.lower()
+    if key not in BOARDS:
+        raise UnknownBoardError(f"unknown board {name!r}; known boards: {', '.join(BOARDS)}")
+    return BOARDS[key]
+
+
+# Pins of a reference board per package: (clock, inputs, output). iCEBreaker (UP5K SG48),
+# iCE40-HX8K breakout board (CT256), ULX3S (ECP5 CABGA381).
+_BARE_PINS = {
+    "sg48": ("35", "6 2 47 45", "9"),
+    "ct256": ("J3", "B10 A1 A2 C3", "B12"),
+    "CABGA381": ("G2", "M1 R1 T1 V1", "L4"),
+}
+_AMARANTH_PACKAGES = {"sg48": "SG48", "ct256": "CT256", "CABGA381": "BG381"}
+
+
+def bare_platform(dev: Device, clock_mhz: float):
+    """An amaranth platform for `dev` alone: `clk` at `clock_mhz`, `din` (`BARE_INPUTS` pins)
+    and `dout` (one pin)."""
+    clock, inputs, output = _BARE_PINS[dev.package]
+    attrs = Attrs(IO_STANDARD="SB_LVCMOS") if dev.family == "ice40" else Attrs(IO_TYPE="LVCMOS33")
+    namespace = {
+        "device": dev.part, "package": _AMARANTH_PACKAGES[dev.package], "default_clk": "clk",
+        "resources": [Resource("clk", 0, Pins(clock, dir="i"), Clock(clock_mhz * 1e6), attrs),
+                      Resource("din", 0, Pins(inputs, dir="i"), attrs),
+                      Resource("dout", 0, Pins(output, dir="o"), attrs)],
+        "connectors": [],
+    }
+    if dev.family == "ecp5":
+        namespace["speed"] = "6"
+    base = LatticeICE40Platform if dev.family == "ice40" else LatticeECP5Platform
+    return type(f"Bare_{dev.name.replace('-', '_')}", (base,), namespace)()

@@ -1,0 +1,80 @@
+"""The SoC core a board wraps with its pins and clock: the accelerator with its compiled
+program, main memory holding the memory image, and a UART host bridge (`docs/host_protocol.md`).
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from boards.bridge import Bridge
+from boards.main_memory import MainMemory, check_size, word_bytes
+from boards.protocol import FRAME_GAP_BYTE_TIMES, DeviceInfo, build_id
+from boards.uart import FRAME_BITS, UartRx, UartTx, baud_divisor
+from hwgen.accelerator import Accelerator, check_generatable
+from hwgen.config import AcceleratorConfig
+from hwgen.memory_port import MemoryPort
+from planner.compile.network import CompiledNetwork
+from planner.errors import ConfigError
+
+ACTIVITY_SECONDS = 0.05  # the link LED stays on this long after a byte
+
+
+def check_soc(config: AcceleratorConfig, compiled: CompiledNetwork, memory_bytes: int) -> None:
+    """The network must be compiled for `config` and its memory image must fit."""
+    if compiled.config != config:
+        raise ConfigError(f"the network was compiled for configuration {compiled.config.name!r}, "
+                          f"not for {config.name!r}; compile it for the SoC's configuration")
+    check_generatable(config)
+    check_size(MemoryPort.from_config(config.dram), memory_bytes)
+    if compiled.memory.size > memory_bytes:
+        raise ConfigError(f"the memory image of {compiled.network.name!r} needs {compiled.memory.size} bytes; "
+                          f"main memory has {memory_bytes} bytes")
+
+
+class SocCore(wiring.Component):
+    """Accelerator + `memory_bytes` of main memory + UART bridge at `baud` for a `clk_hz` clock.
+
+    `leds`: 0 busy, 1 done, 2 host link activity, 3 protocol error (a refused request, until
+    the next one is served).
+    """
+
+    def __init__(self, config: AcceleratorConfig, compiled: CompiledNetwork, memory_bytes: int, clk_hz: int,
+                 baud: int = 115200):
+        try:
+            check_soc(config, compiled, memory_bytes)
+            self.divisor = baud_divisor(clk_hz, baud)
+        except ConfigError:
+            self._MustUse__silence = True  # not built, so not "created but never used"
+            raise
+        self.config, self.compiled = config, compiled
+        self.memory_bytes, self.clk_hz, self.baud = memory_bytes, clk_hz, baud
+        self.info = DeviceInfo(memory_bytes=memory_bytes, clk_hz=clk_hz, build_id=build_id(compiled.program, config))
+        super().__init__({"rx": In(1, init=1), "tx": Out(1, init=1), "leds": Out(4)})
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        m.submodules.accelerator = accelerator = Accelerator(self.config, self.compiled.program)
+        m.submodules.memory = memory = MainMemory(accelerator.port.signature, self.memory_bytes,
+                                                  self.compiled.image.tobytes())
+        wiring.connect(m, accelerator.port, memory.port)
+
+        m.submodules.uart_rx = uart_rx = UartRx(self.divisor)
+        m.submodules.uart_tx = uart_tx = UartTx(self.divisor)
+        gap_cycles = FRAME_GAP_BYTE_TIMES * FRAME_BITS * self.divisor
+        m.submodules.bridge = bridge = Bridge(self.info, gap_cycles, word_bytes(accelerator.port.signature))
+        wiring.connect(m, uart_rx.data, bridge.rx)
+        wiring.connect(m, bridge.tx, uart_tx.data)
+        wiring.connect(m, bridge.memory, memory.host)
+        m.d.comb += [uart_rx.rx.eq(self.rx), self.tx.eq(uart_tx.tx),
+                     accelerator.start.eq(bridge.start), bridge.busy.eq(accelerator.busy),
+                     bridge.done.eq(accelerator.done), bridge.counters.eq(accelerator.counters)]
+
+        hold = max(1, int(self.clk_hz * ACTIVITY_SECONDS))
+        activity = Signal(range(hold + 1))
+        with m.If(uart_rx.data.valid | ~uart_tx.data.ready):  # a byte received or being sent
+            m.d.sync += activity.eq(hold)
+        with m.Elif(activity != 0):
+            m.d.sync += activity.eq(activity - 1)
+        m.d.comb += self.leds.eq(Cat(accelerator.busy, accelerator.done, activity != 0, bridge.error))
+        return m

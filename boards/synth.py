@@ -1,0 +1,57 @@
+"""Synthesis and place and route of the accelerator alone on a bare device (`hwgen synth`).
+
+The accelerator sits in `boards.shell.AcceleratorShell` on a bare-device platform
+(`boards.platforms.bare_platform`): elaborated for the part, so its multipliers are DSP
+primitives and its SPRAM banks SB_SPRAM256KA, with the clock constrained to the
+configuration's `clock_mhz`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from amaranth.hdl import Elaboratable, Module
+
+from boards.devices import device as find_device
+from boards.flow import implement
+from boards.platforms import BARE_INPUTS, bare_platform
+from boards.report import BuildReport, parse_reports
+from boards.shell import AcceleratorShell
+from hwgen.accelerator import Accelerator
+from hwgen.config import AcceleratorConfig
+from hwgen.program import Program
+from planner.calibrate import quantize_network
+from planner.frontend import load_network
+from planner.pipeline import run_flow
+from planner.zoo import DEFAULT_MODEL, builtin_calibration, resolve_model
+
+
+class PinnedShell(Elaboratable):
+    """The shell with its `din` and `dout` on the bare platform's pins."""
+
+    def __init__(self, shell: AcceleratorShell):
+        self.shell = shell
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        m.submodules.shell = shell = self.shell
+        din, dout = platform.request("din"), platform.request("dout")
+        m.d.comb += [shell.din.eq(din.i), dout.o.eq(shell.dout)]
+        return m
+
+
+def default_program(config: AcceleratorConfig) -> Program:
+    """The built-in digits CNN compiled for `config`."""
+    network = load_network(resolve_model(DEFAULT_MODEL))
+    quantized = quantize_network(network, builtin_calibration(DEFAULT_MODEL, network.input_shape))
+    return run_flow(quantized, config).compiled.program
+
+
+def synth_report(device: str, config: AcceleratorConfig, workdir: Path, program: Program | None = None) -> BuildReport:
+    """Synthesize, place and route the accelerator for `config` (running `program`, by default
+    the digits CNN compiled for `config`) on the bare `device` (a `boards.devices` name), with
+    the build files in `workdir`; the report of the run (timing met or not)."""
+    dev = find_device(device)
+    program = default_program(config) if program is None else program
+    top = PinnedShell(AcceleratorShell(Accelerator(config, program), BARE_INPUTS))
+    products = implement(bare_platform(dev, config.clock_mhz), top, dev, Path(workdir))
+    return parse_reports(products.report, products.stat, dev, config.clock_mhz, products.seconds)

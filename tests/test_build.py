@@ -1,0 +1,45 @@
+"""`hwgen build`: the SoC for a board through Yosys, nextpnr and ecppack: bitstream and report,
+the PLL making the configured clock from the board's, main memory sized to the device."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from boards.build import SPRAM_BYTES, memory_bytes
+from boards.platforms import board
+from hwgen.cli import main
+from test_pnr_smoke import SMALL
+
+ECP5_BITSTREAM_PREAMBLE = bytes([0xFF, 0x00])  # a comment block, then the 0xBD B3 sync word
+ECP5_SYNC_WORD = bytes([0xBD, 0xB3])
+
+
+def test_main_memory_is_the_spram_on_the_up5k_and_sized_to_the_ecp5_device():
+    assert memory_bytes(board("icebreaker"), 1000) == SPRAM_BYTES == 4 * 256 * 1024 // 8  # 4 x 256 Kbit
+    # a quarter of the block RAM (56 / 32 DP16KD x 18 Kbit), rounded down to a power of two
+    assert memory_bytes(board("ulx3s-25f"), 1000) == 16384  # 56 * 2304 / 4 = 32256
+    assert memory_bytes(board("ulx3s-12f"), 1000) == 16384  # 32 * 2304 / 4 = 18432
+    assert memory_bytes(board("ulx3s-12f"), 20000) == 32768  # the image needs more
+
+
+@pytest.mark.slow
+def test_ulx3s_build_writes_a_bitstream_and_a_report(tmp_path, capsys):
+    config = {**SMALL, "name": "smoke-board", "clock_mhz": 30}  # the board clock is 25 MHz: a PLL
+    (tmp_path / "smoke.yaml").write_text(yaml.safe_dump(config))
+    out = tmp_path / "out"
+    status = main(["build", "--board", "ulx3s-25f", "--hw", str(tmp_path / "smoke.yaml"), "--json", "-o", str(out)])
+    report = json.loads(capsys.readouterr().out)
+    assert status == 0
+    bitstream = (out / "ulx3s-25f.bit").read_bytes()
+    assert bitstream.startswith(ECP5_BITSTREAM_PREAMBLE) and ECP5_SYNC_WORD in bitstream[:4096]
+    assert b"LFE5U-25F" in bitstream[:64]  # ecppack names the part in the header comment
+    assert report["board"] == "ulx3s-25f" and report["device"] == "ecp5-25f"
+    assert report["target_mhz"] == pytest.approx(30.0)  # 25 MHz x 6 / 5
+    assert report["utilization"]["EHXPLLL"][0] == 1
+    assert report["timing_met"] and min(report["fmax_mhz"].values()) >= 30
+    pe = SMALL["pe"]
+    assert report["resources"]["dsp"] >= pe["rows"] * pe["cols"] * pe["simd"]
+    for name, used in report["resources"].items():
+        assert used <= report["totals"][name]
