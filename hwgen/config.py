@@ -184,18 +184,6 @@ class AcceleratorConfig:
     dram: Dram
     energy: Energy
 
-    @property
-    def pipeline_depth(self) -> int:
-        """Compute pipeline stages: buffer read (1), DSP multiply (3), adder tree over the lanes
-        (ceil(log2 simd)), accumulate (1), requantise (3). Paid once per compute tile
-        (fill + drain of the PE pipeline)."""
-        return 1 + 3 + math.ceil(math.log2(self.pe.simd)) + 1 + 3
-
-    @property
-    def pool_lanes(self) -> int:
-        """Elements per cycle of the pooling / element-wise unit (one lane per PE column)."""
-        return self.pe.cols
-
     def to_dict(self) -> dict:
         """The YAML-shaped dictionary (round-trips through `config_from_dict`)."""
         out: dict[str, Any] = {"name": self.name, "device": self.device, "board": self.board, "clock_mhz": self.clock_mhz}
@@ -294,18 +282,33 @@ def config_from_dict(data: dict, source: str = "<dict>") -> AcceleratorConfig:
     return AcceleratorConfig(name, data.get("device", "generic"), data.get("board", "none"), clock, pe, widths, buffers, dram, energy)
 
 
-def load_config(path: str | Path | None = None) -> AcceleratorConfig:
-    """Load and validate a YAML config; a bare name (e.g. `ice40up5k`) means a shipped config."""
-    path = DEFAULT_CONFIG if path is None else Path(path)
+def read_yaml(path: Path, error: type[ConfigError] = ConfigError) -> Any:
+    """The parsed YAML file at `path`; `error` names the file when it is unreadable or not YAML."""
+    try:
+        return yaml.safe_load(path.read_text())
+    except OSError as problem:
+        raise error(f"{path}: cannot read ({problem.strerror})") from problem
+    except yaml.YAMLError as problem:
+        raise error(f"{path}: not valid YAML ({problem})") from problem
+
+
+def config_path(spec: str | Path | None) -> Path:
+    """The file of a config: a path, a bare shipped name (e.g. `ice40up5k`), or the default."""
+    path = DEFAULT_CONFIG if spec is None else Path(spec)
     if not path.exists() and (CONFIG_DIR / f"{path}.yaml").exists():
         path = CONFIG_DIR / f"{path}.yaml"
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read ({error.strerror})") from error
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML ({error})") from error
+    return path
+
+
+def validated(data: Any, path: Path) -> AcceleratorConfig:
+    """`config_from_dict` of a file's contents, errors prefixed with the file."""
     try:
         return config_from_dict(data, str(path))
     except ConfigError as error:
         raise ConfigError(f"{path}: {error}") from error
+
+
+def load_config(path: str | Path | None = None) -> AcceleratorConfig:
+    """Load and validate a YAML config; a bare name (e.g. `ice40up5k`) means a shipped config."""
+    path = config_path(path)
+    return validated(read_yaml(path), path)

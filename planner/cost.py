@@ -21,11 +21,11 @@ lower bound for many schedules at once (numpy arrays); `evaluate` adds the step-
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
-from hwgen.config import AcceleratorConfig
+from hwgen.config import AcceleratorConfig, Energy
 from hwgen.layout import ACC_BYTES, PARAM_BYTES
 from hwgen.postprocess import LATENCY as POST_LATENCY
 from planner.schedule import DIMS, ConvShape, Schedule, axis_tiles, input_extents
@@ -160,6 +160,29 @@ def reload_factor(order: tuple[str, ...], trip: dict, relevant: frozenset[str]):
 # ---------------------------------------------------------------- closed forms
 
 @dataclass(frozen=True)
+class Accesses:
+    """Accesses of schedules per level of the hierarchy (scalars or arrays): bytes of DRAM and
+    of each buffer, PE register accesses and MACs. Energy is their sum weighted by the
+    configuration's per-access energies."""
+
+    dram: object
+    input_buffer: object
+    weight_buffer: object
+    output_buffer: object
+    register: object
+    mac: object
+
+    def energy_pj(self, e: Energy):
+        return (e.dram_pj_per_byte * self.dram + e.input_buffer_pj_per_byte * self.input_buffer
+                + e.weight_buffer_pj_per_byte * self.weight_buffer + e.output_buffer_pj_per_byte * self.output_buffer
+                + e.register_pj_per_access * self.register + e.mac_pj * self.mac)
+
+    def pick(self, index: int) -> Accesses:
+        """The accesses of schedule `index` (scalars)."""
+        return Accesses(*(_pick(getattr(self, f.name), index) for f in fields(self)))
+
+
+@dataclass(frozen=True)
 class Totals:
     """Closed-form totals of schedules (scalars or arrays)."""
 
@@ -170,7 +193,7 @@ class Totals:
     array_cycles: object
     dma_cycles: object
     cycles_lower_bound: object
-    energy_pj: object
+    accesses: Accesses
     steps: object
 
     @property
@@ -273,8 +296,9 @@ def sum_tables(shape: ConvShape, config: AcceleratorConfig, tiles: dict) -> SumT
 
 
 def layer_totals(shape: ConvShape, config: AcceleratorConfig, tables: SumTables, order: tuple[str, ...], macs: int) -> Totals:
-    """Traffic, compute, DMA, energy and the cycle lower bound of the tilings in `tables` under one order."""
-    w, e, pe = config.widths, config.energy, config.pe
+    """Traffic, compute, DMA, accesses and the cycle lower bound of the tilings in `tables` under
+    one order (independent of the buffer sizes and of the per-access energies)."""
+    w, pe = config.widths, config.pe
     trip = tables.trip
     r_in = reload_factor(order, trip, shape.input_dims)
     r_w = reload_factor(order, trip, shape.relevant("weight"))
@@ -288,14 +312,13 @@ def layer_totals(shape: ConvShape, config: AcceleratorConfig, tables: SumTables,
     stores = tables.result_dma + (visits - 1) * tables.partial_dma
     lower = (START_CYCLES + tables.first_load + tables.last_store
              + np.maximum(tables.compute_cycles, np.maximum(loads - tables.first_load, stores - tables.last_store)))
-    energy = (e.dram_pj_per_byte * (input_bytes + weight_bytes + output_bytes)
-              + e.input_buffer_pj_per_byte * (input_bytes + tables.array_cycles * pe.cols * pe.simd * w.activation_bytes)
-              + e.weight_buffer_pj_per_byte * (weight_bytes + tables.array_cycles * pe.rows * pe.simd * w.weight_bytes)
-              + e.output_buffer_pj_per_byte * (output_bytes + outputs * (2 * trip["IC"] - 1) * w.accumulator_bytes)
-              + e.register_pj_per_access * tables.array_cycles * pe.rows * pe.cols
-              + e.mac_pj * macs)
+    accesses = Accesses(input_bytes + weight_bytes + output_bytes,
+                        input_bytes + tables.array_cycles * pe.cols * pe.simd * w.activation_bytes,
+                        weight_bytes + tables.array_cycles * pe.rows * pe.simd * w.weight_bytes,
+                        output_bytes + outputs * (2 * trip["IC"] - 1) * w.accumulator_bytes,
+                        tables.array_cycles * pe.rows * pe.cols, macs)
     return Totals(input_bytes, weight_bytes, output_bytes, tables.compute_cycles, tables.array_cycles,
-                  loads + stores, lower, energy, steps)
+                  loads + stores, lower, accesses, steps)
 
 
 # ---------------------------------------------------------------- the step model
@@ -481,17 +504,19 @@ def grouped_step_cycles(shape: ConvShape, schedule: Schedule, config: Accelerato
     return round(START_CYCLES + load_first[0] + (middle * count).sum() + store_last[0] + END_CYCLES)
 
 
+def _pick(x, index: int):
+    """Entry `index` of an array of per-tiling values (a scalar is every tiling's value)."""
+    return x.flat[index if x.size > 1 else 0].item() if np.ndim(x) else x
+
+
 def cost_of(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig, macs: int, totals: Totals,
             index: int = 0) -> Cost:
     """The cost of `schedule`: entry `index` of closed-form `totals` (of its order) and the
     step-model cycles."""
-    def pick(x):
-        return np.broadcast_to(x, np.shape(totals.cycles_lower_bound))[index].item() if np.ndim(x) else x
-
-    return Cost(pick(totals.input_bytes), pick(totals.weight_bytes), pick(totals.output_bytes),
-                grouped_step_cycles(shape, schedule, config), round(pick(totals.compute_cycles)),
-                round(pick(totals.dma_cycles)), macs, config.pe.macs_per_cycle, float(pick(totals.energy_pj)),
-                pick(totals.steps))
+    return Cost(_pick(totals.input_bytes, index), _pick(totals.weight_bytes, index),
+                _pick(totals.output_bytes, index), grouped_step_cycles(shape, schedule, config), round(_pick(totals.compute_cycles, index)),
+                round(_pick(totals.dma_cycles, index)), macs, config.pe.macs_per_cycle,
+                float(totals.accesses.pick(index).energy_pj(config.energy)), _pick(totals.steps, index))
 
 
 def evaluate_orders(shape: ConvShape, tiling: Schedule, orders, config: AcceleratorConfig, macs: int) -> list[Cost]:

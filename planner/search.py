@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
-from hwgen.config import AcceleratorConfig
+from hwgen.config import AcceleratorConfig, Energy
 from planner import cost
 from planner.objective import Objective, rank
-from planner.schedule import (DIMS, ORDERS, ConvShape, Schedule, canonical_order, granule, is_legal, legal_tiles,
-                              tile_candidates, trips, unplannable)
+from planner.schedule import (DIMS, ORDERS, ConvShape, Schedule, canonical_order, fits_banks, fits_instructions,
+                              granule, is_legal, tile_bytes, tile_candidates, trips, unplannable)
 
 
 @dataclass(frozen=True)
@@ -46,19 +47,13 @@ def candidates(shape: ConvShape, config: AcceleratorConfig) -> dict[str, tuple[i
     return {d: tile_candidates(shape.bound(d), granule(d, shape, config)) for d in DIMS}
 
 
-def _legal_tilings(shape: ConvShape, config: AcceleratorConfig, name: str) -> dict[str, np.ndarray]:
-    """All legal tilings as equally long arrays of tile sizes per dim (vectorised legality)."""
+def _instruction_legal_tilings(shape: ConvShape, config: AcceleratorConfig) -> dict[str, np.ndarray]:
+    """Every tiling of the candidate tile sizes that the instruction fields can express, as
+    equally long arrays of tile sizes per dim (the buffers are checked per search)."""
     cand = {d: np.array(v, dtype=np.int64) for d, v in candidates(shape, config).items()}
-    oc = cand["OC"][:, None, None, None]
-    ic = cand["IC"][None, :, None, None]
-    oh = cand["OH"][None, None, :, None]
-    ow = cand["OW"][None, None, None, :]
-    legal = np.broadcast_to(legal_tiles(shape, oc, ic, oh, ow, config),
-                            (len(cand["OC"]), len(cand["IC"]), len(cand["OH"]), len(cand["OW"])))
-    idx = np.nonzero(legal)
-    if not len(idx[0]):
-        raise unplannable(name, shape, config)
-    return {d: cand[d][i] for d, i in zip(DIMS, idx)}
+    grid = np.meshgrid(*(cand[d] for d in DIMS), indexing="ij")
+    legal = np.broadcast_to(fits_instructions(shape, *grid, config), grid[0].shape)
+    return {d: g[legal] for d, g in zip(DIMS, grid)}
 
 
 def _canonical_mask(order: tuple[str, ...], trip: dict[str, np.ndarray]) -> np.ndarray:
@@ -72,13 +67,68 @@ def _canonical_mask(order: tuple[str, ...], trip: dict[str, np.ndarray]) -> np.n
     return ok
 
 
-def search(shape: ConvShape, config: AcceleratorConfig, macs: int, objective: Objective = Objective.LATENCY,
-           name: str = "layer") -> SearchResult:
-    """The best schedule for `objective` (ties broken by `rank` then `schedule_key`)."""
-    start = time.perf_counter()
-    tiles = _legal_tilings(shape, config, name)
+@dataclass
+class Ranking:
+    """What a layer's search computes before it looks at the buffer sizes and the per-access
+    energies: every instruction-legal (tiling, canonical order) schedule with its closed-form
+    totals, each tiling's bank footprint, and the exact costs evaluated so far. The cost
+    model reads neither (buffer sizes only decide which tilings are legal; energies weight the
+    accesses), so one ranking serves every configuration that differs from `config` in them."""
+
+    config: AcceleratorConfig
+    macs: int
+    tiles: dict[str, np.ndarray]
+    footprint: tuple[np.ndarray, ...]  # `tile_bytes` of each tiling
+    totals: dict[int, cost.Totals]  # closed forms per order index
+    tiling: np.ndarray  # per schedule: its tiling index
+    order: np.ndarray  # ... its order index
+    accesses: cost.Accesses  # ... its accesses
+    lower: np.ndarray  # ... its cycle lower bound
+    dram_bytes: np.ndarray  # ... its DRAM bytes
+    orders_by_bound: dict[tuple, np.ndarray] = field(default_factory=dict)
+    exact: dict[int, tuple[Schedule, cost.Cost, cost.Accesses]] = field(default_factory=dict)
+
+    def by_bound(self, objective: Objective, energy: Energy) -> np.ndarray:
+        """Schedule indices sorted by the objective's closed-form bound (stable)."""
+        key = (objective, energy if objective in (Objective.ENERGY, Objective.EDP) else None)
+        if key not in self.orders_by_bound:
+            if objective is Objective.LATENCY:
+                bound = self.lower
+            elif objective is Objective.TRAFFIC:
+                bound = self.dram_bytes
+            else:
+                joules = self.accesses.energy_pj(energy)
+                bound = joules if objective is Objective.ENERGY else self.lower * joules
+            self.orders_by_bound[key] = np.argsort(bound, kind="stable")
+        return self.orders_by_bound[key]
+
+    def bound(self, objective: Objective, energy: Energy, k: int):
+        """The bound of schedule `k` (comparable with the first entry of `full_key`)."""
+        if objective is Objective.LATENCY:
+            return self.lower[k]
+        if objective is Objective.TRAFFIC:
+            return self.dram_bytes[k]
+        joules = self.accesses.pick(k).energy_pj(energy)
+        return joules if objective is Objective.ENERGY else self.lower[k] * joules
+
+    def evaluated(self, shape: ConvShape, config: AcceleratorConfig, k: int) -> tuple[Schedule, cost.Cost]:
+        """Schedule `k` and its exact cost on `config` (computed once; the energy per config)."""
+        if k not in self.exact:
+            ti, oi = int(self.tiling[k]), int(self.order[k])
+            schedule = Schedule(*(int(self.tiles[d][ti]) for d in DIMS), ORDERS[oi])
+            c = cost.cost_of(shape, schedule, self.config, self.macs, self.totals[oi], ti)
+            self.exact[k] = schedule, c, self.totals[oi].accesses.pick(ti)
+        schedule, c, accesses = self.exact[k]
+        if config.energy != self.config.energy:
+            c = replace(c, energy_pj=float(accesses.energy_pj(config.energy)))
+        return schedule, c
+
+
+def rank_schedules(shape: ConvShape, config: AcceleratorConfig, macs: int) -> Ranking:
+    """The ranking of a layer's schedules on `config` (see `Ranking`)."""
+    tiles = _instruction_legal_tilings(shape, config)
     tables = cost.sum_tables(shape, config, tiles)
-    rows = []  # per order: (tiling index, order index, lower bound, bytes, energy)
+    rows = []  # per order: tiling index, order index, then each closed form of those schedules
     totals = {}
     for oi, order in enumerate(ORDERS):
         mask = _canonical_mask(order, tables.trip)
@@ -86,24 +136,56 @@ def search(shape: ConvShape, config: AcceleratorConfig, macs: int, objective: Ob
             continue
         t = totals[oi] = cost.layer_totals(shape, config, tables, order, macs)
         sel = np.flatnonzero(mask)
-        rows.append((sel, np.full(len(sel), oi), *(np.broadcast_to(x, mask.shape)[sel] for x in
-                                                   (t.cycles_lower_bound, t.dram_bytes, t.energy_pj))))
-    ti, oi, lower, nbytes, energy = (np.concatenate(c) for c in zip(*rows))
-    if objective in (Objective.TRAFFIC, Objective.ENERGY):
-        bound = nbytes if objective is Objective.TRAFFIC else energy
-    else:
-        bound = lower if objective is Objective.LATENCY else lower * energy
+        per_schedule = (t.cycles_lower_bound, t.dram_bytes, *(getattr(t.accesses, f.name) for f in fields(cost.Accesses)))
+        rows.append((sel, np.full(len(sel), oi), *(np.broadcast_to(x, mask.shape)[sel] for x in per_schedule)))
+    columns = [np.concatenate(c) for c in zip(*rows)] if rows else [np.zeros(0, np.int64)] * (4 + len(fields(cost.Accesses)))
+    ti, oi, lower, dram_bytes, *accesses = columns
+    return Ranking(config, macs, tiles, tile_bytes(shape, *(tiles[d] for d in DIMS), config), totals, ti, oi,
+                   cost.Accesses(*accesses), lower, dram_bytes)
+
+
+COST_SECTIONS = ("pe", "widths", "dram")
+"""The configuration sections the cost model reads, besides the buffers (legality) and the
+energies (weights of the accesses): a ranking is shared by configurations equal in these."""
+RANKINGS_KEPT = 64
+_rankings: OrderedDict[tuple, Ranking] = OrderedDict()
+
+
+def ranking(shape: ConvShape, config: AcceleratorConfig, macs: int) -> Ranking:
+    """`rank_schedules`, shared by configurations equal in their `COST_SECTIONS` (the
+    `RANKINGS_KEPT` most recently used are kept: a sweep reuses them)."""
+    key = (shape, macs, *(getattr(config, section) for section in COST_SECTIONS))
+    found = _rankings.get(key)
+    if found is None:
+        found = _rankings[key] = rank_schedules(shape, config, macs)
+        if len(_rankings) > RANKINGS_KEPT:
+            _rankings.popitem(last=False)
+    _rankings.move_to_end(key)
+    return found
+
+
+def search(shape: ConvShape, config: AcceleratorConfig, macs: int, objective: Objective = Objective.LATENCY,
+           name: str = "layer") -> SearchResult:
+    """The best schedule for `objective` (ties broken by `rank` then `schedule_key`): the
+    ranked schedules whose tiles fit the buffers, exact costs computed in bound order until
+    the bound exceeds the best exact value (branch and bound)."""
+    start = time.perf_counter()
+    ranked = ranking(shape, config, macs)
+    fits = np.broadcast_to(fits_banks(ranked.footprint, config), ranked.tiles["OC"].shape)
+    order = ranked.by_bound(objective, config.energy)
+    legal = order[fits[ranked.tiling[order]]]
+    if not legal.size:
+        raise unplannable(name, shape, config)
     best, best_key, exact = None, None, 0
-    for k in np.argsort(bound, kind="stable"):
-        if best_key is not None and bound[k] > best_key[0]:
+    for k in legal:
+        if best_key is not None and ranked.bound(objective, config.energy, k) > best_key[0]:
             break
-        sched = Schedule(*(int(tiles[d][ti[k]]) for d in DIMS), ORDERS[oi[k]])
-        c = cost.cost_of(shape, sched, config, macs, totals[oi[k]], ti[k])
+        schedule, c = ranked.evaluated(shape, config, int(k))
         exact += 1
-        key = full_key(objective, sched, c)
+        key = full_key(objective, schedule, c)
         if best_key is None or key < best_key:
-            best, best_key = (sched, c), key
-    return SearchResult(best[0], best[1], len(ti), exact, time.perf_counter() - start)
+            best, best_key = (schedule, c), key
+    return SearchResult(best[0], best[1], len(legal), exact, time.perf_counter() - start)
 
 
 def brute_force(shape: ConvShape, config: AcceleratorConfig, macs: int, objective: Objective = Objective.LATENCY,

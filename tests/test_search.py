@@ -8,7 +8,8 @@ from planner.errors import PlanningError
 from planner.ir import Layer, Op, conv_output_size
 from planner.objective import Objective
 from planner.schedule import ConvShape, is_legal
-from planner.search import brute_force, search
+from planner.search import COST_SECTIONS, brute_force, ranking, search
+from planner.sweep.reuse import RecordingView
 
 
 @st.composite
@@ -67,3 +68,38 @@ def test_kernel_larger_than_buffers_names_layer_shape_and_minimum():
     assert f"input buffer needs >= {2 * (2 * 7 * 10)} B (has 64)" in message
     # weights: one output channel padded to 2 rows x one 2-lane group x 7 x 7
     assert f"weight buffer needs >= {2 * (2 * 2 * 49)} B (has 64)" in message
+
+
+@settings(max_examples=10, deadline=None)
+@given(shapes(), st.sampled_from(list(Objective)), st.lists(st.sampled_from([1024, 2048, 8192, 65536]), min_size=3,
+                                                            max_size=3), st.floats(0.5, 4.0))
+def test_search_shared_across_buffer_and_energy_variants_equals_brute_force(shape, objective, sizes, scale):
+    """Configurations differing only in buffer sizes and per-access energies share one ranking
+    (`planner.search.ranking`); each still gets its own brute-force optimum."""
+    base = load_config("ecp5-85f")
+    data = base.to_dict()
+    data["buffers"] = dict(data["buffers"], input_bytes=sizes[0], weight_bytes=sizes[1], output_bytes=sizes[2])
+    data["energy"] = {name: value * scale for name, value in data["energy"].items()}
+    variant = config_from_dict(data)
+    macs = shape.oc * shape.ic * shape.oh * shape.ow * shape.kh * shape.kw
+    search(shape, base, macs, objective)  # warms the shared ranking
+    assert ranking(shape, variant, macs) is ranking(shape, base, macs)
+    try:
+        oracle = brute_force(shape, variant, macs, objective)
+    except PlanningError:
+        with pytest.raises(PlanningError):
+            search(shape, variant, macs, objective)
+        return
+    found = search(shape, variant, macs, objective)
+    assert found.schedule == oracle.schedule and found.cost == oracle.cost
+    assert found.candidates == oracle.candidates
+
+
+def test_the_cost_model_reads_only_the_shared_sections_buffers_and_energies():
+    """Guard of `COST_SECTIONS`: a search reads no other part of the configuration."""
+    reads: dict = {}
+    view = RecordingView(load_config("ice40up5k"), "", reads)
+    shape = ConvShape(24, 16, 14, 14, 7, 7, 3, 3, 2, 2, 1, 1, False)
+    for objective in Objective:
+        search(shape, view, 24 * 16 * 49 * 9, objective)
+    assert reads and {path.split(".")[0] for path in reads} <= {*COST_SECTIONS, "buffers", "energy"}

@@ -1,0 +1,116 @@
+"""Calibrate the sweep's resource estimate against real Yosys synthesis (prints figures).
+
+Synthesizes the whole accelerator for a set of small configurations per FPGA family, with the
+program `hwgen sweep --synth` builds too (the built-in digits CNN, `boards.synth.default_program`),
+stores the cell counts in planner/sweep/calibration.json (the LUT / flip-flop model is fitted to
+them) and prints measured against estimated LUTs, FFs, DSPs and block RAMs, the LUT / FF
+figures leave-one-out (each configuration predicted by a model fitted to the others).
+Configurations already measured with the same Yosys version are not synthesized again.
+
+Usage: python bench/calibrate_resources.py [--families ecp5 ice40] [--report-only]
+Each configuration takes minutes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from amaranth.back.verilog import convert  # noqa: E402
+
+from boards.synth import default_program  # noqa: E402
+from boards.toolchain import tool_path  # noqa: E402
+from boards.yosys import synthesize  # noqa: E402
+from hwgen.accelerator import Accelerator  # noqa: E402
+from hwgen.config import config_from_dict  # noqa: E402
+from planner.files import atomic_write_text  # noqa: E402
+from planner.sweep.resources import (CALIBRATION, calibration_points, dsp_count, features, fit, logic_cells,  # noqa: E402
+                                     memory_counts)
+
+PLATFORM_DEVICE = {"ecp5": "LFE5U-85F", "ice40": "iCE40UP5K"}
+PROGRAM = "digits"  # the program in the ROM: boards.synth's default
+# (rows, cols, simd, buffer bytes each, bus bits, SPRAM buffers)
+SHAPES = {
+    "ecp5": [(2, 2, 2, 4096, 16, ()), (4, 2, 2, 4096, 16, ()), (2, 4, 2, 4096, 16, ()), (4, 2, 4, 16384, 32, ()),
+             (8, 2, 2, 8192, 16, ()), (4, 4, 2, 8192, 16, ()), (2, 2, 2, 32768, 16, ())],
+    "ice40": [(2, 2, 2, 4096, 8, ()), (4, 2, 2, 4096, 16, ()), (2, 4, 2, 8192, 8, ()),
+              (2, 2, 2, 65536, 16, ("input", "weight")), (4, 4, 2, 8192, 16, ())],
+}
+
+
+class _Platform:
+    """Just enough platform for the template to pick the family's DSP and SPRAM primitives."""
+
+    def __init__(self, device: str):
+        self.device = device
+
+
+def shape_config(rows: int, cols: int, simd: int, buffer_bytes: int, bus: int, spram: tuple[str, ...]) -> dict:
+    return {"name": f"cal-{rows}x{cols}x{simd}-{buffer_bytes}", "clock_mhz": 50,
+            "pe": {"rows": rows, "cols": cols, "simd": simd},
+            "widths": {"activation": 8, "weight": 8, "accumulator": 32},
+            "buffers": {"input_bytes": buffer_bytes, "weight_bytes": buffer_bytes, "output_bytes": buffer_bytes,
+                        "spram": list(spram)},
+            "dram": {"bus_width_bits": bus, "bandwidth_bytes_per_cycle": 1, "latency_cycles": 4, "burst_beats": 4}}
+
+
+def yosys_version() -> str:
+    output = subprocess.run([tool_path("yosys"), "-V"], capture_output=True, text=True, check=True).stdout
+    return output.split(" (")[0].strip()
+
+
+def measure(family: str, config: dict) -> dict:
+    start = time.perf_counter()
+    accelerator = config_from_dict(config)
+    verilog = convert(Accelerator(accelerator, default_program(accelerator)), name="top",
+                      platform=_Platform(PLATFORM_DEVICE[family]))
+    cells = synthesize(family, verilog)
+    cells.pop("$scopeinfo", None)
+    return {"family": family, "config": config, "cells": dict(sorted(cells.items())),
+            "seconds": round(time.perf_counter() - start, 1)}
+
+
+def report(family: str) -> None:
+    points = [(config_from_dict(c), cells) for c, cells in calibration_points(family)]
+    print(f"{family}: {len(points)} configurations   measured / estimated (LUT and FF leave-one-out)")
+    print(f"  {'rows x cols x simd, buffers':30s} {'LUT':>13s} {'FF':>13s} {'DSP':>9s} {'BRAM':>9s}")
+    for i, (config, cells) in enumerate(points):
+        lut, ff = logic_cells(family, cells)
+        others = [(c, logic_cells(family, k)) for j, (c, k) in enumerate(points) if j != i]
+        loo = fit(others) @ features(config) if len(others) >= len(features(config)) else (float("nan"),) * 2
+        dsp = cells.get("MULT18X18D", 0) + cells.get("SB_MAC16", 0)
+        bram = cells.get("DP16KD", 0) + cells.get("SB_RAM40_4K", 0)
+        pe = config.pe
+        label = f"{pe.rows}x{pe.cols}x{pe.simd}, {config.buffers.input_bytes} B"
+        print(f"  {label:30s} {lut:6d}/{loo[0]:6.0f} {ff:6d}/{loo[1]:6.0f} {dsp:4d}/{dsp_count(config, family):4d} "
+              f"{bram:4d}/{memory_counts(config, family)[0]:4d}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--families", nargs="+", default=list(SHAPES), choices=list(SHAPES), help="FPGA families")
+    parser.add_argument("--report-only", action="store_true", help="print the table without synthesizing")
+    args = parser.parse_args()
+    version = yosys_version()
+    fresh = {"yosys": version, "program": PROGRAM, "results": []}
+    store = json.loads(CALIBRATION.read_text()) if CALIBRATION.exists() else fresh
+    if (store["yosys"], store.get("program")) != (version, PROGRAM):
+        store = fresh
+    for family in args.families:
+        for shape in [] if args.report_only else SHAPES[family]:
+            config = shape_config(*shape)
+            if any(r["family"] == family and r["config"] == config for r in store["results"]):
+                continue
+            store["results"].append(measure(family, config))
+            print(f"{family} {config['name']}: {store['results'][-1]['seconds']} s", flush=True)
+            atomic_write_text(CALIBRATION, json.dumps(store, indent=1) + "\n")
+        report(family)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,228 @@
+"""Resource estimate of the accelerator on an FPGA family, before any synthesis.
+
+- DSPs are counted exactly from the template: every multiplier of the design (PE lanes, the
+  post-processing lanes of the convolution engine and of the vector unit, the vector unit's
+  products and the address products of both engines, as Yosys merges them), each split into
+  DSP cells by the rules of Yosys' `mul2dsp` techmap with the family's DSP size (`DSP_RULES`).
+- Block RAMs and SPRAMs are counted from the buffer banks (`hwgen.buffers.bank_shape`), each
+  bank in the cheapest RAM aspect ratio that keeps byte write enables.
+- LUTs and flip-flops come from a linear model over structural counts (`features`), fitted by
+  least squares to real Yosys synthesis of small configurations (`calibration.json`, written
+  by `bench/calibrate_resources.py`).
+
+Totals cover the accelerator with an empty program ROM; a network's program adds its ROM.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+from amaranth.utils import ceil_log2
+
+from boards.devices import Resources
+from hwgen.accumulator import accumulator_shape
+from hwgen.buffers import bank_shape
+from hwgen.config import AcceleratorConfig
+from hwgen.isa import PAYLOADS, Opcode
+from hwgen.layout import ACC_BYTES, bank_bytes
+from hwgen.vector_unit import ACC_SHAPE as VECTOR_ACC_SHAPE
+from planner.errors import HwgenError
+from planner.quant import MULTIPLIER_BITS
+
+CALIBRATION = Path(__file__).with_name("calibration.json")
+FAMILIES = ("ecp5", "ice40")
+
+
+@dataclass(frozen=True)
+class DspRule:
+    """Yosys' DSP mapping parameters of a family (`mul2dsp.v` defines): operand widths one DSP
+    takes, and the smallest operands / product it is used for."""
+
+    a_max: int
+    b_max: int
+    a_min: int
+    b_min: int
+    y_min: int = 0
+
+
+DSP_RULES = {"ecp5": DspRule(18, 18, 2, 2), "ice40": DspRule(16, 16, 2, 2, 11)}
+BRAM_SHAPES = {
+    # (data bits, depth) of one block RAM in each aspect ratio that keeps 8-bit write enables
+    "ecp5": ((32, 512), (16, 1024), (8, 2048), (4, 4096), (2, 8192), (1, 16384)),  # DP16KD, 9-bit bytes
+    "ice40": ((16, 256), (8, 512), (4, 1024), (2, 2048)),  # SB_RAM40_4K
+}
+SPRAM_BITS, SPRAM_WORDS = 16, 16384  # SB_SPRAM256KA
+SPRAM_FAMILY = "ice40"
+
+
+@dataclass(frozen=True)
+class Multiplier:
+    """`count` multipliers `a_width x b_width -> y_width` bits; `primitive`: instantiated as one
+    DSP cell by the template (`hwgen.dsp`) rather than inferred."""
+
+    where: str
+    a_width: int
+    b_width: int
+    y_width: int
+    signed: bool
+    count: int = 1
+    primitive: bool = False
+
+
+def mul2dsp_cells(a: int, b: int, y: int, a_signed: bool, b_signed: bool, rule: DspRule, inferred: bool = True) -> int:
+    """DSP cells Yosys' `mul2dsp` makes of one `a x b -> y` multiplier (the rest goes to LUTs):
+    the wider operand first, operands split into DSP-sized slices, slices below the minimum
+    widths left to logic. `inferred` is False for the slices it creates (no reordering)."""
+    if inferred and a < b:
+        a, b, a_signed, b_signed = b, a, b_signed, a_signed
+    if a < rule.a_min or b < rule.b_min or y < rule.y_min:
+        return 0
+    if a > rule.a_max:
+        n = (a - 1) // rule.a_max
+        last = a - n * rule.a_max
+        return (n * mul2dsp_cells(rule.a_max, b, min(y, b + rule.a_max), False, b_signed, rule, False)
+                + mul2dsp_cells(last, b, b + last, a_signed, b_signed, rule, False))
+    if b > rule.b_max:
+        n = (b - 1) // rule.b_max
+        last = b - n * rule.b_max
+        return (n * mul2dsp_cells(a, rule.b_max, min(y, a + rule.b_max), a_signed, False, rule, False)
+                + mul2dsp_cells(a, last, a + last, a_signed, b_signed, rule, False))
+    return 1
+
+
+def _field_bits(opcode: Opcode, name: str) -> int:
+    return dict(PAYLOADS[opcode])[name].shape.width
+
+
+def multipliers(config: AcceleratorConfig) -> tuple[Multiplier, ...]:
+    """Every multiplier of the accelerator with the operand widths synthesis sees (after
+    Yosys' width reduction), following `hwgen.pe`, `hwgen.postprocess`, `hwgen.conv_engine`
+    and `hwgen.vector_unit`."""
+    pe, widths = config.pe, config.widths
+    R, C, S = pe.rows, pe.cols, pe.simd
+    coefficient = MULTIPLIER_BITS + 1  # the unsigned requantisation multiplier as a signed operand
+    stride = _field_bits(Opcode.CONVCFG, "stride")
+    pitch = _field_bits(Opcode.CONVCFG, "in_row_pitch")
+    in_rows = _field_bits(Opcode.CONVCFG, "in_rows")
+    conv_pixel = ceil_log2(bank_bytes(config, "input") // S)  # ConvEngine.pixel_bits
+    vec_pixel = ceil_log2(bank_bytes(config, "input") // (2 * C * S)) + 1 + ceil_log2(C)  # VectorUnit._pixel_bits
+    records = ceil_log2(bank_bytes(config, "acc") // (ACC_BYTES * R))  # ConvEngine.acc_bits
+    conv_sum = max(accumulator_shape(config).width, 32) + 1  # accumulator + int32 bias
+    groups = _field_bits(Opcode.CONV, "last_group_cols"), _field_bits(Opcode.CONV, "oc_groups")
+    return (
+        Multiplier("PE lane (x - zx) * w", widths.activation + 1, widths.weight, widths.activation + widths.weight + 1,
+                   True, R * C * S, primitive=True),
+        Multiplier("convolution requantisation", conv_sum, coefficient, conv_sum + coefficient - 1, True, R),
+        Multiplier("vector unit (x - zx) * multiplier", widths.activation + 1, coefficient,
+                   widths.activation + coefficient, True, S),
+        Multiplier("vector unit requantisation", VECTOR_ACC_SHAPE.width, coefficient,
+                   VECTOR_ACC_SHAPE.width + coefficient, True, S),
+        # stride * pitch: the convolution engine's row step and the vector unit's strided row,
+        # one cell once the design is flattened (both read the CONVCFG register)
+        Multiplier("row step stride * pitch", stride, pitch, stride + pitch, False),
+        Multiplier("conv stride * stride", stride, stride, 2 * stride, False),
+        Multiplier("conv output-row step", 2 * stride, pitch, min(2 * stride + pitch, conv_pixel), False),
+        Multiplier("conv in_rows * stride", in_rows, stride, in_rows + stride, False),
+        Multiplier("conv channel-group plane", in_rows + stride, pitch, min(in_rows + stride + pitch, conv_pixel),
+                   False),
+        Multiplier("conv last-set records", *groups, min(sum(groups), records), False),
+        Multiplier("vector output-row step", stride, stride + pitch, min(2 * stride + pitch, vec_pixel), False),
+        # in_rows * (strided row or pitch): Yosys' `share` makes the two products one multiplier
+        Multiplier("vector channel-group step", in_rows, stride + pitch, min(in_rows + stride + pitch, vec_pixel),
+                   False),
+        Multiplier("vector phase wrap", stride + 1, pitch + 1, min(stride + pitch + 2, vec_pixel), True),
+    )
+
+
+def dsp_count(config: AcceleratorConfig, family: str) -> int:
+    """DSP cells (MULT18X18D on ECP5, SB_MAC16 on iCE40) of the accelerator."""
+    rule = DSP_RULES[family]
+    total = 0
+    for m in multipliers(config):
+        fits_one = max(m.a_width, m.b_width) <= max(rule.a_max, rule.b_max)
+        inferred = mul2dsp_cells(m.a_width, m.b_width, m.y_width, m.signed, m.signed, rule)
+        per = 1 if m.primitive and fits_one else inferred
+        total += m.count * per
+    return total
+
+
+def _rams(word_bits: int, depth: int, shapes: tuple[tuple[int, int], ...]) -> int:
+    return min(math.ceil(word_bits / bits) * math.ceil(depth / words) for bits, words in shapes)
+
+
+def memory_counts(config: AcceleratorConfig, family: str) -> tuple[int, int]:
+    """(block RAMs, SPRAMs) of the buffer banks: two banks per buffer, the input buffer as
+    even and odd word halves; SPRAM banks (`buffers.spram`) only on iCE40."""
+    bram = spram = 0
+    for kind, halves in (("input", 2), ("weight", 1), ("param", 1), ("acc", 1)):
+        word, depth = bank_shape(config, kind)
+        banks = 2 * halves
+        if kind in config.buffers.spram and family == SPRAM_FAMILY:
+            spram += banks * 8 * word // SPRAM_BITS * math.ceil(depth // halves / SPRAM_WORDS)
+        else:
+            bram += banks * _rams(8 * word, depth // halves, BRAM_SHAPES[family])
+    return bram, spram
+
+
+FEATURES = ("constant", "rows", "PE lanes", "PE pipeline bits")
+
+
+def features(config: AcceleratorConfig) -> np.ndarray:
+    """Structural counts the LUT and flip-flop models are linear in: a constant (sequencer,
+    DMA, the engines' control), the rows (a post-processing lane each), the PE lanes (`rows *
+    cols * simd`: multiplier operands and adder trees) and the PEs' accumulator-wide pipeline
+    bits (`rows * cols * accumulator bits * (2 + log2 simd)`: accumulator, initial-value
+    registers, drain words)."""
+    pe = config.pe
+    pes = pe.rows * pe.cols
+    return np.array([1.0, pe.rows, pes * pe.simd, pes * accumulator_shape(config).width * (2 + math.log2(pe.simd))])
+
+
+def logic_cells(family: str, cells: dict[str, int]) -> tuple[int, int]:
+    """(LUTs, flip-flops) of a Yosys cell count as the place-and-route report counts them:
+    ECP5 TRELLIS_COMB (LUT4, two per CCU2C carry, two per TRELLIS_DPR16X4 RAM) and TRELLIS_FF;
+    iCE40 logic cells' LUTs (SB_LUT4) and flip-flops (SB_DFF*)."""
+    if family == "ecp5":
+        luts = cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0) + 2 * cells.get("TRELLIS_DPR16X4", 0)
+        return luts, cells.get("TRELLIS_FF", 0)
+    return cells.get("SB_LUT4", 0), sum(n for cell, n in cells.items() if cell.startswith("SB_DFF"))
+
+
+def calibration_points(family: str) -> list[tuple[dict, dict[str, int]]]:
+    """Stored Yosys results of `family`: (config mapping, cells by type)."""
+    if not CALIBRATION.exists():
+        return []
+    return [(entry["config"], entry["cells"]) for entry in json.loads(CALIBRATION.read_text())["results"]
+            if entry["family"] == family]
+
+
+def fit(points: list[tuple[AcceleratorConfig, tuple[int, int]]]) -> np.ndarray:
+    """Least-squares coefficients (2 x features) of LUTs and flip-flops over measured configs."""
+    x = np.array([features(config) for config, _ in points])
+    y = np.array([measured for _, measured in points], dtype=float)
+    coefficients, *_ = np.linalg.lstsq(x, y, rcond=None)
+    return coefficients.T
+
+
+@lru_cache(maxsize=None)
+def _model(family: str) -> np.ndarray:
+    from hwgen.config import config_from_dict
+
+    points = [(config_from_dict(config), logic_cells(family, cells)) for config, cells in calibration_points(family)]
+    if len(points) < len(FEATURES):
+        raise HwgenError(f"{CALIBRATION}: {len(points)} {family} synthesis results; the LUT/FF model needs at least "
+                         f"{len(FEATURES)} (run bench/calibrate_resources.py)")
+    return fit(points)
+
+
+def estimate(config: AcceleratorConfig, family: str) -> Resources:
+    """Estimated resources of the accelerator for `config` on a `family` device."""
+    if family not in FAMILIES:
+        raise HwgenError(f"no resource model for FPGA family {family!r}; known: {', '.join(FAMILIES)}")
+    lut, ff = (max(0, round(v)) for v in _model(family) @ features(config))
+    bram, spram = memory_counts(config, family)
+    return Resources(lut=lut, ff=ff, dsp=dsp_count(config, family), bram=bram, spram=spram)

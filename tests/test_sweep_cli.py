@@ -1,0 +1,72 @@
+"""`hwgen sweep`: every output file, results equal to `hwgen plan`, device limits, clean errors."""
+from __future__ import annotations
+
+import csv
+import json
+import xml.etree.ElementTree as ElementTree
+
+import pytest
+import yaml
+
+from boards.devices import device
+from hwgen.cli import main
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def plan_cycles(config: dict, tmp_path, capsys) -> int:
+    """Total cycles `hwgen plan --json` predicts for a configuration."""
+    path = tmp_path / f"{config['name']}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert main(["plan", "digits", "--hw", str(path), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)["total"]["cycles"]
+
+
+def test_sweep_writes_every_output_and_matches_hwgen_plan(tmp_path, capsys):
+    space = tmp_path / "space.yaml"
+    space.write_text("base: default\npe: {rows: [4, 16], cols: [2, 8], simd: [2]}\n")
+    out = tmp_path / "out"
+    assert main(["sweep", "digits", "--space", str(space), "--jobs", "2", "-o", str(out)]) == 0
+    assert "4 evaluated, 0 cached" in capsys.readouterr().out
+
+    with open(out / "points.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    points = json.loads((out / "points.json").read_text())["points"]
+    assert [(int(r["pe.rows"]), int(r["pe.cols"])) for r in rows] == [(4, 2), (4, 8), (16, 2), (16, 8)]
+    totals = device("ecp5-85f").totals
+    for row, point in zip(rows, points):
+        assert int(row["cycles"]) == plan_cycles(point["config"], tmp_path, capsys)
+        assert float(row["latency_s"]) == pytest.approx(int(row["cycles"]) / 100e6)  # default clock: 100 MHz
+        over = any(int(row[f"est_{name}"]) > getattr(totals, name) for name in ("lut", "ff", "dsp", "bram", "spram"))
+        assert row["status"] == ("infeasible" if over else "ok")
+        if over:
+            assert row["reason"].startswith("exceeds ecp5-85f:")
+    assert rows[3]["status"] == "infeasible" and "dsp" in rows[3]["reason"]  # 16 x 8 x 2 = 256 PE multipliers
+
+    feasible = [r for r in rows if r["status"] == "ok"]
+    fastest = min(feasible, key=lambda r: float(r["latency_s"]))
+    summary = (out / "summary.md").read_text()
+    assert f"| latency | {float(fastest['latency_s']) * 1e3:.4g} ms per inference | {fastest['label']} |" in summary
+    fronts = json.loads((out / "fronts.json").read_text())
+    assert set(fronts) == {"latency_vs_dsp", "latency_vs_lut", "energy_vs_area"}
+    for name in fronts:
+        assert (out / f"{name}.png").read_bytes().startswith(PNG_MAGIC)
+        assert ElementTree.parse(out / f"{name}.svg").getroot().tag.endswith("svg")
+        assert all(p["label"] in {r["label"] for r in feasible} for p in fronts[name]["points"])
+    assert not list(out.glob(".*.tmp"))
+
+    assert main(["sweep", "digits", "--space", str(space), "-o", str(out)]) == 0
+    assert "0 evaluated, 4 cached" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--jobs", "0"], "--jobs 0: expected at least 1"),
+    (["--timeout", "-1"], "--timeout -1.0: expected a positive number"),
+    (["--device", "virtex7"], "unknown device 'virtex7'"),
+    (["--hw", "setup_a", "--synth"], "--synth needs a device"),
+    (["--space", "no-such-space.yaml"], "no-such-space.yaml: cannot read"),
+])
+def test_bad_options_give_one_clear_error(tmp_path, capsys, arguments, message):
+    assert main(["sweep", "digits", "-o", str(tmp_path / "out"), *arguments]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("hwgen sweep: error:") and message in error

@@ -1,0 +1,109 @@
+"""The sweep's resource estimate against Yosys: DSP cells and RAM blocks exactly, LUTs and
+flip-flops within a stated error of stored synthesis results."""
+from __future__ import annotations
+
+import pytest
+from amaranth.back.verilog import convert
+
+from boards.yosys import SYNTH, cell_counts, family_sources, retype_command, synthesize
+from hwgen.accelerator import Accelerator
+from hwgen.buffers import DoubleBuffer
+from hwgen.config import config_from_dict
+from hwgen.program import Program
+from planner.errors import HwgenError
+from planner.sweep.resources import (CALIBRATION, DSP_RULES, FEATURES, calibration_points, dsp_count, estimate,
+                                     features, fit, logic_cells, memory_counts, mul2dsp_cells)
+
+DSP_CELL = {"ecp5": "MULT18X18D", "ice40": "SB_MAC16"}
+RAM_CELLS = {"ecp5": ("DP16KD",), "ice40": ("SB_RAM40_4K",)}
+PLATFORM_DEVICE = {"ecp5": "LFE5U-85F", "ice40": "iCE40UP5K"}
+LOGIC_TOLERANCE = 0.25  # leave-one-out relative error allowed for LUTs and flip-flops
+
+
+class Platform:
+    def __init__(self, family: str):
+        self.device = PLATFORM_DEVICE[family]
+
+
+def config(rows: int, cols: int, simd: int, buffer_bytes: int, bus: int, spram: tuple[str, ...] = ()):
+    return config_from_dict({
+        "name": "t", "clock_mhz": 50, "pe": {"rows": rows, "cols": cols, "simd": simd},
+        "widths": {"activation": 8, "weight": 8, "accumulator": 32},
+        "buffers": {"input_bytes": buffer_bytes, "weight_bytes": buffer_bytes, "output_bytes": buffer_bytes,
+                    "spram": list(spram)},
+        "dram": {"bus_width_bits": bus, "bandwidth_bytes_per_cycle": 1, "latency_cycles": 4, "burst_beats": 4}})
+
+
+MULTIPLIERS = [  # (a bits, b bits, product bits, signed): one DSP, splits, slices left to logic
+    (9, 8, 17, True), (34, 17, 50, True), (19, 19, 38, False), (3, 12, 10, False), (4, 13, 10, True),
+    (1, 8, 9, False), (40, 40, 80, True),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["ecp5", "ice40"])
+def test_multiplier_splitting_follows_yosys(family):
+    for a, b, y, signed in MULTIPLIERS:
+        kind = "signed " if signed else ""
+        verilog = (f"module top(input clk, input {kind}[{a - 1}:0] a, input {kind}[{b - 1}:0] b, "
+                   f"output reg [{y - 1}:0] p); always @(posedge clk) p <= a * b; endmodule\n")
+        measured = synthesize(family, verilog).get(DSP_CELL[family], 0)
+        assert mul2dsp_cells(a, b, y, signed, signed, DSP_RULES[family]) == measured, (a, b, y, signed)
+
+
+def coarse_cells(family: str, verilog: str) -> dict[str, int]:
+    """Cells after Yosys' coarse synthesis, where the DSPs are mapped (the rest of the flow
+    does not add or remove DSPs)."""
+    retype = retype_command(family)
+    stub = f"read_verilog -lib {family}_cells.v; " if family_sources(family) else ""
+    script = (f"{stub}read_verilog top.v; hierarchy -top top; proc; splitnets; {SYNTH[family]} -top top -run :map_ram"
+              + (f"; {retype}" if retype else ""))
+    return cell_counts(script, {"top.v": verilog, **family_sources(family)}, "top")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family, shape", [("ecp5", (4, 2, 4, 16384, 32)), ("ice40", (2, 4, 2, 8192, 8))])
+def test_dsp_count_of_the_whole_accelerator_is_exact(family, shape):
+    cfg = config(*shape)
+    verilog = convert(Accelerator(cfg, Program()), name="top", platform=Platform(family))
+    assert dsp_count(cfg, family) == coarse_cells(family, verilog).get(DSP_CELL[family], 0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family, shape", [
+    ("ecp5", (2, 2, 2, 4096, 16)), ("ecp5", (8, 4, 2, 65536, 32)),
+    ("ice40", (2, 4, 2, 32768, 8)),
+    ("ice40", (2, 2, 2, 65536, 16, ("input", "weight"))),
+])
+def test_buffer_ram_blocks_are_exact(family, shape):
+    cfg = config(*shape)
+    blocks = spram = 0
+    for kind, halves, copies in (("input", 2, 2), ("weight", 1, 1), ("param", 1, 1), ("acc", 1, 1)):
+        buffer = DoubleBuffer.from_config(cfg, kind, halves=halves)
+        cells = synthesize(family, convert(buffer, name="top", platform=Platform(family)))
+        blocks += copies * sum(cells.get(cell, 0) for cell in RAM_CELLS[family])
+        spram += copies * cells.get("SB_SPRAM256KA", 0)
+    assert memory_counts(cfg, family) == (blocks, spram)
+
+
+def test_dsp_count_follows_the_template_structure():
+    # ECP5: each PE lane one MULT18X18D; requantisation (34 x 17 bits) two per row; the vector
+    # unit one product and two requantisation DSPs per lane; nine address products
+    for rows, cols, simd in ((2, 2, 2), (4, 2, 4), (8, 4, 4), (16, 8, 8)):
+        cfg = config(rows, cols, simd, 4096, 16)
+        assert dsp_count(cfg, "ecp5") == rows * cols * simd + 2 * rows + 3 * simd + 9
+
+
+@pytest.mark.parametrize("family", ["ecp5", "ice40"])
+def test_logic_estimate_predicts_each_stored_synthesis_from_the_others(family):
+    points = [(config_from_dict(c), logic_cells(family, cells)) for c, cells in calibration_points(family)]
+    assert len(points) > len(FEATURES), f"{CALIBRATION}: too few {family} results; run bench/calibrate_resources.py"
+    for i, (cfg, measured) in enumerate(points):
+        predicted = fit(points[:i] + points[i + 1:]) @ features(cfg)
+        for name, m, p in zip(("LUT", "FF"), measured, predicted):
+            assert abs(p - m) <= LOGIC_TOLERANCE * m, f"{family} {cfg.name} {name}: measured {m}, predicted {p:.0f}"
+
+
+def test_estimate_checks_the_family():
+    with pytest.raises(HwgenError, match="known: ecp5, ice40"):
+        estimate(config(2, 2, 2, 4096, 16), "xilinx")
