@@ -19,7 +19,8 @@ from boards.main_memory import HostPort
 from boards.protocol import (CHECKSUM_ALIGNMENT, CHECKSUM_REQUEST, FRAME_CRC, MAX_DATA, MAX_REQUEST_PAYLOAD,
                              READ_REQUEST, REGION_CRC, REPLY_BYTES, REPLY_SYNC, REQUEST_SYNC, STATUS_BUSY, STATUS_DONE,
                              WRITE_ADDRESS, Command, DeviceInfo, Status)
-from hwgen.sequencer import COUNTERS_LAYOUT
+from hwgen.sequencer import COUNTERS_LAYOUT, program_write_signature
+from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
 
 ARGUMENT_BYTES = CHECKSUM_REQUEST.size  # the longest fixed part of a request payload
 REPLY_INDEX_BITS = (max(REPLY_BYTES.values()) - 1).bit_length()
@@ -29,20 +30,24 @@ class Bridge(wiring.Component):
     """Serves the host protocol for a device described by `info` (memory size, clock, build id)
     on a memory of `word_bytes`-byte words. `gap_cycles`: clock cycles of silence that abandon a
     partly received request. `error` is high from a refused request until the next request is
-    served."""
+    served. With `program_memory`, PROGRAM requests write halfwords into the accelerator's
+    program memory through `program` (`SPRAM_WORDS` halfwords)."""
 
-    def __init__(self, info: DeviceInfo, gap_cycles: int, word_bytes: int):
+    def __init__(self, info: DeviceInfo, gap_cycles: int, word_bytes: int, *, program_memory: bool = False):
         if CHECKSUM_ALIGNMENT % word_bytes:
             raise ValueError(f"a {word_bytes}-byte memory word does not divide CHECKSUM_ALIGNMENT")
         self.info = info
         self.gap_cycles = gap_cycles
         self.word_bytes = word_bytes
-        super().__init__({
+        members = {
             "rx": In(stream.Signature(8)), "tx": Out(stream.Signature(8)),
             "memory": Out(HostPort(word_bytes)),
             "start": Out(1), "busy": In(1), "done": In(1), "counters": In(COUNTERS_LAYOUT),
             "error": Out(1),
-        })
+        }
+        if program_memory:
+            members["program"] = Out(program_write_signature(SPRAM_WORDS, SPRAM_BITS))
+        super().__init__(members)
 
     def elaborate(self, platform) -> Module:
         m = Module()
@@ -54,7 +59,8 @@ class Bridge(wiring.Component):
         buffer_write, buffer_read = buffer.write_port(), buffer.read_port()
 
         payload_range = range(MAX_REQUEST_PAYLOAD + 1)
-        span = range(self.info.memory_bytes + 1)  # memory addresses and their ends
+        program_bytes = SPRAM_WORDS * SPRAM_BITS // 8 if "program" in self.signature.members else 0
+        span = range(max(self.info.memory_bytes, program_bytes) + 1)  # memory addresses and their ends
         command = Signal(8)
         length_low = Signal(8)
         length = Signal(payload_range)
@@ -85,12 +91,13 @@ class Bridge(wiring.Component):
         with m.Switch(command):
             with m.Case(Command.READ):
                 m.d.comb += size.eq(arguments[8 * WRITE_ADDRESS.size:8 * READ_REQUEST.size])
-            with m.Case(Command.WRITE):
+            with m.Case(Command.WRITE, Command.PROGRAM):
                 m.d.comb += size.eq(length - WRITE_ADDRESS.size)
             with m.Case(Command.CHECKSUM):
                 m.d.comb += size.eq(arguments[8 * WRITE_ADDRESS.size:8 * CHECKSUM_REQUEST.size])
         request_end = start_addr + size
         in_memory = (size != 0) & (request_end <= self.info.memory_bytes)
+        in_program = request_end <= program_bytes
 
         def refuse(code: Status) -> None:
             m.d.sync += status.eq(code)
@@ -201,6 +208,18 @@ class Bridge(wiring.Component):
                         with m.Else():
                             m.d.comb += region_crc.start.eq(1)
                             accept_range("SUM")
+                    if program_bytes:
+                        with m.Case(Command.PROGRAM):
+                            with m.If((length <= WRITE_ADDRESS.size) | size[0]):
+                                refuse(Status.BAD_LENGTH)
+                            with m.Elif(start_addr[0]):
+                                refuse(Status.UNALIGNED)
+                            with m.Elif(~in_program):
+                                refuse(Status.OUT_OF_RANGE)
+                            with m.Elif(self.busy):
+                                refuse(Status.BUSY)
+                            with m.Else():
+                                accept_range("PROGRAM_LOW")
                     with m.Default():
                         refuse(Status.BAD_COMMAND)
 
@@ -214,6 +233,24 @@ class Bridge(wiring.Component):
                     m.d.sync += [pointer.eq(pointer + 1), count.eq(count + 1)]
                     m.next = "COPY_READ"
                     with m.If(pointer + 1 == end):
+                        m.d.sync += count.eq(0)
+                        m.next = "REPLY"
+
+            if program_bytes:
+                low = Signal(8)
+                with m.State("PROGRAM_LOW"):  # PROGRAM: buffer -> program memory, a halfword per three cycles
+                    m.d.comb += [buffer_read.addr.eq(WRITE_ADDRESS.size + count), buffer_read.en.eq(1)]
+                    m.next = "PROGRAM_HIGH"
+                with m.State("PROGRAM_HIGH"):
+                    m.d.comb += [buffer_read.addr.eq(WRITE_ADDRESS.size + count + 1), buffer_read.en.eq(1)]
+                    m.d.sync += low.eq(buffer_read.data)
+                    m.next = "PROGRAM_WRITE"
+                with m.State("PROGRAM_WRITE"):
+                    m.d.comb += [self.program.addr.eq(pointer >> 1), self.program.data.eq(Cat(low, buffer_read.data)),
+                                 self.program.en.eq(1)]
+                    m.d.sync += [pointer.eq(pointer + 2), count.eq(count + 2)]
+                    m.next = "PROGRAM_LOW"
+                    with m.If(pointer + 2 == end):
                         m.d.sync += count.eq(0)
                         m.next = "REPLY"
 

@@ -33,11 +33,13 @@ class BoardBuild:
     products: FlowProducts
 
 
-def memory_bytes(board: Board, image_bytes: int) -> int:
-    """Main memory for `board`: the UP5K's SPRAM, or block RAM sized to the ECP5 device."""
+def memory_bytes(board: Board, image_bytes: int, config: AcceleratorConfig | None = None) -> int:
+    """Main memory for `board`: the UP5K's SPRAM (less the one `config`'s program memory takes),
+    or block RAM sized to the ECP5 device."""
     dev = board.device_info
     if dev.totals.spram:
-        return SPRAM_BYTES
+        program = config is not None and config.template.program_memory == "spram"
+        return SPRAM_BYTES - (SPRAM_BYTES // dev.totals.spram if program else 0)
     size = 1 << ((dev.bram_bytes // 4).bit_length() - 1)
     while size < image_bytes:
         size *= 2
@@ -72,7 +74,7 @@ def build_board(board: Board, config: AcceleratorConfig, compiled: CompiledNetwo
     platform = board.create_platform()
     board_clock_mhz = platform.default_clk_frequency / 1e6
     clock_mhz = pll_output_mhz(board.device_info.family, board_clock_mhz, config.clock_mhz)
-    soc = SocCore(config, compiled, memory_bytes(board, compiled.memory.size), round(clock_mhz * 1e6), BAUD)
+    soc = SocCore(config, compiled, memory_bytes(board, compiled.memory.size, config), round(clock_mhz * 1e6), BAUD)
     products = implement(platform, BoardTop(board, soc, board_clock_mhz, clock_mhz), board.device_info, Path(workdir))
     report = parse_reports(products.report, products.stat, board.device_info, clock_mhz, products.seconds, board.name)
     return BoardBuild(report, products)

@@ -49,17 +49,18 @@ class Command(IntEnum):
     READ = 0x05      # u32 address, u16 length (1..MAX_DATA) -> data
     WRITE = 0x06     # u32 address, data (1..MAX_DATA bytes) -> empty; BUSY while running
     CHECKSUM = 0x07  # u32 address, u32 length (>= 1), both multiples of CHECKSUM_ALIGNMENT -> u32 CRC-32
+    PROGRAM = 0x08   # u32 even address, data (2..MAX_DATA bytes, even) into the program memory -> empty
 
 
 class Status(IntEnum):
     OK = 0x00
     BAD_CRC = 0x01        # the request's CRC did not match
-    BAD_COMMAND = 0x02    # unknown command byte
-    BAD_LENGTH = 0x03     # payload length wrong for the command, or over MAX_REQUEST_PAYLOAD
-    OUT_OF_RANGE = 0x04   # address range outside memory, or a READ/CHECKSUM of 0 bytes
-    BUSY = 0x05           # START or WRITE while the accelerator runs
+    BAD_COMMAND = 0x02    # unknown command byte, or PROGRAM without a writable program memory
+    BAD_LENGTH = 0x03     # payload length wrong for the command (PROGRAM: an odd number of data bytes), or over MAX_REQUEST_PAYLOAD
+    OUT_OF_RANGE = 0x04   # address range outside memory (PROGRAM: the program memory), or a READ/CHECKSUM of 0 bytes
+    BUSY = 0x05           # START, WRITE or PROGRAM while the accelerator runs
     TRUNCATED = 0x06      # the request stopped before its end (FRAME_GAP_BYTE_TIMES of silence)
-    UNALIGNED = 0x07      # a CHECKSUM address or length not a multiple of CHECKSUM_ALIGNMENT
+    UNALIGNED = 0x07      # a CHECKSUM address or length not a multiple of CHECKSUM_ALIGNMENT, a PROGRAM address odd
 
 
 STATUS_BUSY = 0x01
@@ -112,14 +113,19 @@ class DeviceInfo:
 
 
 REPLY_BYTES = {Command.IDENTIFY: DeviceInfo.LAYOUT.size, Command.STATUS: STATUS_REPLY.size, Command.START: 0,
-               Command.COUNTERS: COUNTERS_REPLY.size, Command.WRITE: 0, Command.CHECKSUM: CHECKSUM_REPLY.size}
+               Command.COUNTERS: COUNTERS_REPLY.size, Command.WRITE: 0, Command.CHECKSUM: CHECKSUM_REPLY.size,
+               Command.PROGRAM: 0}
 """Reply payload bytes of every command but READ (whose reply has the requested length)."""
 
 
 def build_id(program: Program, config: AcceleratorConfig) -> int:
     """CRC-32 of the program (instructions, descriptors) and the configuration it runs on: tells
-    the host which program a bitstream's ROM holds, on which hardware."""
-    text = json.dumps({"program": program.to_dict(), "config": config.to_dict()}, sort_keys=True)
+    the host which program a bitstream's ROM holds, on which hardware. With a writable (SPRAM)
+    program memory the bitstream holds no program, so the id covers the configuration alone
+    (the host loads the program)."""
+    spram = config.template.program_memory == "spram"
+    text = json.dumps({"config": config.to_dict()} if spram else {"program": program.to_dict(), "config": config.to_dict()},
+                      sort_keys=True)
     return REGION_CRC.compute(text.encode())
 
 

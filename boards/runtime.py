@@ -16,6 +16,7 @@ from boards.protocol import (COUNTER_NAMES, CRC_BYTES, HEADER_BYTES, MAGIC, REPL
                              DeviceInfo, DeviceMismatch, ProtocolError, ReplyChecksumError, ReplyFramingError,
                              ReplyTimeout, Status)
 from boards.transport import Transport
+from hwgen.accelerator import program_regions
 from planner.compile.memory_map import ALIGNMENT, tensor_bytes
 from planner.compile.network import CompiledNetwork
 from planner.compile.packing import activation_from_image, activation_image
@@ -126,6 +127,12 @@ class Runtime:
             chunk = data[offset:offset + self.info.max_data]
             self.exchange(Command.WRITE, wire.WRITE_ADDRESS.pack(address + offset) + chunk)
 
+    def write_program(self, address: int, data: bytes) -> None:
+        """Write `data` (an even number of bytes) into the program memory at (even) `address`."""
+        for offset in range(0, len(data), self.info.max_data):
+            chunk = data[offset:offset + self.info.max_data]
+            self.exchange(Command.PROGRAM, wire.WRITE_ADDRESS.pack(address + offset) + chunk)
+
     def checksum(self, address: int, count: int) -> int:
         """CRC-32 (as `zlib.crc32`) of `count` bytes of main memory from `address` (both multiples
         of `CHECKSUM_ALIGNMENT`)."""
@@ -174,10 +181,15 @@ class Runtime:
         return size == 0 or self.checksum(0, size) == wire.REGION_CRC.compute(compiled.image[:size].tobytes())
 
     def load(self, compiled: CompiledNetwork, *, force: bool = False) -> bool:
-        """Make the device ready for `compiled`: check its program, and write the memory image
-        unless the constants are already there (a bitstream carries them in block RAM).
+        """Make the device ready for `compiled`: check its program, write the instructions into
+        a writable (SPRAM) program memory with its descriptor table (always: it cannot be read
+        back), and write the memory
+        image unless the constants are already there (a bitstream carries them in block RAM).
         Returns whether the image was written; an error if it does not read back."""
         self.check_build(compiled)
+        if compiled.config.template.program_memory == "spram":
+            for start, halfwords in program_regions(compiled.program, compiled.config):
+                self.write_program(2 * start, np.array(halfwords, dtype="<u2").tobytes())
         if not force and self.image_loaded(compiled):
             return False
         self.write(0, compiled.image.tobytes())

@@ -62,7 +62,10 @@ class SocCore(wiring.Component):
         m.submodules.uart_rx = uart_rx = UartRx(self.divisor)
         m.submodules.uart_tx = uart_tx = UartTx(self.divisor)
         gap_cycles = FRAME_GAP_BYTE_TIMES * FRAME_BITS * self.divisor
-        m.submodules.bridge = bridge = Bridge(self.info, gap_cycles, word_bytes(accelerator.port.signature))
+        m.submodules.bridge = bridge = Bridge(self.info, gap_cycles, word_bytes(accelerator.port.signature),
+                                              program_memory="program_write" in accelerator.signature.members)
+        if "program_write" in accelerator.signature.members:
+            wiring.connect(m, bridge.program, accelerator.program_write)
         wiring.connect(m, uart_rx.data, bridge.rx)
         wiring.connect(m, bridge.tx, uart_tx.data)
         wiring.connect(m, bridge.memory, memory.host)

@@ -1,6 +1,9 @@
 """The top-level accelerator: sequencer, load/store units with one DMA per buffer, double
 buffers, compute unit, and the external memory port. Parameterized by an AcceleratorConfig and
-a Program (instructions in the ROM, DMA descriptors in the descriptor table)."""
+a Program (instructions in the ROM, DMA descriptors in the descriptor table). With
+`template.program_memory == "spram"` the program is not part of the hardware: the host writes
+its instructions and descriptor table into the SPRAM program memory through `program_write`
+(`program_regions` gives the contents)."""
 from __future__ import annotations
 
 from amaranth.hdl import Module, Mux
@@ -12,14 +15,14 @@ from hwgen.buffers import DoubleBuffer, bank_shape
 from hwgen.compute_unit import ComputeUnit
 from hwgen.config import AcceleratorConfig
 from hwgen.dma import Dma, DmaParams
-from hwgen.dma_units import TransferUnit, assign_descriptor, table_params
-from hwgen.isa import Buffer
+from hwgen.dma_units import (LOAD_TARGETS, DescriptorReader, TransferUnit, assign_descriptor, descriptor_halfwords,
+                              descriptor_table_params, dma_params)
+from hwgen.fetch import check_program
 from hwgen.memory_port import MemoryPort
 from hwgen.program import Program
-from hwgen.sequencer import COUNTERS_LAYOUT, Sequencer
+from hwgen.sequencer import COUNTERS_LAYOUT, DESCRIPTOR_BASE, HALFWORDS, Sequencer, program_write_signature
+from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
 from planner.errors import ConfigError
-
-LOAD_TARGETS = {Buffer.INPUT: "input", Buffer.WEIGHT: "weight", Buffer.PARAM: "param", Buffer.ACC: "acc"}
 
 
 def check_generatable(config: AcceleratorConfig) -> None:
@@ -31,6 +34,9 @@ def check_generatable(config: AcceleratorConfig) -> None:
             raise ConfigError(f"pe.{name}: {value} must be a power of two to generate hardware")
     if pe.simd > pe.rows:
         raise ConfigError(f"pe.simd: {pe.simd} must not exceed pe.rows ({pe.rows}) to generate hardware")
+    if config.template.param_bank_channels < pe.rows:
+        raise ConfigError(f"template.param_bank_channels: {config.template.param_bank_channels} must be at least "
+                          f"pe.rows ({pe.rows}) to generate hardware")
     bus = config.dram.bus_width_bits // 8
     for kind in LOAD_TARGETS.values():
         word, _ = bank_shape(config, kind)
@@ -39,18 +45,21 @@ def check_generatable(config: AcceleratorConfig) -> None:
                               f"buffer word ({word * 8} bits); use a narrower bus or larger pe dimensions")
 
 
-def dma_params(config: AcceleratorConfig, kind: str) -> DmaParams:
-    word, depth = bank_shape(config, kind)
-    return DmaParams(bus_bytes=config.dram.bus_width_bits // 8, burst_beats=config.dram.burst_beats,
-                     buf_word_bytes=word, buf_depth=depth)
-
-
 def load_dma_params(config: AcceleratorConfig, table: DmaParams) -> DmaParams:
     """The shared load DMA: bus-word buffer words over the widest buffer address (`table`), so
     one DMA serves every buffer, each taking the bus words of its own words."""
     bus = config.dram.bus_width_bits // 8
     return DmaParams(bus_bytes=bus, burst_beats=config.dram.burst_beats, buf_word_bytes=bus,
-                     buf_depth=(1 << table.buf_addr_width) // bus)
+                     buf_depth=(1 << table.buf_addr_width) // bus, segment_fifos=config.template.segment_fifos)
+
+
+def program_regions(program: Program, config: AcceleratorConfig) -> list[tuple[int, list[int]]]:
+    """The SPRAM program memory's contents as (first halfword, halfwords): the instructions
+    from halfword 0 (instruction `i` at `8i..8i+7`, least significant first) and the
+    descriptor table from `DESCRIPTOR_BASE` (`hwgen.dma_units.descriptor_halfwords`)."""
+    mask = (1 << SPRAM_BITS) - 1
+    words = [(word >> (SPRAM_BITS * part)) & mask for word in program.instructions for part in range(HALFWORDS)]
+    return [(0, words), (DESCRIPTOR_BASE, descriptor_halfwords(descriptor_table_params(config), program.descriptors))]
 
 
 class Accelerator(wiring.Component):
@@ -58,25 +67,40 @@ class Accelerator(wiring.Component):
 
     def __init__(self, config: AcceleratorConfig, program: Program):
         check_generatable(config)
+        check_program(program, config)
         self.config = config
         self.program = program
-        super().__init__({
+        members = {
             "port": Out(MemoryPort.from_config(config.dram)),
             "start": In(1), "done": Out(1), "busy": Out(1),
             "counters": Out(COUNTERS_LAYOUT),
-        })
+        }
+        if config.template.program_memory == "spram":
+            members["program_write"] = In(program_write_signature(SPRAM_WORDS, SPRAM_BITS))
+        super().__init__(members)
 
     def elaborate(self, platform) -> Module:
         m = Module()
         config = self.config
-        m.submodules.sequencer = seq = Sequencer(self.program.instructions)
+        m.submodules.sequencer = seq = Sequencer(self.program.instructions, template=config.template)
         m.d.comb += [seq.start.eq(self.start), self.done.eq(seq.done), self.busy.eq(seq.busy),
                      self.counters.eq(seq.counters)]
+        if "program_write" in self.signature.members:
+            wiring.connect(m, wiring.flipped(self.program_write), seq.program_write)
 
         params = {kind: dma_params(config, kind) for kind in LOAD_TARGETS.values()}
-        table = table_params(list(params.values()))
-        m.submodules.load_unit = load_unit = TransferUnit(table, self.program.descriptors, len(LOAD_TARGETS))
-        m.submodules.store_unit = store_unit = TransferUnit(table, self.program.descriptors, 1)
+        table = descriptor_table_params(config)
+        spram = config.template.program_memory == "spram"
+        descriptors = None if spram else self.program.descriptors
+        m.submodules.load_unit = load_unit = TransferUnit(table, descriptors, len(LOAD_TARGETS))
+        m.submodules.store_unit = store_unit = TransferUnit(table, descriptors, 1)
+        if spram:  # the units read their descriptors from the program memory, stores first
+            m.submodules.descriptors = reader = DescriptorReader(table, 2)
+            wiring.connect(m, reader.memory, seq.memory_read)
+            for client, unit in enumerate((store_unit, load_unit)):
+                wiring.connect(m, unit.lookup, reader.lookup[client])
+                m.d.comb += [unit.filled.eq(reader.filled[client]), unit.entry.eq(reader.entry),
+                             reader.release[client].eq(unit.release)]
         m.submodules.compute = compute = ComputeUnit(config)
         for queue, unit in (("load", load_unit), ("store", store_unit), ("compute", compute)):
             wiring.connect(m, getattr(seq, queue), unit.cmd)

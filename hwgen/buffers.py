@@ -10,7 +10,7 @@ addressed.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory, ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
@@ -41,12 +41,18 @@ class DoubleBuffer(wiring.Component):
     With `spram`, each bank is a single-ported `SinglePortBank` (SB_SPRAM256KA on iCE40UP5K):
     its owner may read or write in a cycle, not both, which suits buffers that one side only
     writes (DMA) and the other only reads (compute): input and weight.
+
+    With `merged`, both banks live in one simple dual-port memory (the bank number is the top
+    address bit): one write and one read port for both sides, which suits buffers that one side
+    only writes (DMA) and the other only reads (compute): input, weight and param.
     """
 
-    def __init__(self, word_bytes: int, depth: int, *, spram: bool = False):
+    def __init__(self, word_bytes: int, depth: int, *, spram: bool = False, merged: bool = False):
+        assert not (spram and merged)
         self.word_bytes = word_bytes
         self.depth = depth
         self.spram = spram
+        self.merged = merged
         addr, word = ceil_log2(depth), unsigned(8 * word_bytes)
         super().__init__({
             "dma_wr": Out(WritePort.Signature(addr_width=addr, shape=word, granularity=8)),
@@ -65,10 +71,13 @@ class DoubleBuffer(wiring.Component):
         """The `input`, `weight`, `param` or `acc` buffer of a configuration (`halves=2`: one
         of the even/odd-word halves of the input buffer)."""
         word, depth = bank_shape(config, kind)
-        return cls(word, depth // halves, spram=kind in config.buffers.spram)
+        return cls(word, depth // halves, spram=kind in config.buffers.spram,
+                   merged=kind in config.template.merged_banks)
 
     def elaborate(self, platform) -> Module:
         m = Module()
+        if self.merged:
+            return self._merged(m)
         read_selects = (self.dma_read_bank, self.compute_bank)
         read_bank = [Signal(name=f"{side}_read_bank") for side in ("dma", "compute")]
         reads = []
@@ -88,6 +97,24 @@ class DoubleBuffer(wiring.Component):
             with m.If(read.en):
                 m.d.sync += read_bank[side].eq(read_selects[side])
             m.d.comb += read.data.eq(Mux(read_bank[side], reads[1].data, reads[0].data))
+        return m
+
+    def _merged(self, m: Module) -> Module:
+        """Both banks in one memory: the DMA side's write (else the compute side's) and the DMA
+        side's read (else the compute side's) at `Cat(addr, bank)`."""
+        m.submodules.banks = banks = Memory(shape=unsigned(8 * self.word_bytes), depth=2 << ceil_log2(self.depth), init=[])
+        write, read = banks.write_port(granularity=8), banks.read_port()
+        with m.If(self.dma_write_active):
+            m.d.comb += [write.addr.eq(Cat(self.dma_wr.addr, self.dma_write_bank)), write.data.eq(self.dma_wr.data),
+                         write.en.eq(self.dma_wr.en)]
+        with m.Else():
+            m.d.comb += [write.addr.eq(Cat(self.compute_wr.addr, self.compute_bank)),
+                         write.data.eq(self.compute_wr.data), write.en.eq(self.compute_wr.en)]
+        with m.If(self.dma_read_active):
+            m.d.comb += [read.addr.eq(Cat(self.dma_rd.addr, self.dma_read_bank)), read.en.eq(self.dma_rd.en)]
+        with m.Else():
+            m.d.comb += [read.addr.eq(Cat(self.compute_rd.addr, self.compute_bank)), read.en.eq(self.compute_rd.en)]
+        m.d.comb += [self.dma_rd.data.eq(read.data), self.compute_rd.data.eq(read.data)]
         return m
 
     def _bank(self, m: Module, index: int):

@@ -70,8 +70,26 @@ class _Choices:
         return tuple(value)
 
 
+@dataclass(frozen=True)
+class _Choice:
+    """One name from `allowed` (YAML booleans are the names `true` and `false`)."""
+
+    allowed: tuple
+
+    def describe(self) -> str:
+        return f"one of: {', '.join(str(v).lower() if isinstance(v, bool) else str(v) for v in self.allowed)}"
+
+    def check(self, path: str, value: Any) -> Any:
+        if not any(type(value) is type(v) and value == v for v in self.allowed):
+            raise ConfigError(f"{path}: {value!r} is not allowed; expected {self.describe()}")
+        return value
+
+
 SPRAM_BUFFERS = ("input", "weight")
 """Buffers whose banks may live in iCE40UP5K SPRAM (single-ported: one side at a time)."""
+MERGEABLE_BUFFERS = ("input", "weight", "param")
+"""Buffers the DMA only writes and the compute side only reads: their two banks can share one
+simple dual-port memory."""
 
 
 def _field(low: float, high: float, integer: bool = True, power_of_two: bool = False) -> dict:
@@ -171,6 +189,28 @@ class Energy:
 
 
 @dataclass(frozen=True)
+class Template:
+    """Generation-time options of the hardware template; the defaults are the full template.
+
+    `loops_and_registers`: the sequencer's register file and loop stack (LOOP, SETR, ADDR);
+    `queue_fields`: `all` instruction bits in the sequencer's queues, or only those `used` by the
+    queue's unit; `program_memory`: the program in a `rom` (block RAM, fixed at generation) or in
+    one single-ported `spram` the host writes (16 bits fetched per cycle, DMA descriptors
+    included); `segment_fifos`: the DMA segment queues in `memory` (block RAM) or `registers`
+    (flip-flops); `param_bank_channels`: output channels one parameter-buffer bank holds;
+    `merged_banks`: buffers whose two banks share one memory (the bank number its top address
+    bit), which halves the block RAMs of banks shallower than a block RAM.
+    """
+
+    loops_and_registers: bool = True
+    queue_fields: str = "all"
+    program_memory: str = "rom"
+    segment_fifos: str = "memory"
+    param_bank_channels: int = 1024
+    merged_banks: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class AcceleratorConfig:
     """The whole hardware configuration (frozen; build with `load_config` / `config_from_dict`)."""
 
@@ -183,6 +223,7 @@ class AcceleratorConfig:
     buffers: Buffers
     dram: Dram
     energy: Energy
+    template: Template = Template()
 
     def to_dict(self) -> dict:
         """The YAML-shaped dictionary (round-trips through `config_from_dict`)."""
@@ -190,6 +231,9 @@ class AcceleratorConfig:
         for section in ("pe", "widths", "buffers", "dram", "energy"):
             obj = getattr(self, section)
             out[section] = {f.name: list(v) if isinstance(v := getattr(obj, f.name), tuple) else v for f in fields(obj)}
+        if self.template != Template():  # the full template's configs keep their historical shape
+            out["template"] = {f.name: list(v) if isinstance(v := getattr(self.template, f.name), tuple) else v
+                               for f in fields(Template)}
         return out
 
 
@@ -219,6 +263,14 @@ _SCHEMA: dict[str, dict[str, dict]] = {
         "output_buffer_pj_per_byte": _field(0, 1e6, integer=False),
         "register_pj_per_access": _field(0, 1e6, integer=False),
         "mac_pj": _field(0, 1e6, integer=False),
+    },
+    "template": {
+        "loops_and_registers": {"range": _Choice((True, False))},
+        "queue_fields": {"range": _Choice(("all", "used"))},
+        "program_memory": {"range": _Choice(("rom", "spram"))},
+        "segment_fifos": {"range": _Choice(("memory", "registers"))},
+        "param_bank_channels": _field(16, 1024, power_of_two=True),
+        "merged_banks": {"range": _Choices(MERGEABLE_BUFFERS)},
     },
 }
 _TOP = {"clock_mhz": _field(1, 2000, integer=False)}
@@ -278,8 +330,14 @@ def config_from_dict(data: dict, source: str = "<dict>") -> AcceleratorConfig:
             f"(dram.bus_width_bits / 8 = {dram.bus_width_bits // 8}); expected a number in [1/64, {dram.bus_width_bits // 8}]"
         )
     energy = Energy(**_section(data, "energy", _default_energy(buffers, widths.accumulator)))
+    template = Template(**_section(data, "template", {f.name: f.default for f in fields(Template)}))
+    both = sorted(set(template.merged_banks) & set(buffers.spram))
+    if both:
+        raise ConfigError(f"template.merged_banks: {both[0]!r} is also in buffers.spram; a single-ported SPRAM bank "
+                          f"cannot be merged; allowed: buffers not in buffers.spram")
     name = data.get("name") or Path(source).stem
-    return AcceleratorConfig(name, data.get("device", "generic"), data.get("board", "none"), clock, pe, widths, buffers, dram, energy)
+    return AcceleratorConfig(name, data.get("device", "generic"), data.get("board", "none"), clock, pe, widths, buffers,
+                             dram, energy, template)
 
 
 def read_yaml(path: Path, error: type[ConfigError] = ConfigError) -> Any:

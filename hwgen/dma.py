@@ -75,6 +75,7 @@ class DmaParams:
     count_width: int = 16
     coord_width: int = 20
     queue_depth: int = 8
+    segment_fifos: str = "memory"  # `memory`: block RAM; `registers`: flip-flops (asynchronous read)
 
     def __post_init__(self) -> None:
         exact_log2(self.buf_word_bytes), exact_log2(self.burst_beats)  # raise unless powers of two
@@ -319,8 +320,11 @@ class Dma(wiring.Component):
         m.submodules.walker = walker = Walker(p)
         m.submodules.realigner = realigner = Realigner(p)
         seg_layout = p.segment_layout()
-        m.submodules.to_source = to_source = fifo.SyncFIFOBuffered(width=seg_layout.size, depth=p.queue_depth)
-        m.submodules.to_realign = to_realign = fifo.SyncFIFOBuffered(width=seg_layout.size, depth=p.queue_depth)
+        # A FIFO read asynchronously cannot map to block RAM, so `registers` puts it in flip-flops
+        # (and lets a segment through a cycle earlier).
+        queue = fifo.SyncFIFO if p.segment_fifos == "registers" else fifo.SyncFIFOBuffered
+        m.submodules.to_source = to_source = queue(width=seg_layout.size, depth=p.queue_depth)
+        m.submodules.to_realign = to_realign = queue(width=seg_layout.size, depth=p.queue_depth)
 
         desc = Signal(p.descriptor_layout())
         load = desc.load

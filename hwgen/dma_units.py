@@ -1,16 +1,22 @@
 """The load and store units: they execute LOAD / STORE instructions from the sequencer's
 queues by looking up the instruction's DMA descriptor in the descriptor table (a ROM holding
-`Program.descriptors`), filling in the addresses and image origin the instruction carries, and
-handing it to the DMA of the target buffer."""
+`Program.descriptors`, or the part of the SPRAM program memory after `DESCRIPTOR_BASE`, read
+by a `DescriptorReader`), filling in the addresses and image origin the instruction carries,
+and handing it to the DMA of the target buffer."""
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, Module, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2
 
 from hwgen.dma import Descriptor, DmaParams
-from hwgen.isa import INSTRUCTION_LAYOUT, Opcode
+from hwgen.buffers import bank_shape
+from hwgen.config import AcceleratorConfig
+from hwgen.isa import INSTRUCTION_LAYOUT, Buffer, Opcode, field_limit
+from hwgen.sequencer import DESCRIPTOR_BASE, MEMORY_READ_SIGNATURE
+from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
 
 
 def table_params(all_params: list[DmaParams]) -> DmaParams:
@@ -23,6 +29,101 @@ def descriptor_rom(params: DmaParams, descriptors: list[Descriptor]) -> Memory:
     layout = params.descriptor_layout()
     init = [layout.const(params.encode(d)).as_bits() for d in descriptors] or [0]
     return Memory(shape=layout.size, depth=len(init), init=init)
+
+
+LOAD_TARGETS = {Buffer.INPUT: "input", Buffer.WEIGHT: "weight", Buffer.PARAM: "param", Buffer.ACC: "acc"}
+DESCRIPTOR_INDEX = unsigned(ceil_log2(field_limit(Opcode.LOAD, "desc") + 1))
+"""The `desc` field of LOAD and STORE: an index into the descriptor table."""
+
+
+def dma_params(config: AcceleratorConfig, kind: str) -> DmaParams:
+    """The DMA parameters of one buffer: its word and depth, the configuration's bus."""
+    word, depth = bank_shape(config, kind)
+    return DmaParams(bus_bytes=config.dram.bus_width_bits // 8, burst_beats=config.dram.burst_beats,
+                     buf_word_bytes=word, buf_depth=depth, segment_fifos=config.template.segment_fifos)
+
+
+def descriptor_table_params(config: AcceleratorConfig) -> DmaParams:
+    """The layout of the descriptor table: every DMA's descriptors fit it."""
+    return table_params([dma_params(config, kind) for kind in LOAD_TARGETS.values()])
+
+
+def entry_halfwords(params: DmaParams) -> int:
+    """Halfwords of one descriptor-table entry in the SPRAM program memory."""
+    return -(-params.descriptor_layout().size // SPRAM_BITS)
+
+
+def descriptor_capacity(params: DmaParams) -> int:
+    """Descriptors the SPRAM program memory holds after `DESCRIPTOR_BASE`."""
+    return min((SPRAM_WORDS - DESCRIPTOR_BASE) // entry_halfwords(params), field_limit(Opcode.LOAD, "desc") + 1)
+
+
+def descriptor_halfwords(params: DmaParams, descriptors: list[Descriptor]) -> list[int]:
+    """The descriptor table as SPRAM contents from `DESCRIPTOR_BASE`: entry `i` (its
+    `descriptor_layout` bits) at halfwords `i * E .. i * E + E - 1`, least significant first."""
+    layout, count = params.descriptor_layout(), entry_halfwords(params)
+    mask = (1 << SPRAM_BITS) - 1
+    words = []
+    for desc in descriptors:
+        bits = layout.const(params.encode(desc)).as_bits()
+        words += [(bits >> (SPRAM_BITS * k)) & mask for k in range(count)]
+    return words
+
+
+class DescriptorReader(wiring.Component):
+    """Reads descriptor-table entries from the SPRAM program memory for `clients` transfer
+    units, one entry at a time: a client's `lookup` (the entry's index) is taken when the reader
+    is free (client 0 first); the entry's halfwords are read through `memory`, and `entry` is
+    the client's (`filled[client]` high) until it pulses `release[client]`."""
+
+    def __init__(self, params: DmaParams, clients: int):
+        self.params, self.clients = params, clients
+        self.halfwords = entry_halfwords(params)
+        super().__init__({
+            "lookup": In(stream.Signature(DESCRIPTOR_INDEX)).array(clients),
+            "release": In(1).array(clients),
+            "filled": Out(1).array(clients),
+            "entry": Out(params.descriptor_layout()),
+            "memory": Out(MEMORY_READ_SIGNATURE),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        count = self.halfwords
+        owner = Signal(range(max(self.clients, 2)))
+        addr = Signal.like(self.memory.addr)
+        requested = Signal(range(count + 1))
+        arrived = Signal(range(count + 1))
+        bits = Signal(count * SPRAM_BITS)
+        arriving = Signal()
+        m.d.sync += arriving.eq(self.memory.grant)
+        m.d.comb += self.entry.eq(bits)
+        with m.If(arriving):
+            m.d.sync += [bits.eq(Cat(bits[SPRAM_BITS:], self.memory.data)), arrived.eq(arrived + 1)]
+        with m.FSM():
+            with m.State("IDLE"):
+                for client in reversed(range(self.clients)):  # the last assignment wins: client 0 first
+                    lookup = self.lookup[client]
+                    with m.If(lookup.valid):
+                        m.d.comb += [*[other.ready.eq(0) for other in self.lookup], lookup.ready.eq(1)]
+                        # index * count as shifts and adds: a constant product, kept out of the DSPs
+                        offset = sum(lookup.payload << bit for bit in range(count.bit_length()) if count >> bit & 1)
+                        m.d.sync += [owner.eq(client), addr.eq(DESCRIPTOR_BASE + offset),
+                                     requested.eq(0), arrived.eq(0)]
+                        m.next = "READ"
+            with m.State("READ"):
+                m.d.comb += [self.memory.req.eq(requested != count), self.memory.addr.eq(addr)]
+                with m.If(self.memory.grant):
+                    m.d.sync += [addr.eq(addr + 1), requested.eq(requested + 1)]
+                with m.If(arriving & (arrived == count - 1)):
+                    m.next = "HOLD"
+            with m.State("HOLD"):
+                for client in range(self.clients):
+                    with m.If(owner == client):
+                        m.d.comb += self.filled[client].eq(1)
+                        with m.If(self.release[client]):
+                            m.next = "IDLE"
+        return m
 
 
 def assign_descriptor(m: Module, target: data.View, source: data.View) -> None:
@@ -41,14 +142,20 @@ class TransferUnit(wiring.Component):
     `select` is the command's target (the buffer of a LOAD, 0 for a STORE) and `bank` its bank;
     both stay valid while `active`. `desc` is the filled-in descriptor for the DMAs (in the
     table's layout); the unit offers it to the DMA of `select` via `desc_valid` and waits for
-    that DMA's `done`.
+    that DMA's `done`. With `descriptors=None` the table entry comes from a `DescriptorReader`
+    (`lookup`, `filled`, `entry`, `release`) instead of a ROM.
     """
 
-    def __init__(self, params: DmaParams, descriptors: list[Descriptor], targets: int):
+    def __init__(self, params: DmaParams, descriptors: list[Descriptor] | None, targets: int):
         self.params = params
         self.descriptors = descriptors
         self.targets = targets
+        reader = {} if descriptors is not None else {
+            "lookup": Out(stream.Signature(DESCRIPTOR_INDEX)),
+            "filled": In(1), "entry": In(params.descriptor_layout()), "release": Out(1),
+        }
         super().__init__({
+            **reader,
             "cmd": In(stream.Signature(INSTRUCTION_LAYOUT)),
             "idle": Out(1),
             "active": Out(1),
@@ -62,10 +169,13 @@ class TransferUnit(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        m.submodules.table = table = descriptor_rom(self.params, self.descriptors)
-        read = table.read_port()
         command = Signal(INSTRUCTION_LAYOUT)
-        entry = data.View(self.params.descriptor_layout(), read.data)
+        if self.descriptors is None:
+            entry = self.entry
+        else:
+            m.submodules.table = table = descriptor_rom(self.params, self.descriptors)
+            read = table.read_port()
+            entry = data.View(self.params.descriptor_layout(), read.data)
         load = command.payload.load
         store = command.payload.store
         is_load = command.opcode == Opcode.LOAD
@@ -78,21 +188,41 @@ class TransferUnit(wiring.Component):
         with m.Else():
             m.d.comb += [self.desc.dram_addr.eq(store.dram_offset), self.desc.buf_addr.eq(store.buf_addr),
                          self.bank.eq(store.bank)]
+        index = Signal.like(load.desc)
+        m.d.comb += index.eq(load.desc)
+        with m.If(command.opcode == Opcode.STORE):
+            m.d.comb += index.eq(store.desc)
         with m.FSM():
             with m.State("IDLE"):
-                m.d.comb += [self.idle.eq(1), self.cmd.ready.eq(1),
-                             read.addr.eq(self.cmd.payload.payload.load.desc)]
-                with m.If(self.cmd.payload.opcode == Opcode.STORE):
-                    m.d.comb += read.addr.eq(self.cmd.payload.payload.store.desc)
+                m.d.comb += [self.idle.eq(1), self.cmd.ready.eq(1)]
+                if self.descriptors is not None:
+                    m.d.comb += read.addr.eq(self.cmd.payload.payload.load.desc)
+                    with m.If(self.cmd.payload.opcode == Opcode.STORE):
+                        m.d.comb += read.addr.eq(self.cmd.payload.payload.store.desc)
                 with m.If(self.cmd.valid):
                     m.d.sync += command.eq(self.cmd.payload)
-                    m.next = "OFFER"
+                    m.next = "OFFER" if self.descriptors is not None else "LOOKUP"
+            if self.descriptors is None:
+                with m.State("LOOKUP"):
+                    m.d.comb += [self.active.eq(1), self.lookup.valid.eq(1), self.lookup.payload.eq(index)]
+                    with m.If(self.lookup.ready):
+                        m.next = "FILL"
+                with m.State("FILL"):
+                    m.d.comb += self.active.eq(1)
+                    with m.If(self.filled):
+                        m.next = "OFFER"
             with m.State("OFFER"):
-                m.d.comb += [self.active.eq(1), self.desc_valid.eq(1), read.en.eq(0)]
+                m.d.comb += [self.active.eq(1), self.desc_valid.eq(1)]
+                if self.descriptors is not None:
+                    m.d.comb += read.en.eq(0)
                 with m.If(self.desc_ready):
+                    if self.descriptors is None:
+                        m.d.comb += self.release.eq(1)
                     m.next = "WAIT"
             with m.State("WAIT"):
-                m.d.comb += [self.active.eq(1), read.en.eq(0)]
+                m.d.comb += self.active.eq(1)
+                if self.descriptors is not None:
+                    m.d.comb += read.en.eq(0)
                 with m.If(self.done):
                     m.next = "IDLE"
         return m

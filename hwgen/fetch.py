@@ -12,9 +12,12 @@ import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from hwgen.config import AcceleratorConfig
 from hwgen.dma import Descriptor
+from hwgen.dma_units import descriptor_capacity, descriptor_table_params
 from hwgen.isa import REGISTERS, Instruction, Opcode
 from hwgen.program import Program
+from hwgen.sequencer import SPRAM_INSTRUCTIONS
 from planner.errors import HwgenError
 
 
@@ -29,6 +32,32 @@ class Dispatched:
     pc: int
     instruction: Instruction
     desc: Descriptor | None = None
+
+
+REGISTER_OPCODES = (Opcode.LOOP, Opcode.SETR, Opcode.ADDR)
+REGISTER_OPERANDS = ("dram_reg", "y_reg", "x_reg")
+def check_program(program: Program, config: AcceleratorConfig) -> None:
+    """The program must suit `config`'s sequencer: without `template.loops_and_registers` it
+    may use neither LOOP, SETR, ADDR nor a register operand; an SPRAM program memory holds
+    `SPRAM_INSTRUCTIONS` instructions and `descriptor_capacity` descriptors."""
+    if config.template.program_memory == "spram":
+        capacity = descriptor_capacity(descriptor_table_params(config))
+        for what, count, limit in (("instructions", len(program.instructions), SPRAM_INSTRUCTIONS),
+                                   ("descriptors", len(program.descriptors), capacity)):
+            if count > limit:
+                raise ProgramError(f"the program has {count} {what}; the SPRAM program memory of configuration "
+                                   f"{config.name!r} holds {limit}")
+    if config.template.loops_and_registers:
+        return
+    for pc, word in enumerate(program.instructions):
+        ins = Instruction.decode(word)
+        used = [name for name in REGISTER_OPERANDS if ins.fields.get(name)]
+        if ins.opcode in REGISTER_OPCODES or used:
+            what = ins.opcode.name if ins.opcode in REGISTER_OPCODES else f"register operand {used[0]}"
+            raise ProgramError(f"instruction {pc} ({ins}): {what} needs the sequencer's registers and loops, which "
+                               f"configuration {config.name!r} leaves out (template.loops_and_registers: false); "
+                               f"allowed opcodes: {', '.join(op.name for op in Opcode if op not in REGISTER_OPCODES)} "
+                               f"with register operands 0")
 
 
 def wrap(value: int, bits: int, signed: bool = False) -> int:

@@ -49,8 +49,9 @@ def phase_row_pitch(tile_columns: int, stride: int, cols: int) -> int:
     per_phase = -(-tile_columns // stride)
     return (-(-per_phase // cols) + 1) * cols
 
-PARAM_BANK_CHANNELS = 1024
-"""Output channels one parameter-buffer bank holds (so at most this many per tile)."""
+def param_bank_channels(config) -> int:
+    """Output channels one parameter-buffer bank holds (so at most this many per tile)."""
+    return config.template.param_bank_channels
 
 
 def bank_bytes(config, buffer: str) -> int:
@@ -58,6 +59,6 @@ def bank_bytes(config, buffer: str) -> int:
     return {
         "input": config.buffers.input_bank,
         "weight": config.buffers.weight_bank,
-        "param": PARAM_BYTES * PARAM_BANK_CHANNELS,
+        "param": PARAM_BYTES * param_bank_channels(config),
         "acc": config.buffers.output_bank,
     }[buffer]

@@ -1,5 +1,9 @@
-"""The sequencer: program ROM, fetch stage (loops, registers) and three dispatch queues
+"""The sequencer: program memory, fetch stage (loops, registers) and three dispatch queues
 synchronised by counting semaphores. Semantics: `docs/isa.md`.
+
+Generation-time options (`hwgen.config.Template`): the register file and loop stack can be left
+out, the queues can carry only the instruction bits their unit reads, and the program can live
+in a single-ported 16-bit memory (SPRAM) that the host writes, fetched a halfword per cycle.
 
 Unit contract: a unit accepts one command at a time on its stream; its `idle` input must be
 low from the cycle after it accepts a command until that command has finished.
@@ -11,7 +15,9 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from hwgen.isa import INSTRUCTION_BITS, INSTRUCTION_LAYOUT, REGISTERS, SEMAPHORES, Opcode, Queue
+from hwgen.config import Template
+from hwgen.isa import INSTRUCTION_BITS, INSTRUCTION_LAYOUT, OPCODE_BITS, PAYLOADS, REGISTERS, SEMAPHORES, Opcode, Queue
+from hwgen.spram import SPRAM_BITS, SPRAM_WORDS, SinglePortBank
 
 LOOP_DEPTH = 4
 SEMAPHORE_BITS = 8
@@ -24,23 +30,70 @@ COUNTERS_LAYOUT = data.StructLayout({"cycles": unsigned(COUNTER_BITS), **{q: QUE
 (`active`) and the cycles its head waited on a semaphore (`waiting`)."""
 
 
-def program_write_signature(depth: int) -> wiring.Signature:
-    """Host writes into a writable program memory."""
+HALFWORDS = INSTRUCTION_BITS // SPRAM_BITS
+"""Halfwords per instruction in an SPRAM program memory (instruction `i` at halfwords `8i..8i+7`,
+least significant first)."""
+SPRAM_INSTRUCTIONS = 1024
+"""Instructions an SPRAM program memory holds; the DMA descriptor table fills the rest, from
+halfword `DESCRIPTOR_BASE`."""
+DESCRIPTOR_BASE = SPRAM_INSTRUCTIONS * HALFWORDS
+
+MEMORY_READ_SIGNATURE = wiring.Signature({
+    "req": Out(1), "addr": Out(range(SPRAM_WORDS)), "grant": In(1), "data": In(SPRAM_BITS),
+})
+"""A client's reads of the SPRAM program memory: `req` with `addr`; `grant` says the read was
+issued this cycle, and its halfword is on `data` the next cycle. Clients come before the fetch."""
+
+QUEUE_OPCODES = {
+    "load": (Opcode.WAIT, Opcode.SIGNAL, Opcode.LOAD),
+    "compute": (Opcode.WAIT, Opcode.SIGNAL, Opcode.CONVCFG, Opcode.CONV, Opcode.VEC),
+    "store": (Opcode.WAIT, Opcode.SIGNAL, Opcode.STORE),
+}
+REGISTER_FIELDS = ("dram_reg", "y_reg", "x_reg")  # resolved (zero) once dispatched
+
+
+def program_write_signature(depth: int, width: int = INSTRUCTION_BITS) -> wiring.Signature:
+    """Host writes into a writable program memory of `depth` words of `width` bits."""
     return wiring.Signature({
-        "addr": Out(range(depth)), "data": Out(INSTRUCTION_BITS), "en": Out(1),
+        "addr": Out(range(depth)), "data": Out(width), "en": Out(1),
     })
+
+
+def used_bits(queue: str) -> list[tuple[int, int]]:
+    """The instruction bit ranges `[start, stop)` a queue's entries need: the opcode and the
+    fields its opcodes' unit and head logic read (WAIT/SIGNAL: the semaphore only)."""
+    bits = set(range(OPCODE_BITS))
+    for opcode in QUEUE_OPCODES[queue]:
+        for name, member in PAYLOADS[opcode]:
+            if name in REGISTER_FIELDS or name == "queue":
+                continue
+            start = OPCODE_BITS + member.offset
+            bits.update(range(start, start + member.shape.width))
+    ranges: list[tuple[int, int]] = []
+    for bit in sorted(bits):
+        if ranges and ranges[-1][1] == bit:
+            ranges[-1] = (ranges[-1][0], bit + 1)
+        else:
+            ranges.append((bit, bit + 1))
+    return ranges
 
 
 class Sequencer(wiring.Component):
     """Runs `program` (instruction words) when `start` pulses; `done` rises when it has finished.
 
     With `writable_depth`, the program lives in a RAM the host fills through `program_write`
-    instead of a ROM initialised at elaboration.
+    instead of a ROM initialised at elaboration. With `template.program_memory == "spram"`, it
+    lives in one single-ported memory of `SPRAM_WORDS` halfwords the host fills through
+    `program_write` (16 bits at a time) while the sequencer is idle; `program` is then ignored,
+    and `memory_read` lets the descriptor reader read it (taking the port from the fetch).
     """
 
-    def __init__(self, program: list[int], *, queue_depth: int = 4, writable_depth: int | None = None):
-        self.program = list(program)
-        self.depth = writable_depth or max(len(self.program), 1)
+    def __init__(self, program: list[int], *, queue_depth: int = 4, writable_depth: int | None = None,
+                 template: Template = Template()):
+        self.template = template
+        self.spram = template.program_memory == "spram"
+        self.program = [] if self.spram else list(program)
+        self.depth = SPRAM_INSTRUCTIONS if self.spram else writable_depth or max(len(self.program), 1)
         if len(self.program) > self.depth:
             raise ValueError(f"program of {len(self.program)} instructions does not fit {self.depth} words")
         self.queue_depth = queue_depth
@@ -50,57 +103,61 @@ class Sequencer(wiring.Component):
             **{q: Out(stream.Signature(INSTRUCTION_LAYOUT)) for q in QUEUES},
             **{f"{q}_idle": In(1) for q in QUEUES},
         }
-        if writable_depth:
+        if self.spram:
+            members["program_write"] = In(program_write_signature(SPRAM_WORDS, SPRAM_BITS))
+            members["memory_read"] = In(MEMORY_READ_SIGNATURE)
+        elif writable_depth:
             members["program_write"] = In(program_write_signature(self.depth))
         super().__init__(members)
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        m.submodules.rom = rom = Memory(shape=INSTRUCTION_BITS, depth=self.depth, init=self.program)
-        read = rom.read_port()
-        if "program_write" in self.signature.members:
-            write = rom.write_port()
-            m.d.comb += [write.addr.eq(self.program_write.addr), write.data.eq(self.program_write.data),
-                         write.en.eq(self.program_write.en)]
-
+        loops = self.template.loops_and_registers
         pc = Signal(range(self.depth + 1))
-        regs = Array(Signal(32, name=f"r{i}") for i in range(REGISTERS))
-        sems = Array(Signal(SEMAPHORE_BITS, name=f"sem{i}") for i in range(SEMAPHORES))
-        loop_start = Array(Signal.like(pc, name=f"loop_start{i}") for i in range(LOOP_DEPTH))
-        loop_end = Array(Signal.like(pc, name=f"loop_end{i}") for i in range(LOOP_DEPTH))
-        loop_left = Array(Signal(16, name=f"loop_left{i}") for i in range(LOOP_DEPTH))
-        loop_sp = Signal(range(LOOP_DEPTH + 1))
-
-        fifos = {q: fifo.SyncFIFOBuffered(width=INSTRUCTION_BITS, depth=self.queue_depth) for q in QUEUES}
-        for q, queue_fifo in fifos.items():
-            m.submodules[f"{q}_fifo"] = queue_fifo
-
-        # The ROM reads at the pc's next value, so its output is the word at `pc`; a register
-        # of that output gives the execute stage its instruction straight from flip-flops
-        # (block RAM outputs are slow) in the same cycle as reading the ROM at `pc` would.
         pc_next = Signal.like(pc)
-        m.d.comb += [pc_next.eq(pc), read.addr.eq(pc_next)]
+        m.d.comb += pc_next.eq(pc)
         m.d.sync += pc.eq(pc_next)
         instr = Signal(INSTRUCTION_LAYOUT)
-        m.d.sync += instr.eq(read.data)
+        fetching = Signal()  # the FETCH state: the instruction at `pc` is being read
+        fetched = Signal()   # its last part arrives in this cycle (EXECUTE follows)
+        if self.spram:
+            self._spram_fetch(m, pc, pc_next, instr, fetching, fetched)
+        else:
+            self._rom_fetch(m, pc_next, instr)
+            m.d.comb += fetched.eq(fetching)
+
+        sems = Array(Signal(SEMAPHORE_BITS, name=f"sem{i}") for i in range(SEMAPHORES))
+        if loops:
+            regs = Array(Signal(32, name=f"r{i}") for i in range(REGISTERS))
+            loop_start = Array(Signal.like(pc, name=f"loop_start{i}") for i in range(LOOP_DEPTH))
+            loop_end = Array(Signal.like(pc, name=f"loop_end{i}") for i in range(LOOP_DEPTH))
+            loop_left = Array(Signal(16, name=f"loop_left{i}") for i in range(LOOP_DEPTH))
+            loop_sp = Signal(range(LOOP_DEPTH + 1))
+
+        fields = {q: used_bits(q) if self.template.queue_fields == "used" else [(0, INSTRUCTION_BITS)] for q in QUEUES}
+        fifos = {q: fifo.SyncFIFOBuffered(width=sum(stop - start for start, stop in fields[q]), depth=self.queue_depth)
+                 for q in QUEUES}
+        for q, queue_fifo in fifos.items():
+            m.submodules[f"{q}_fifo"] = queue_fifo
 
         # Fetch-stage results: the instruction with its register operands resolved.
         resolved = Signal(INSTRUCTION_LAYOUT)
         m.d.comb += resolved.eq(instr)
-        with m.Switch(instr.opcode):
-            with m.Case(Opcode.LOAD):
-                load = instr.payload.load
-                m.d.comb += [
-                    resolved.payload.load.dram_offset.eq(regs[load.dram_reg] + load.dram_offset),
-                    resolved.payload.load.y_offset.eq(regs[load.y_reg] + load.y_offset),
-                    resolved.payload.load.x_offset.eq(regs[load.x_reg] + load.x_offset),
-                    resolved.payload.load.dram_reg.eq(0), resolved.payload.load.y_reg.eq(0),
-                    resolved.payload.load.x_reg.eq(0),
-                ]
-            with m.Case(Opcode.STORE):
-                store = instr.payload.store
-                m.d.comb += [resolved.payload.store.dram_offset.eq(regs[store.dram_reg] + store.dram_offset),
-                             resolved.payload.store.dram_reg.eq(0)]
+        if loops:
+            with m.Switch(instr.opcode):
+                with m.Case(Opcode.LOAD):
+                    load = instr.payload.load
+                    m.d.comb += [
+                        resolved.payload.load.dram_offset.eq(regs[load.dram_reg] + load.dram_offset),
+                        resolved.payload.load.y_offset.eq(regs[load.y_reg] + load.y_offset),
+                        resolved.payload.load.x_offset.eq(regs[load.x_reg] + load.x_offset),
+                        resolved.payload.load.dram_reg.eq(0), resolved.payload.load.y_reg.eq(0),
+                        resolved.payload.load.x_reg.eq(0),
+                    ]
+                with m.Case(Opcode.STORE):
+                    store = instr.payload.store
+                    m.d.comb += [resolved.payload.store.dram_offset.eq(regs[store.dram_reg] + store.dram_offset),
+                                 resolved.payload.store.dram_reg.eq(0)]
 
         target = Signal(range(len(QUEUES) + 1))  # len(QUEUES): executed in the fetch stage
         m.d.comb += target.eq(len(QUEUES))
@@ -115,19 +172,22 @@ class Sequencer(wiring.Component):
                 m.d.comb += target.eq(Queue.COMPUTE)
 
         advance = Signal()
-        top = loop_sp - 1
-        at_loop_end = (loop_sp != 0) & (loop_end[top] == pc)
         with m.If(advance):
-            with m.If(at_loop_end & (loop_left[top] != 0)):
-                m.d.comb += pc_next.eq(loop_start[top])
-                m.d.sync += loop_left[top].eq(loop_left[top] - 1)
-            with m.Else():
-                m.d.comb += pc_next.eq(pc + 1)
-                with m.If(at_loop_end):
+            m.d.comb += pc_next.eq(pc + 1)
+        if loops:
+            top = loop_sp - 1
+            at_loop_end = (loop_sp != 0) & (loop_end[top] == pc)
+            with m.If(advance & at_loop_end):
+                with m.If(loop_left[top] != 0):
+                    m.d.comb += pc_next.eq(loop_start[top])
+                    m.d.sync += loop_left[top].eq(loop_left[top] - 1)
+                with m.Else():
                     m.d.sync += loop_sp.eq(loop_sp - 1)
 
         # ---- semaphores: per queue one increment (SIGNAL) or one decrement (WAIT) per cycle
-        heads = {q: data.View(INSTRUCTION_LAYOUT, fifos[q].r_data) for q in QUEUES}
+        heads = {q: Signal(INSTRUCTION_LAYOUT, name=f"{q}_head") for q in QUEUES}
+        for q in QUEUES:
+            m.d.comb += Cat(heads[q].as_value()[start:stop] for start, stop in fields[q]).eq(fifos[q].r_data)
         increments = {q: Signal(name=f"{q}_signal") for q in QUEUES}
         decrements = {q: Signal(name=f"{q}_wait_granted") for q in QUEUES}
         waiting = {q: Signal(name=f"{q}_waiting") for q in QUEUES}
@@ -162,6 +222,7 @@ class Sequencer(wiring.Component):
 
         # ---- fetch FSM (a ROM program ends at END or when the pc runs past its last word)
         ran_off = Const(0) if "program_write" in self.signature.members else pc >= len(self.program)
+        packed = {q: Cat(resolved.as_value()[start:stop] for start, stop in fields[q]) for q in QUEUES}
         all_idle = Signal()
         m.d.comb += all_idle.eq(Cat(
             *[~fifos[q].r_rdy & getattr(self, f"{q}_idle") & ~issued[q] & ~getattr(self, q).valid for q in QUEUES]
@@ -170,13 +231,15 @@ class Sequencer(wiring.Component):
             with m.State("IDLE"):
                 with m.If(self.start):
                     m.d.comb += pc_next.eq(0)
-                    m.d.sync += [loop_sp.eq(0), self.done.eq(0), self.counters.eq(0)]
-                    m.d.sync += [reg.eq(0) for reg in regs]
+                    m.d.sync += [self.done.eq(0), self.counters.eq(0)]
+                    if loops:
+                        m.d.sync += [loop_sp.eq(0), *[reg.eq(0) for reg in regs]]
                     m.d.sync += [sem.eq(0) for sem in sems]
                     m.next = "FETCH"
             with m.State("FETCH"):
-                m.d.comb += self.busy.eq(1)
-                m.next = "EXECUTE"
+                m.d.comb += [self.busy.eq(1), fetching.eq(1)]
+                with m.If(fetched):
+                    m.next = "EXECUTE"
             with m.State("EXECUTE"):
                 m.d.comb += self.busy.eq(1)
                 with m.If(ran_off):
@@ -184,7 +247,7 @@ class Sequencer(wiring.Component):
                 with m.Elif(target != len(QUEUES)):
                     for index, q in enumerate(QUEUES):
                         with m.If(target == index):
-                            m.d.comb += [fifos[q].w_data.eq(resolved), fifos[q].w_en.eq(1)]
+                            m.d.comb += [fifos[q].w_data.eq(packed[q]), fifos[q].w_en.eq(1)]
                             with m.If(fifos[q].w_rdy):
                                 m.d.comb += advance.eq(1)
                                 m.next = "FETCH"
@@ -193,21 +256,23 @@ class Sequencer(wiring.Component):
                     with m.Switch(instr.opcode):
                         with m.Case(Opcode.END):
                             m.next = "DRAIN"
-                        with m.Case(Opcode.LOOP):
-                            loop = instr.payload.loop
-                            with m.If((loop.count == 0) | (loop.body == 0)):
-                                m.d.comb += pc_next.eq(pc + 1 + loop.body)
-                            with m.Else():
-                                m.d.sync += [loop_start[loop_sp].eq(pc + 1), loop_end[loop_sp].eq(pc + loop.body),
-                                             loop_left[loop_sp].eq(loop.count - 1), loop_sp.eq(loop_sp + 1)]
-                                m.d.comb += pc_next.eq(pc + 1)
-                        with m.Case(Opcode.SETR, Opcode.ADDR):
-                            setr = instr.payload.setr
-                            value = Mux(instr.opcode == Opcode.SETR, setr.imm, regs[setr.rd] + setr.imm)
-                            with m.If(setr.rd != 0):
-                                m.d.sync += regs[setr.rd].eq(value)
-                            m.d.comb += advance.eq(1)
-                        with m.Default():
+                        if loops:
+                            with m.Case(Opcode.LOOP):
+                                loop = instr.payload.loop
+                                with m.If((loop.count == 0) | (loop.body == 0)):
+                                    m.d.comb += pc_next.eq(pc + 1 + loop.body)
+                                with m.Else():
+                                    m.d.sync += [loop_start[loop_sp].eq(pc + 1),
+                                                 loop_end[loop_sp].eq(pc + loop.body),
+                                                 loop_left[loop_sp].eq(loop.count - 1), loop_sp.eq(loop_sp + 1)]
+                                    m.d.comb += pc_next.eq(pc + 1)
+                            with m.Case(Opcode.SETR, Opcode.ADDR):
+                                setr = instr.payload.setr
+                                value = Mux(instr.opcode == Opcode.SETR, setr.imm, regs[setr.rd] + setr.imm)
+                                with m.If(setr.rd != 0):
+                                    m.d.sync += regs[setr.rd].eq(value)
+                                m.d.comb += advance.eq(1)
+                        with m.Default():  # NOP, and without registers LOOP, SETR and ADDR
                             m.d.comb += advance.eq(1)
             with m.State("DRAIN"):
                 m.d.comb += self.busy.eq(1)
@@ -223,3 +288,44 @@ class Sequencer(wiring.Component):
                 m.d.sync += counters.active.eq(counters.active + active)
                 m.d.sync += counters.waiting.eq(counters.waiting + waiting[q])
         return m
+
+    def _rom_fetch(self, m: Module, pc_next, instr) -> None:
+        """A word-wide ROM (or RAM) read at the pc's next value, so its output is the word at
+        `pc`; a register of that output gives the execute stage its instruction straight from
+        flip-flops (block RAM outputs are slow) in the same cycle as reading at `pc` would."""
+        m.submodules.rom = rom = Memory(shape=INSTRUCTION_BITS, depth=self.depth, init=self.program)
+        read = rom.read_port()
+        if "program_write" in self.signature.members:
+            write = rom.write_port()
+            m.d.comb += [write.addr.eq(self.program_write.addr), write.data.eq(self.program_write.data),
+                         write.en.eq(self.program_write.en)]
+        m.d.comb += read.addr.eq(pc_next)
+        m.d.sync += instr.eq(read.data)
+
+    def _spram_fetch(self, m: Module, pc, pc_next, instr, fetching, fetched) -> None:
+        """Halfword 0 of the next instruction is read in the cycle that decides it (at
+        `pc_next`), halfwords 1..7 in the first seven FETCH cycles; each arrives a cycle later
+        and shifts into `instr` from the top, so FETCH lasts `HALFWORDS` cycles unless
+        `memory_read` takes the port (a cycle per read). While the sequencer is idle, host
+        writes take the port."""
+        m.submodules.program_memory = memory = SinglePortBank(SPRAM_BITS // 8, SPRAM_WORDS)
+        part = Signal(range(HALFWORDS + 1))  # halfwords of the instruction at `pc` requested
+        issued = Signal()  # a fetch read was issued last cycle: its halfword is on `rd_data`
+        client, write = self.memory_read, self.program_write
+        m.d.sync += issued.eq(0)
+        m.d.comb += [client.data.eq(memory.rd_data), fetched.eq(fetching & issued & (part == HALFWORDS))]
+        with m.If(fetching & issued):
+            m.d.sync += instr.eq(Cat(instr.as_value()[SPRAM_BITS:], memory.rd_data))
+        with m.If(client.req):
+            m.d.comb += [memory.addr.eq(client.addr), memory.rd_en.eq(1), client.grant.eq(1)]
+            with m.If(~fetching):
+                m.d.sync += part.eq(0)
+        with m.Elif(fetching):
+            with m.If(part != HALFWORDS):
+                m.d.comb += [memory.addr.eq(Cat(part[:3], pc)), memory.rd_en.eq(1)]
+                m.d.sync += [part.eq(part + 1), issued.eq(1)]
+        with m.Else():
+            m.d.comb += [memory.addr.eq(Cat(Const(0, 3), pc_next)), memory.rd_en.eq(1)]
+            m.d.sync += [part.eq(1), issued.eq(1)]
+            with m.If(~self.busy & write.en):
+                m.d.comb += [memory.addr.eq(write.addr), memory.wr_data.eq(write.data), memory.wr_en.eq(0b11)]

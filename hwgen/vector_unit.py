@@ -32,7 +32,7 @@ from amaranth.utils import ceil_log2, exact_log2
 
 from hwgen.config import AcceleratorConfig
 from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Instruction, Opcode, VecOp
-from hwgen.layout import ACC_BYTES, PARAM_BANK_CHANNELS, PARAM_BYTES, bank_bytes
+from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
 from hwgen.pe import register
 from hwgen.postprocess import LATENCY as POSTPROCESS_LATENCY
 from hwgen.postprocess import PostProcess
@@ -106,7 +106,7 @@ class VectorUnit(wiring.Component):
             "idle": Out(1),
             "input_even": In(ReadPort.Signature(addr_width=input_addr, shape=unsigned(8 * input_word))),
             "input_odd": In(ReadPort.Signature(addr_width=input_addr, shape=unsigned(8 * input_word))),
-            "param": In(ReadPort.Signature(addr_width=ceil_log2(PARAM_BANK_CHANNELS * PARAM_BYTES // param_word),
+            "param": In(ReadPort.Signature(addr_width=ceil_log2(bank_bytes(config, "param") // param_word),
                                            shape=unsigned(8 * param_word))),
             "acc": In(WritePort.Signature(addr_width=ceil_log2(bank_bytes(config, "acc") // acc_word),
                                           shape=unsigned(8 * acc_word), granularity=8)),

@@ -98,11 +98,11 @@ def _words_per_run(config: AcceleratorConfig) -> int:
 
 def weight_tile(config: AcceleratorConfig, shape: ConvShape, oc_groups, ic_groups):
     """`(bytes, fixed, port, port_use)` of loading a weight tile: parameter records and block."""
-    pe, dram = config.pe, config.dram
+    pe = config.pe
     params = oc_groups * pe.rows * PARAM_BYTES
     block = oc_groups * pe.rows * ic_groups * pe.simd * shape.kh * shape.kw
     beats = -(-params // _bus(config)) + -(-block // _bus(config))
-    fixed, port, use = transfer_cycles(True, beats, 0, beats, dram, 2)
+    fixed, port, use = transfer_cycles(True, beats, 0, beats, config, 2)
     return beats * _bus(config), fixed, port, use
 
 
@@ -111,7 +111,7 @@ def input_tile(config: AcceleratorConfig, groups, window_rows, window_cols, insi
     words = _words_per_run(config)
     steps = groups * window_rows * window_cols * words
     beats = groups * inside_rows * inside_cols * words
-    fixed, port, use = transfer_cycles(True, steps, steps - beats, beats, config.dram, phases)
+    fixed, port, use = transfer_cycles(True, steps, steps - beats, beats, config, phases)
     return beats * _bus(config), fixed, port, use
 
 
@@ -119,7 +119,7 @@ def partial_sums(config: AcceleratorConfig, oc_groups, pixels, load: bool):
     """`(bytes, fixed, port, port_use)` of spilling (or reloading) an output tile's int32 sums."""
     nbytes = pixels * oc_groups * config.pe.rows * ACC_BYTES
     beats = nbytes // _bus(config)
-    fixed, port, use = transfer_cycles(load, beats, 0, beats, config.dram)
+    fixed, port, use = transfer_cycles(load, beats, 0, beats, config)
     return nbytes, fixed, port, use
 
 
@@ -127,7 +127,7 @@ def results(config: AcceleratorConfig, channels, pixels):
     """`(bytes, fixed, port, port_use)` of storing an output tile's int8 results: one run of
     `channels` bytes per pixel (bus alignment of the runs ignored for time)."""
     beats = pixels * -(-channels // _bus(config))
-    fixed, port, use = transfer_cycles(False, beats, 0, beats, config.dram)
+    fixed, port, use = transfer_cycles(False, beats, 0, beats, config)
     return channels * pixels, fixed, port, use
 
 
@@ -253,26 +253,25 @@ def sum_tables(shape: ConvShape, config: AcceleratorConfig, tiles: dict) -> SumT
     col_groups, phases = total("OW", lambda a: a.groups), total("OW", lambda a: a.phases)
     tiles_out = trip["OC"] * trip["OH"] * trip["OW"]
     k, words, bus = shape.kh * shape.kw, _words_per_run(config), _bus(config)
-    dram = config.dram
 
     # inputs: sum over (channel, OH, OW) tiles of groups x rows x cols x words
     chan_groups = (total("OC", lambda a: input_groups(shape, config, a.groups, max(1, -(-pe.rows // pe.simd))))
                    if shape.depthwise else ig)
     beats = chan_groups * rows_in * cols_in * words
     steps = chan_groups * rows_win * cols_win * words
-    fixed, port, use = transfer_cycles(True, steps, steps - beats, beats, dram, trip["OH"] * phases * (
+    fixed, port, use = transfer_cycles(True, steps, steps - beats, beats, config, trip["OH"] * phases * (
         trip["OC"] if shape.depthwise else trip["IC"]))
     input_bytes, input_dma = beats * bus, _lower(fixed, port, use)
     # weights: every (OC, IC) tile: parameter records and block
     w_beats = -(-trip["IC"] * og * pe.rows * PARAM_BYTES // bus) + -(-og * pe.rows * ig * pe.simd * k // bus)
-    fixed, port, use = transfer_cycles(True, w_beats, 0, w_beats, dram, 2 * trip["OC"] * trip["IC"])
+    fixed, port, use = transfer_cycles(True, w_beats, 0, w_beats, config, 2 * trip["OC"] * trip["IC"])
     weight_bytes, weight_dma = w_beats * bus, _lower(fixed, port, use)
     # partial sums of every output tile (one spill; a reload costs the same plus latency)
     p_beats = og * pe.rows * ACC_BYTES * shape.oh * shape.ow // bus
-    fixed, port, use = transfer_cycles(False, p_beats, 0, p_beats, dram, tiles_out)
+    fixed, port, use = transfer_cycles(False, p_beats, 0, p_beats, config, tiles_out)
     partial_bytes, partial_dma = p_beats * bus, _lower(fixed, port, use)
     r_beats = shape.oh * shape.ow * total("OC", lambda a: -(-a.sizes // bus))
-    fixed, port, use = transfer_cycles(False, r_beats, 0, r_beats, dram, tiles_out)
+    fixed, port, use = transfer_cycles(False, r_beats, 0, r_beats, config, tiles_out)
     result_dma = _lower(fixed, port, use)
 
     # compute: one CONV per step; cycle_count summed over the grid in closed form

@@ -2,18 +2,20 @@
 
 The model replays the sequencer (`hwgen/sequencer.py`) at the level of instructions:
 
-* the fetch stage dispatches one instruction every `FETCH_CYCLES` into the load, compute or
-  store queue (each `QUEUE_DEPTH` deep) and stalls while the target queue is full;
+* the fetch stage dispatches one instruction every `fetch_cycles(config)` into the load,
+  compute or store queue (each `QUEUE_DEPTH` deep) and stalls while the target queue is full;
 * a queue's head WAIT passes once its semaphore is positive, a SIGNAL executes once the unit is
   idle (both take a cycle; a semaphore change is visible the next cycle);
 * CONV and VEC take exactly their engines' cycle counts (`hwgen.conv_engine.cycle_count`,
   `hwgen.vector_unit.vec_cycles`);
-* a LOAD or STORE is a fixed part (unit and DMA start-up, plus the memory latency for reads)
-  and a port part: the realigner's words, or the bus beats at the configured bandwidth, whichever
+* a LOAD or STORE is a fixed part (unit and DMA start-up, the descriptor lookup, plus the
+  memory latency for reads) and a port part: the realigner's words, or the bus beats at the configured bandwidth, whichever
   is longer (`planner.transfer_work`). A load and a store that use the port at the same time
   share its bandwidth fairly (max-min): the memory alternates read and write turns, and which
   of the two wins a slow memory's next beat depends on cycle parity, so fairness is the expected
-  behaviour.
+  behaviour;
+* with the SPRAM program memory, a descriptor lookup reads its entry through the fetch's port
+  (first), so an instruction being fetched meanwhile arrives an entry's halfwords later.
 
 DRAM bytes are counted exactly from the descriptors (whole beats read, enabled bytes written).
 `tests/test_program_model.py` holds the model against the Amaranth simulation of the RTL.
@@ -26,19 +28,30 @@ from functools import lru_cache
 
 from hwgen.config import AcceleratorConfig
 from hwgen.conv_engine import cycle_count
+from hwgen.dma_units import descriptor_table_params, entry_halfwords
 from hwgen.dma import Descriptor
-from hwgen.fetch import Dispatched, ProgramError, dispatched
+from hwgen.fetch import Dispatched, ProgramError, check_program, dispatched
 from hwgen.isa import SEMAPHORES, Opcode, Queue
 from hwgen.program import Program
+from hwgen.sequencer import HALFWORDS
 from hwgen.vector_unit import vec_cycles
 from planner.transfer_work import TransferWork, transfer_cycles, transfer_work
 
-FETCH_CYCLES = 2          # FETCH and EXECUTE states per instruction
-FIRST_FETCH = 1           # cycle (after start) of the first instruction's EXECUTE state
 HEAD_DELAY = 2            # cycles from EXECUTE until the instruction is at its queue's head
 QUEUE_DEPTH = 4           # the sequencer's per-queue FIFOs
 END_CYCLES = 2            # from the last queue action to `done`
 EPSILON = 1e-6            # cycles of a transfer left that count as none (float rounding)
+
+
+def fetch_state_cycles(config: AcceleratorConfig) -> int:
+    """Cycles of the FETCH state: 1 from a ROM, one per halfword from an SPRAM program memory.
+    It is also the cycle (after start) of the first instruction's EXECUTE state."""
+    return HALFWORDS if config.template.program_memory == "spram" else 1
+
+
+def fetch_cycles(config: AcceleratorConfig) -> int:
+    """Cycles per dispatched instruction while no queue is full: FETCH plus one EXECUTE."""
+    return fetch_state_cycles(config) + 1
 
 
 @dataclass
@@ -77,7 +90,7 @@ def _work(desc: Descriptor, bus_bytes: int) -> TransferWork:
 def _flow(step: Dispatched, config: AcceleratorConfig) -> tuple[_Flow, TransferWork]:
     work = _work(step.desc, config.dram.bus_width_bits // 8)
     fixed, port, port_use = (float(v) for v in transfer_cycles(step.desc.load, work.steps, work.fill_steps,
-                                                                 work.beats, config.dram))
+                                                                 work.beats, config))
     queue = Queue.LOAD if step.desc.load else Queue.STORE
     return _Flow(-1, queue, fixed, port, port_use / port if port else 0.0), work
 
@@ -102,7 +115,10 @@ class _Replay:
         self.config = config
         self.stream = dispatched(program)
         self.pending: Dispatched | None = next(self.stream, None)
-        self.next_fetch = float(FIRST_FETCH)
+        self.next_fetch = float(fetch_state_cycles(config))
+        self.fetch_cycles = fetch_cycles(config)
+        spram = config.template.program_memory == "spram"
+        self.stolen = entry_halfwords(descriptor_table_params(config)) if spram else 0  # fetch cycles per lookup
         self.fifos: dict[Queue, deque[tuple[float, Dispatched]]] = {q: deque() for q in Queue}
         self.head_ready = {q: 0.0 for q in Queue}
         self.unit_free = {q: 0.0 for q in Queue}
@@ -137,7 +153,7 @@ class _Replay:
         if len(self.fifos[queue]) >= QUEUE_DEPTH:
             return False
         self.fifos[queue].append((t + HEAD_DELAY, self.pending))
-        self.next_fetch = t + FETCH_CYCLES
+        self.next_fetch = t + self.fetch_cycles
         self.pending = next(self.stream, None)
         return True
 
@@ -180,6 +196,8 @@ class _Replay:
             flow, work = _flow(step, self.config)
             self.bytes_read += work.bytes_read
             self.bytes_written += work.bytes_written
+            if self.pending is not None and self.next_fetch > t:
+                self.next_fetch += self.stolen
             flow.entry = len(self.timeline)
             self.timeline.append((queue.name.lower(), ins.opcode.name, t, t))
             self.flows[queue] = flow
@@ -230,4 +248,5 @@ class _Replay:
 
 def predict(program: Program, config: AcceleratorConfig) -> Prediction:
     """Cycles from `start` to `done` and the DRAM bytes of running `program` on `config`'s RTL."""
+    check_program(program, config)
     return _Replay(program, config).run()

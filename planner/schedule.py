@@ -15,7 +15,7 @@ import numpy as np
 
 from hwgen.config import AcceleratorConfig
 from hwgen.isa import Opcode, field_limit
-from hwgen.layout import PARAM_BANK_CHANNELS, partial_sums_offset, phase_row_pitch
+from hwgen.layout import param_bank_channels, partial_sums_offset, phase_row_pitch
 from planner.errors import PlanningError
 from planner.ir import COMPUTE_OPS, Layer, ceil_div
 
@@ -151,7 +151,7 @@ def fits_banks(sizes, config: AcceleratorConfig):
     """Whether `tile_bytes` results fit one bank of each buffer (element-wise)."""
     inp, weight, out, channels = sizes
     b = config.buffers
-    return (inp <= b.input_bank) & (weight <= b.weight_bank) & (out <= b.output_bank) & (channels <= PARAM_BANK_CHANNELS)
+    return (inp <= b.input_bank) & (weight <= b.weight_bank) & (out <= b.output_bank) & (channels <= param_bank_channels(config))
 
 
 def fits_instructions(shape: ConvShape, oc, ic, oh, ow, config: AcceleratorConfig):

@@ -54,7 +54,7 @@ def _parts(layer: Layer) -> list[Layer]:
 def _part_steps(part: Layer, config: AcceleratorConfig, operands: int) -> tuple[list[tuple], int, int, int]:
     """Per tile `(compute, load, load use, store, store use)` and the part's input, parameter and
     output bytes."""
-    pe, dram, bus = config.pe, config.dram, config.dram.bus_width_bits // 8
+    pe, bus = config.pe, config.dram.bus_width_bits // 8
     channels, out_h, out_w = part.out_shape
     _, in_h, in_w = part.in_shapes[0]
     groups_per_tile, rows_per_tile = vector_tile(part, config, operands)
@@ -67,7 +67,7 @@ def _part_steps(part: Layer, config: AcceleratorConfig, operands: int) -> tuple[
         cn = min(groups_per_tile * pe.simd, channels - c0)
         groups = ceil_div(cn, pe.simd)
         beats = groups * pe.simd * PARAM_BYTES // bus
-        fixed, port, use = transfer_cycles(True, beats, 0, beats, dram)
+        fixed, port, use = transfer_cycles(True, beats, 0, beats, config)
         param_load, param_use = fixed + port + SYNC_CYCLES, use
         param_bytes += beats * bus
         for h0 in range(0, out_h, rows_per_tile):

@@ -13,11 +13,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hwgen.config import Dram
+from hwgen.config import AcceleratorConfig
 from hwgen.dma import Descriptor
+from hwgen.dma_units import descriptor_table_params, entry_halfwords
 
 LOAD_START_CYCLES = 7     # a LOAD's unit and DMA start-up and drain, beyond latency and transfer
 STORE_START_CYCLES = 8    # the same for a STORE
+LOOKUP_CYCLES = 3         # a descriptor read from the SPRAM program memory, beyond a cycle per halfword
+
+
+def lookup_cycles(config: AcceleratorConfig) -> int:
+    """Cycles a LOAD or STORE spends reading its descriptor: 0 from the descriptor ROM; from
+    the SPRAM program memory, a cycle per halfword of the entry plus `LOOKUP_CYCLES`."""
+    if config.template.program_memory != "spram":
+        return 0
+    return entry_halfwords(descriptor_table_params(config)) + LOOKUP_CYCLES
 
 
 @dataclass(frozen=True)
@@ -80,20 +90,22 @@ def transfer_work(desc: Descriptor, bus_bytes: int) -> TransferWork:
     return TransferWork(int(walker.sum()), int(steps.sum()), 0, int(data_words.sum()), 0, int(data.sum()))
 
 
-def transfer_cycles(load: bool, steps, fill_steps, beats, dram: Dram, transfers=1):
+def transfer_cycles(load: bool, steps, fill_steps, beats, config: AcceleratorConfig, transfers=1):
     """`(fixed, port, port_use)` cycles of `transfers` LOADs (or STORESs) moving these totals
-    (ints or numpy arrays). `fixed`: start-up, plus the memory latency of reads; `port`: the
+    (ints or numpy arrays). `fixed`: start-up and descriptor lookup, plus the memory latency of
+    reads; `port`: the
     realigner's steps or the beats at the configured bandwidth, whichever is longer (fill words
     keep the realigner from taking beats, and a slow memory banks little bandwidth meanwhile);
     `port_use`: the cycles of port bandwidth the beats occupy. Alone, a transfer takes
     `fixed + port` cycles."""
+    dram = config.dram
     beats_per_cycle = dram.beats_per_cycle
     port_use = np.asarray(beats) / beats_per_cycle
     if load:
         latency = np.where(np.asarray(beats) > 0, dram.latency_cycles, 0) * transfers
-        fixed = LOAD_START_CYCLES * transfers + latency
+        fixed = (LOAD_START_CYCLES + lookup_cycles(config)) * transfers + latency
         port = np.maximum(np.asarray(steps) - latency, port_use + np.asarray(fill_steps) * (1 - beats_per_cycle))
     else:
-        fixed = STORE_START_CYCLES * np.asarray(transfers)
+        fixed = (STORE_START_CYCLES + lookup_cycles(config)) * np.asarray(transfers)
         port = np.maximum(np.asarray(steps), port_use)
     return fixed, port, port_use

@@ -12,7 +12,7 @@ import numpy as np
 
 from hwgen.config import AcceleratorConfig
 from hwgen.dma import Descriptor
-from hwgen.fetch import Dispatched, ProgramError, dispatched
+from hwgen.fetch import Dispatched, ProgramError, check_program, dispatched
 from hwgen.isa import SEMAPHORES, Buffer, Instruction, Opcode, VecOp
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, acc_element, bank_bytes, input_offset, partial_sums_offset, weight_word
 from hwgen.program import Program
@@ -43,6 +43,7 @@ class IsaSimulator:
         self.stats = IsaStats()
 
     def run(self, max_instructions: int = 10**8) -> IsaStats:
+        check_program(self.program, self.config)
         for step in dispatched(self.program, max_instructions):
             self.stats.instructions += 1
             self._execute(step)

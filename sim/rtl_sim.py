@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from amaranth.sim import Simulator
 
-from hwgen.accelerator import Accelerator
+from hwgen.accelerator import Accelerator, program_regions
 from planner.compile.network import CompiledNetwork
 from planner.errors import HwgenError
 from sim.memory_model import MemoryModel, MemoryStats
@@ -27,6 +27,20 @@ class RtlRun:
     counters: dict
 
 
+async def write_program(ctx, dut: Accelerator, compiled: CompiledNetwork) -> None:
+    """Write the program into `dut`'s SPRAM program memory, a halfword per cycle (the host's job
+    on a board); nothing for a program ROM."""
+    if "program_write" not in dut.signature.members:
+        return
+    ctx.set(dut.program_write.en, 1)
+    for start, halfwords in program_regions(compiled.program, compiled.config):
+        for address, halfword in enumerate(halfwords, start):
+            ctx.set(dut.program_write.addr, address)
+            ctx.set(dut.program_write.data, halfword)
+            await ctx.tick()
+    ctx.set(dut.program_write.en, 0)
+
+
 def run_rtl(compiled: CompiledNetwork, x: np.ndarray, *, max_cycles: int = 5_000_000, stall: float = 0.0,
             seed: int = 0, vcd: str | None = None) -> RtlRun:
     """Run the int8 `(C, H, W)` input through the RTL; `vcd` writes a waveform file."""
@@ -36,6 +50,7 @@ def run_rtl(compiled: CompiledNetwork, x: np.ndarray, *, max_cycles: int = 5_000
     result: dict = {}
 
     async def bench(ctx):
+        await write_program(ctx, dut, compiled)
         ctx.set(dut.start, 1)
         await ctx.tick()
         ctx.set(dut.start, 0)

@@ -30,6 +30,11 @@ TINY = config_from_dict({
 })
 
 
+COMPACT = {"loops_and_registers": False, "queue_fields": "used", "program_memory": "spram",
+           "segment_fifos": "registers", "param_bank_channels": 16, "merged_banks": ["input", "param"]}
+TINY_COMPACT = config_from_dict({**TINY.to_dict(), "name": "tiny-compact", "template": COMPACT})
+"""TINY with the compact template of the iCEBreaker configuration (host-loaded SPRAM program)."""
+
 TINY_INPUT = (2, 3, 3)
 
 
@@ -50,8 +55,8 @@ def tiny_network() -> Network:
 
 
 @cache
-def tiny_compiled() -> CompiledNetwork:
-    return run_flow(tiny_network(), TINY).compiled
+def tiny_compiled(config=TINY) -> CompiledNetwork:
+    return run_flow(tiny_network(), config).compiled
 
 
 def tiny_input(seed: int) -> np.ndarray:

@@ -5,7 +5,7 @@ import yaml
 from hwgen.config import CONFIG_DIR, config_from_dict, load_config
 from planner.errors import ConfigError
 
-SHIPPED = ("default", "ice40up5k", "ecp5-85f", "setup_a", "setup_b")
+SHIPPED = ("default", "ice40up5k", "ecp5-85f", "setup_a", "setup_b", "icebreaker")
 
 
 def base() -> dict:
@@ -53,6 +53,11 @@ def test_energy_override():
     ("dram", "bandwidth_bytes_per_cycle", 4, "dram.bandwidth_bytes_per_cycle"),
     ("dram", "latency_cycles", -1, "dram.latency_cycles: -1 is not allowed; expected an integer in [0, 100000]"),
     ("energy", "mac_pj", -1.0, "energy.mac_pj"),
+    ("template", "loops_and_registers", 1, "template.loops_and_registers: 1 is not allowed; expected one of: true, false"),
+    ("template", "queue_fields", "some", "template.queue_fields: 'some' is not allowed; expected one of: all, used"),
+    ("template", "program_memory", "ram", "template.program_memory: 'ram' is not allowed; expected one of: rom, spram"),
+    ("template", "segment_fifos", True, "template.segment_fifos: True is not allowed; expected one of: memory, registers"),
+    ("template", "param_bank_channels", 48, "template.param_bank_channels: 48 is not allowed; expected a power of two in [16, 1024]"),
 ])
 def test_bad_values_name_the_path_and_range(section, key, value, needle):
     data = base()
@@ -85,3 +90,32 @@ def test_config_is_frozen():
     config = load_config()
     with pytest.raises(AttributeError):
         config.pe.rows = 3
+
+
+def test_template_defaults_are_the_full_template_and_keep_old_configs_unchanged():
+    """Configs without a `template:` section get the hardware they always had (registers and
+    loops, whole-instruction queues, a program ROM, block-RAM segment queues, 1024-channel
+    parameter banks) and their dictionaries (hence build ids and cache keys) are unchanged."""
+    config = load_config("ice40up5k")
+    t = config.template
+    assert (t.loops_and_registers, t.queue_fields, t.program_memory, t.segment_fifos, t.param_bank_channels) == (
+        True, "all", "rom", "memory", 1024)
+    assert "template" not in config.to_dict()
+    compact = load_config("icebreaker")
+    assert compact.to_dict()["template"]["program_memory"] == "spram"
+    data = base()
+    data["template"] = {"queues": "used"}
+    with pytest.raises(ConfigError, match=r"template\.queues: unknown field; allowed: loops_and_registers, queue_fields"):
+        config_from_dict(data)
+
+
+def test_merged_banks_exclude_spram_banks():
+    data = base()
+    data["buffers"]["spram"] = ["input"]
+    data["template"] = {"merged_banks": ["weight", "input"]}
+    with pytest.raises(ConfigError, match=r"template\.merged_banks: 'input' is also in buffers\.spram"):
+        config_from_dict(data)
+    data["template"] = {"merged_banks": ["acc"]}
+    with pytest.raises(ConfigError, match=r"template\.merged_banks: \['acc'\] is not allowed; expected a list of "
+                                          r"distinct names from: input, weight, param"):
+        config_from_dict(data)

@@ -15,18 +15,20 @@ from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
 from boards.main_memory import MainMemory
-from boards.protocol import (DeviceError, DeviceMismatch, ReplyChecksumError, ReplyFramingError, ReplyTimeout,
-                             Status)
+from boards.protocol import (Command, DeviceError, DeviceMismatch, ReplyChecksumError, ReplyFramingError,
+                             ReplyTimeout, Status, build_id)
 from boards.runtime import Runtime, RunTimeout
 from hwgen.accelerator import Accelerator
 from hwgen.cli import main
 from hwgen.config import load_config
+from hwgen.program import Program
 from planner.compile.network import CompiledNetwork
 from planner.errors import InputError
 from planner.pipeline import run_flow
 from sim.golden import run_quantized
-from soc_helpers import (TINY, TINY_INPUT, TINY_MEMORY, simulated, tiny_calibration, tiny_compiled, tiny_input,
-                         tiny_model, tiny_network)
+from sim.rtl_sim import write_program
+from soc_helpers import (TINY, TINY_COMPACT, TINY_INPUT, TINY_MEMORY, simulated, tiny_calibration, tiny_compiled,
+                         tiny_input, tiny_model, tiny_network)
 
 COUNTERS = ("cycles", "load.active", "load.waiting", "compute.active", "compute.waiting", "store.active",
             "store.waiting")
@@ -43,6 +45,7 @@ def bare_counters(compiled: CompiledNetwork, x: np.ndarray, memory_bytes: int) -
     counters = {}
 
     async def bench(ctx):
+        await write_program(ctx, accelerator, compiled)
         ctx.set(accelerator.start, 1)
         await ctx.tick()
         ctx.set(accelerator.start, 0)
@@ -75,6 +78,32 @@ def test_tiny_network_full_load_readback_and_inference():
         assert np.array_equal(result.outputs[name], golden[name])
     assert result.counters == bare_counters(compiled, x, TINY_MEMORY)
     assert runtime.status() == (False, True) and link.leds & 0b11 == 0b10  # done, not busy
+
+
+@pytest.mark.slow
+def test_tiny_network_with_a_host_loaded_program_memory():
+    """The compact template: `load` writes the instructions and the descriptor table into the
+    SPRAM program memory over PROGRAM requests; inference equals the golden model and the
+    counters those of the bare accelerator; malformed PROGRAM requests are refused, and a SoC
+    without a writable program memory does not know the command."""
+    compiled, net = tiny_compiled(TINY_COMPACT), tiny_network()
+    link = simulated(compiled)
+    runtime = Runtime(link)
+    assert runtime.load(compiled) is False  # the image is in the memory's initial contents
+    x = tiny_input(4)
+    result = runtime.infer(compiled, x)
+    golden = run_quantized(net, x)
+    for name in net.outputs:
+        assert np.array_equal(result.outputs[name], golden[name])
+    assert result.counters == bare_counters(compiled, x, TINY_MEMORY)
+    for payload, status in ((b"\x00\x00\x00\x00\x01", "BAD_LENGTH"), (b"\x01\x00\x00\x00\x01\x02", "UNALIGNED"),
+                            (b"\xfe\x7f\x00\x00\x01\x02\x03\x04", "OUT_OF_RANGE")):  # 32766 + 4 > 32 KiB
+        with pytest.raises(DeviceError, match=f"device refused PROGRAM: {status}"):
+            runtime.exchange(Command.PROGRAM, payload)
+    with pytest.raises(DeviceError, match="device refused PROGRAM: BAD_COMMAND"):
+        Runtime(simulated(tiny_compiled())).exchange(Command.PROGRAM, b"\x00\x00\x00\x00\x01\x02")
+    # the bitstream holds no program: any program compiled for the configuration is this build
+    assert build_id(Program(), TINY_COMPACT) == runtime.info.build_id != build_id(Program(), TINY)
 
 
 class Faulty:
@@ -216,6 +245,27 @@ def test_hwgen_run_on_the_simulated_soc(tmp_path, capsys):
     golden = run_quantized(net, net.input_quant.quantize(x[0]))[net.outputs[0]]
     assert np.array_equal(np.load(tmp_path / "y.npy")[0], golden)
     assert record["samples"][0]["counters"]["cycles"] > 0
+
+
+@pytest.mark.slow
+def test_hwgen_run_digits_on_the_simulated_icebreaker(tmp_path, capsys):
+    """`hwgen run --board icebreaker --port sim digits`: the board's default configuration is the
+    compact `icebreaker` one, so the runtime writes the program and the descriptor table into
+    the SPRAM program memory over the serial link; the outputs equal the golden model's."""
+    from planner.calibrate import quantize_network
+    from planner.frontend import load_network
+    from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
+
+    np.save(tmp_path / "x.npy", load_digits_split()[2][1][None])
+    code = main(["run", "--board", "icebreaker", "--port", "sim", "digits", "--input", str(tmp_path / "x.npy"),
+                 "--output", str(tmp_path / "y.npy"), "--json"])
+    record = json.loads(capsys.readouterr().out)
+    assert code == 0 and record["config"] == "icebreaker" and record["bit_exact"]
+    net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
+    golden = run_quantized(net, net.input_quant.quantize(load_digits_split()[2][1]))[net.outputs[0]]
+    assert np.array_equal(np.load(tmp_path / "y.npy")[0].reshape(-1), golden.reshape(-1))
+    counters = record["samples"][0]["counters"]
+    assert 0 < counters["compute.active"] < counters["cycles"]
 
 
 def test_hwgen_run_with_a_missing_port_is_one_clear_error(tmp_path, capsys):

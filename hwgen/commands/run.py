@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         inputs = read_input(args.input, net)
         compiled = run_flow(net, config).compiled
         if transport is None:
-            transport = SimulatedTransport.for_network(compiled, memory_bytes(chosen, compiled.memory.size), args.baud)
+            transport = SimulatedTransport.for_network(compiled, memory_bytes(chosen, compiled.memory.size, config), args.baud)
         runtime = Runtime(transport, run_timeout=args.timeout)
         if args.port != SIMULATED_PORT:
             runtime.resync()  # the board may hold half a request from an interrupted session

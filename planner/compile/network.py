@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hwgen.config import AcceleratorConfig
+from hwgen.fetch import check_program
 from hwgen.program import Program
 from planner.compile.conv import ConvTiling, lower_conv, scratch_bytes, spills, weight_constants
 from planner.compile.emitter import Emitter
@@ -91,4 +92,6 @@ def compile_network(net: Network, schedules: dict[str, Schedule], config: Accele
         if layer.op == Op.CONCAT:
             offsets = [sum(shape[0] for shape in layer.in_shapes[:i]) for i in range(len(layer.in_shapes))]
         lower_vector(em, layer, config, sources, target, memory.constants[layer.name], offsets, reads_stored)
-    return CompiledNetwork(net, config, em.finish(), image, memory)
+    program = em.finish()
+    check_program(program, config)
+    return CompiledNetwork(net, config, program, image, memory)

@@ -13,7 +13,7 @@ import numpy as np
 from hwgen.config import AcceleratorConfig
 from hwgen.dma import Descriptor, Dim
 from hwgen.isa import Buffer, Opcode, VecOp, field_limit
-from hwgen.layout import PARAM_BANK_CHANNELS, PARAM_BYTES, bank_bytes, phase_row_pitch
+from hwgen.layout import PARAM_BYTES, bank_bytes, param_bank_channels, phase_row_pitch
 from planner.compile.conv import InputWindow
 from planner.compile.emitter import Emitter
 from planner.compile.memory_map import align
@@ -57,7 +57,7 @@ def vector_tile(layer: Layer, config: AcceleratorConfig, operands: int) -> tuple
     groups_total = ceil_div(layer.out_shape[0], simd)
     out_h, out_w = layer.out_shape[1:]
     for groups in sorted({min(groups_total, g) for g in (groups_total, *(2**k for k in range(12)))}, reverse=True):
-        if groups * simd > PARAM_BANK_CHANNELS or groups > field_limit(Opcode.VEC, "channel_groups"):
+        if groups * simd > param_bank_channels(config) or groups > field_limit(Opcode.VEC, "channel_groups"):
             continue
         for rows in range(out_h, 0, -1):
             window = vector_window(layer, config, rows)

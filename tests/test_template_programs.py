@@ -1,0 +1,68 @@
+"""Programs on a configuration without the sequencer's registers and loops: the compiler's
+programs pass, a program using LOOP, SETR, ADDR or a register operand is one clear error from
+the ISA simulator, the timing model and hardware generation; an SPRAM program memory's size
+limit."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hwgen.accelerator import Accelerator, program_regions
+from hwgen.config import load_config
+from hwgen.dma import Descriptor, Dim
+from hwgen.dma_units import descriptor_table_params
+from hwgen.fetch import ProgramError, check_program
+from hwgen.isa import Instruction, Opcode, assemble
+from hwgen.program import Program
+from planner.program_model import predict
+from sim.isa_sim import IsaSimulator
+
+ICEBREAKER = load_config("icebreaker")
+
+
+@pytest.mark.parametrize("text, culprit", [
+    ("LOOP count=2 body=1", "LOOP"),
+    ("SETR rd=1 imm=5", "SETR"),
+    ("ADDR rd=2 imm=-1", "ADDR"),
+    ("LOAD buffer=input dram_reg=3", "register operand dram_reg"),
+    ("LOAD buffer=weight x_reg=1", "register operand x_reg"),
+    ("STORE dram_reg=15", "register operand dram_reg"),
+])
+def test_register_instructions_are_refused_without_registers(text, culprit):
+    program = Program(assemble(["SIGNAL queue=load sem=0", text, "END"]))
+    message = (rf"instruction 1 \({text.split()[0]} .*\): {culprit} needs the sequencer's registers and loops, "
+               r"which configuration 'icebreaker' leaves out \(template\.loops_and_registers: false\); "
+               r"allowed opcodes: NOP, END, WAIT, SIGNAL, LOAD, STORE, CONVCFG, CONV, VEC with register operands 0")
+    for run in (lambda: IsaSimulator(ICEBREAKER, program, np.zeros(64, np.uint8)).run(),
+                lambda: predict(program, ICEBREAKER), lambda: Accelerator(ICEBREAKER, program)):
+        with pytest.raises(ProgramError, match=message):
+            run()
+    check_program(program, load_config("ice40up5k"))  # the full template runs it
+
+
+def test_spram_program_memory_layout_and_limits():
+    """Instructions from halfword 0, eight each, least significant first; descriptor-table
+    entries of 34 halfwords (the 543-bit table layout of this configuration) from halfword 8192;
+    1024 instructions and 240 descriptors fit the 16 K halfwords of one SB_SPRAM256KA."""
+    words = [Instruction.make(Opcode.STORE, dram_offset=-1 - i, buf_addr=i).encode() for i in range(3)]
+    descriptors = [Descriptor(load=True, dram_addr=0, buf_addr=0, run_bytes=5 + i, dims=(Dim(3, 7, 9, 1, -2),))
+                   for i in range(2)]
+    (start, halfwords), (table_start, table) = program_regions(Program(words, descriptors), ICEBREAKER)
+    assert (start, len(halfwords), table_start, len(table)) == (0, 24, 8192, 2 * 34)
+    for i, word in enumerate(words):
+        assert sum(h << (16 * k) for k, h in enumerate(halfwords[8 * i:8 * i + 8])) == word
+    params = descriptor_table_params(ICEBREAKER)
+    layout = params.descriptor_layout()
+    for i, desc in enumerate(descriptors):
+        bits = sum(h << (16 * k) for k, h in enumerate(table[34 * i:34 * i + 34]))
+        entry = layout.const(params.encode(desc))
+        assert bits == entry.as_bits() and entry.run_bytes == 5 + i and entry.dims[0].dx == -2
+    nop = Instruction.make(Opcode.NOP).encode()
+    with pytest.raises(ProgramError, match=r"1025 instructions; the SPRAM program memory of configuration "
+                                           r"'icebreaker' holds 1024"):
+        check_program(Program([nop] * 1025), ICEBREAKER)
+    many = [Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=1 + i) for i in range(241)]
+    with pytest.raises(ProgramError, match=r"241 descriptors; the SPRAM program memory of configuration "
+                                           r"'icebreaker' holds 240"):
+        check_program(Program([nop], many), ICEBREAKER)
+    assert 16384 * 16 == 256 * 1024 and 8192 + 240 * 34 <= 16384  # one SB_SPRAM256KA: 256 Kbit
