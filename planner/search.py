@@ -144,7 +144,7 @@ def rank_schedules(shape: ConvShape, config: AcceleratorConfig, macs: int) -> Ra
                    cost.Accesses(*accesses), lower, dram_bytes)
 
 
-COST_SECTIONS = ("pe", "widths", "dram")
+COST_SECTIONS = ("pe", "widths", "dram", "template")
 """The configuration sections the cost model reads, besides the buffers (legality) and the
 energies (weights of the accesses): a ranking is shared by configurations equal in these."""
 RANKINGS_KEPT = 64
