@@ -16,8 +16,8 @@ import numpy as np
 from hwgen.config import Dram
 from hwgen.dma import Descriptor
 
-LOAD_START_CYCLES = 7     # a LOAD's unit and DMA start-up and drain, beyond latency and transfer
-STORE_START_CYCLES = 8    # the same for a STORE
+LOAD_START_CYCLES = 8     # a LOAD's unit and DMA start-up and drain, beyond latency and transfer
+STORE_START_CYCLES = 10   # the same for a STORE
 
 
 @dataclass(frozen=True)
