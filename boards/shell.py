@@ -3,8 +3,9 @@
 The accelerator's memory port and counters are far more bits than a package has pins, and
 unconnected they would be optimized away. The shell keeps every bit alive with a handful of
 pins: a linear-feedback shift register, stirred by the `din` pins, feeds a shift register
-that drives every accelerator input (read data, stream handshakes, `start`), and the XOR of every
-accelerator output, registered, is the one `dout` pin.
+that drives every accelerator input (read data, stream handshakes, `start`), and every accelerator output is
+registered, their XOR registered again is the one `dout` pin (so the XOR tree adds no delay to
+the accelerator's own paths).
 """
 from __future__ import annotations
 
@@ -39,5 +40,6 @@ class AcceleratorShell(wiring.Component):
         stimulus = Signal(len(inputs))  # a shift register fed by the LFSR: no two bits alike
         m.d.sync += stimulus.eq(Cat(lfsr[-1], stimulus[:-1]))
         m.d.comb += inputs.eq(stimulus)
-        m.d.sync += self.dout.eq(outputs.xor())
+        captured = Signal(len(outputs))  # registered first, so no accelerator path runs into the XOR
+        m.d.sync += [captured.eq(outputs), self.dout.eq(captured.xor())]
         return m

@@ -69,9 +69,11 @@ class SocCore(wiring.Component):
         wiring.connect(m, uart_rx.data, bridge.rx)
         wiring.connect(m, bridge.tx, uart_tx.data)
         wiring.connect(m, bridge.memory, memory.host)
-        m.d.comb += [uart_rx.rx.eq(self.rx), self.tx.eq(uart_tx.tx),
-                     accelerator.start.eq(bridge.start), bridge.busy.eq(accelerator.busy),
-                     bridge.done.eq(accelerator.done), bridge.counters.eq(accelerator.counters)]
+        m.d.comb += [uart_rx.rx.eq(self.rx), self.tx.eq(uart_tx.tx), accelerator.start.eq(bridge.start)]
+        # The bridge reads the status and counters through registers (placed next to it: its
+        # reply multiplexer need not reach across the chip); they lag the accelerator by a cycle.
+        m.d.sync += [bridge.busy.eq(accelerator.busy), bridge.done.eq(accelerator.done),
+                     bridge.counters.eq(accelerator.counters)]
 
         hold = max(1, int(self.clk_hz * ACTIVITY_SECONDS))
         activity = Signal(range(hold + 1))

@@ -1,8 +1,10 @@
 """The compute unit: executes the compute queue (CONVCFG, CONV, VEC).
 
-CONVCFG is latched into a register both engines read; CONV goes to the convolution engine,
-VEC to the vector unit. The buffer ports of the engine that is running reach the buffers; the
-bank selects come from the running instruction.
+CONVCFG is latched into a register both engines read, and its pointer steps are derived from
+it (`hwgen.steps`) while the unit stays busy for `CONVCFG_CYCLES` in all (a CONVCFG waits for
+both engines to be idle, as every command does); CONV goes to the convolution engine, VEC to
+the vector unit. The buffer ports of the engine that is running reach the buffers; the bank
+selects come from the running instruction.
 """
 from __future__ import annotations
 
@@ -16,7 +18,12 @@ from hwgen.buffers import bank_shape
 from hwgen.config import AcceleratorConfig
 from hwgen.conv_engine import ConvEngine
 from hwgen.isa import INSTRUCTION_LAYOUT, Opcode
+from hwgen.steps import LATENCY as STEPS_LATENCY
+from hwgen.steps import ConvSteps
 from hwgen.vector_unit import VectorUnit
+
+CONVCFG_CYCLES = 1 + STEPS_LATENCY
+"""Cycles from accepting a CONVCFG to the first cycle the unit is idle again."""
 
 
 def _read(config: AcceleratorConfig, kind: str, halves: int = 1) -> In:
@@ -47,31 +54,38 @@ class ComputeUnit(wiring.Component):
         m = Module()
         m.submodules.conv = conv = ConvEngine(self.config)
         m.submodules.vec = vec = VectorUnit(self.config)
+        assert conv.pixel_bits == vec.pixel_bits
+        m.submodules.steps = steps = ConvSteps(conv.pixel_bits)
         convcfg = Signal(INSTRUCTION_LAYOUT)
         running_vec = Signal()
         banks = Signal(4)
-        m.d.comb += [conv.convcfg.eq(convcfg), vec.convcfg.eq(convcfg),
+        settling = Signal(range(STEPS_LATENCY + 1))  # cycles until the steps of the last CONVCFG are ready
+        settled = settling == 0
+        with m.If(~settled):
+            m.d.sync += settling.eq(settling - 1)
+        m.d.comb += [steps.convcfg.eq(convcfg), conv.convcfg.eq(convcfg), vec.convcfg.eq(convcfg),
+                     conv.steps.eq(steps.steps), vec.steps.eq(steps.steps),
                      conv.cmd.payload.eq(self.cmd.payload), vec.cmd.payload.eq(self.cmd.payload)]
         opcode = self.cmd.payload.opcode
         with m.Switch(opcode):
             with m.Case(Opcode.CONVCFG):
-                m.d.comb += self.cmd.ready.eq(1)
-                with m.If(self.cmd.valid):
-                    m.d.sync += convcfg.eq(self.cmd.payload)
+                m.d.comb += self.cmd.ready.eq(self.idle)
+                with m.If(self.cmd.valid & self.idle):
+                    m.d.sync += [convcfg.eq(self.cmd.payload), settling.eq(STEPS_LATENCY)]
             with m.Case(Opcode.CONV):
-                m.d.comb += [conv.cmd.valid.eq(self.cmd.valid), self.cmd.ready.eq(conv.cmd.ready)]
-                with m.If(self.cmd.valid & conv.cmd.ready):
+                m.d.comb += [conv.cmd.valid.eq(self.cmd.valid & settled), self.cmd.ready.eq(conv.cmd.ready & settled)]
+                with m.If(self.cmd.valid & conv.cmd.ready & settled):
                     c = self.cmd.payload.payload.conv
                     m.d.sync += [running_vec.eq(0), banks.eq(Cat(c.in_bank, c.weight_bank, c.weight_bank, c.out_bank))]
             with m.Case(Opcode.VEC):
-                m.d.comb += [vec.cmd.valid.eq(self.cmd.valid), self.cmd.ready.eq(vec.cmd.ready)]
-                with m.If(self.cmd.valid & vec.cmd.ready):
+                m.d.comb += [vec.cmd.valid.eq(self.cmd.valid & settled), self.cmd.ready.eq(vec.cmd.ready & settled)]
+                with m.If(self.cmd.valid & vec.cmd.ready & settled):
                     v = self.cmd.payload.payload.vec
                     m.d.sync += [running_vec.eq(1), banks.eq(Cat(v.in_bank, 0, v.param_bank, v.out_bank))]
             with m.Default():
                 m.d.comb += self.cmd.ready.eq(1)  # nothing else is dispatched here
-        m.d.comb += [self.idle.eq(conv.idle & vec.idle), self.in_bank.eq(banks[0]), self.weight_bank.eq(banks[1]),
-                     self.param_bank.eq(banks[2]), self.out_bank.eq(banks[3])]
+        m.d.comb += [self.idle.eq(conv.idle & vec.idle & settled), self.in_bank.eq(banks[0]),
+                     self.weight_bank.eq(banks[1]), self.param_bank.eq(banks[2]), self.out_bank.eq(banks[3])]
 
         wiring.connect(m, wiring.flipped(self.weight), conv.weight)
         wiring.connect(m, wiring.flipped(self.acc_read), conv.acc_read)

@@ -30,7 +30,8 @@ reduction steps; the drain bank needs `C` cycles per group). The command takes
     cycles = (C if init_from_acc else 1) + (N - 1) * P + T + array latency + C + post latency
 
 from the accepting cycle to the first cycle `idle` is high again (all results written), with
-`N = out_rows * ow_groups * oc_groups`, array latency `4 + log2 S`, post latency 4
+`N = out_rows * ow_groups * oc_groups`, array latency `5 + log2 S`
+(`hwgen.pe_array.array_latency`), post latency `hwgen.postprocess.LATENCY`
 (`cycle_count`). Fields are assumed non-zero, `stride >= 1`, `last_group_cols` in `1..C`.
 
 In-place requantisation (`init_from_acc` and `requantize`): the int8 results written so far
@@ -50,9 +51,10 @@ from hwgen.config import AcceleratorConfig
 from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Opcode
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
 from hwgen.pe import register
-from hwgen.pe_array import PEArray
+from hwgen.pe_array import PEArray, array_latency
 from hwgen.postprocess import LATENCY as POST_LATENCY
 from hwgen.postprocess import SHIFT_BITS, PostProcess
+from hwgen.steps import steps_layout
 
 PARAM_RECORD = data.StructLayout({"bias": signed(32), "multiplier": unsigned(16), "shift": unsigned(8), "spare": 8})
 
@@ -79,13 +81,13 @@ def cycle_count(config: AcceleratorConfig, conv: dict, convcfg: dict) -> int:
     steps = conv["ic_groups"] * convcfg["kernel_h"] * convcfg["kernel_w"]
     groups = conv["out_rows"] * conv["ow_groups"] * conv["oc_groups"]
     start = pe.cols if conv["init_from_acc"] else 1
-    array_latency = 4 + exact_log2(pe.simd)  # PEArray.latency
-    return start + (groups - 1) * max(steps, pe.cols) + steps + array_latency + pe.cols + POST_LATENCY
+    return start + (groups - 1) * max(steps, pe.cols) + steps + array_latency(pe.simd) + pe.cols + POST_LATENCY
 
 
 class ConvEngine(wiring.Component):
     """One CONV at a time from `cmd` (an INSTRUCTION_LAYOUT word with a CONV payload), with the
-    CONVCFG word held on `convcfg`. See the module docstring for ports and timing."""
+    CONVCFG word held on `convcfg` and its pointer steps (`hwgen.steps`, `pixel_bits` wide) on
+    `steps`. See the module docstring for ports and timing."""
 
     def __init__(self, config: AcceleratorConfig) -> None:
         check_config(config)
@@ -105,6 +107,7 @@ class ConvEngine(wiring.Component):
         super().__init__({
             "cmd": In(stream.Signature(INSTRUCTION_LAYOUT)),
             "convcfg": In(INSTRUCTION_LAYOUT),
+            "steps": In(steps_layout(self.pixel_bits)),
             "idle": Out(1),
             "busy": Out(1),
             "in_bank": Out(1),
@@ -137,18 +140,19 @@ class ConvEngine(wiring.Component):
         # ---- per-instruction constants, latched when the command is accepted
         accept = self.cmd.valid & self.cmd.ready
         new = self.cmd.payload.payload.conv
-        rowstep = Signal(pixel)  # pixels of one input row (all phases)
-        ohstep = Signal(pixel)   # input rows of one output row
-        plane = Signal(pixel)    # one input channel group
+        rowstep = self.steps.row  # pixels of one input row (all phases)
+        ohstep = self.steps.oh    # input rows of one output row
+        plane = self.steps.plane  # one input channel group
         set_records = Signal(self.acc_bits)   # records of a full pixel set (C pixels)
         last_records = Signal(self.acc_bits)  # records of the last pixel set of a row
         partials = Signal(self.acc_bits)      # word offset of the int32 partial sums (hwgen.layout)
+        # loop bounds as last indices, so that the wrap tests are comparisons of registers
+        last_ocg, last_owg, last_oh, last_icg, last_kh = Signal(8), Signal(8), Signal(10), Signal(8), Signal(4)
         with m.If(accept):
             m.d.sync += [
                 conv.eq(new),
-                rowstep.eq(cfg.stride * cfg.in_row_pitch),
-                ohstep.eq(cfg.stride * cfg.stride * cfg.in_row_pitch),
-                plane.eq(cfg.in_rows * cfg.stride * cfg.in_row_pitch),
+                last_ocg.eq(new.oc_groups - 1), last_owg.eq(new.ow_groups - 1), last_oh.eq(new.out_rows - 1),
+                last_icg.eq(new.ic_groups - 1), last_kh.eq(cfg.kernel_h - 1),
                 set_records.eq(new.oc_groups << log_c),
                 last_records.eq(new.last_group_cols * new.oc_groups),
                 partials.eq(((new.oc_groups << log_c) + ACC_BYTES - 1) >> exact_log2(ACC_BYTES)),
@@ -161,9 +165,9 @@ class ConvEngine(wiring.Component):
         oh, owg, ocg = Signal(10), Signal(8), Signal(8)
         row_base, col_base, group_base = Signal(pixel), Signal(pixel), Signal(pixel)  # input pixel of the group
         set_record = Signal(self.acc_bits)  # record L of (first pixel of the group, oc group 0)
-        ocg_wrap = ocg == conv.oc_groups - 1
-        owg_wrap = owg == conv.ow_groups - 1
-        done = ocg_wrap & owg_wrap & (oh == conv.out_rows - 1)
+        ocg_wrap = ocg == last_ocg
+        owg_wrap = owg == last_owg
+        done = ocg_wrap & owg_wrap & (oh == last_oh)
         next_ocg = Mux(ocg_wrap, 0, ocg + 1)
         next_owg = Mux(ocg_wrap, Mux(owg_wrap, 0, owg + 1), owg)
         next_oh = Mux(ocg_wrap & owg_wrap, oh + 1, oh)
@@ -189,8 +193,8 @@ class ConvEngine(wiring.Component):
         flush = Signal(range(self.latency + C + POST_LATENCY + 1))
         q_wrap = kw + cfg.stride >= cfg.kernel_w
         phase_wrap = (phase + 1 >= cfg.stride) | (phase + 1 >= cfg.kernel_w)
-        kh_wrap = kh == cfg.kernel_h - 1
-        icg_wrap = icg == conv.ic_groups - 1
+        kh_wrap = kh == last_kh
+        icg_wrap = icg == last_icg
         last_step = q_wrap & phase_wrap & kh_wrap & icg_wrap
         issue = running & (~at_first | (gap == 0))
 

@@ -11,7 +11,8 @@ byte to the buffer and does not read DRAM; a store skips it.
 Pipeline: the walker splits each run into segments (fill prefix, data, fill suffix); the
 segments go to two queues: one drives the source (DRAM read requests, or buffer reads), the
 other the realigner, which shifts source words (aligned in the source) into destination words
-(aligned in the destination) with byte masks. Each moves up to one bus word per cycle.
+(aligned in the destination) with byte masks; DRAM write beats leave through a register. Each
+moves up to one bus word per cycle.
 """
 from __future__ import annotations
 
@@ -125,8 +126,12 @@ class DmaParams:
 class Walker(wiring.Component):
     """Walks a descriptor's loops and splits each run into up to three segments.
 
-    Segments are emitted one per cycle: fill prefix, data, fill suffix (empty ones skipped;
-    for stores fill segments are skipped too). `start` (one cycle) loads the loop state from `desc`.
+    Two stages: the loop stage takes the next run's addresses and in-bounds range `[lo, hi)`
+    into a run register; the split stage emits that run's segments one per cycle: fill prefix,
+    data, fill suffix (empty ones skipped; for stores fill segments are skipped too), or spends
+    one cycle on a run without any. The loop stage refills the register in the cycle the split
+    stage finishes, so runs follow each other without a gap; the first segment leaves two
+    cycles after `start` (one cycle) loads the loop state from `desc`.
     """
 
     def __init__(self, params: DmaParams):
@@ -150,10 +155,10 @@ class Walker(wiring.Component):
             "y": ([Signal(signed(p.coord_width), name=f"y{d}") for d in range(OUTER_DIMS)], desc.y0, "dy"),
             "x": ([Signal(signed(p.coord_width), name=f"x{d}") for d in range(OUTER_DIMS)], desc.x0, "dx"),
         }
-        seg_state = Signal(range(3))
         a, b, y, x = (pointers[k][0][0] for k in ("dram", "buf", "y", "x"))
+        walking = Signal()  # the loop stage has runs left
 
-        # In-bounds bytes of the run: [lo, hi).
+        # ---- loop stage: in-bounds bytes [lo, hi) of the run at the pointers
         n = desc.run_bytes
         lo, hi = Signal(p.count_width), Signal(p.count_width)
         y_in = (y >= 0) & (y < desc.height)
@@ -168,28 +173,38 @@ class Walker(wiring.Component):
             m.d.comb += [lo.eq(clamp(-x)), hi.eq(clamp(desc.width - x))]
         with m.Else():
             m.d.comb += [lo.eq(0), hi.eq(n)]
-        starts = [Const(0, p.count_width), lo, hi]
         lengths = [lo, hi - lo, n - hi]
-        present = [(lengths[k] != 0) & (desc.load | (k == 1)) & (seg_state <= k) for k in range(3)]
 
-        advance = Signal()
-        # Emit the first present segment; advance to the next run after the last present one.
+        # ---- run register and split stage
+        run = Signal(data.StructLayout({"dram": p.addr_width, "buf": p.buf_addr_width, "lo": p.count_width,
+                                        "hi": p.count_width, "present": 3}))
+        held = Signal()  # `run` holds a run whose segments are not all emitted
+        seg_state = Signal(range(3))
+        starts = [Const(0, p.count_width), run.lo, run.hi]
+        run_lengths = [run.lo, run.hi - run.lo, n - run.hi]
+        present = [run.present[k] & (seg_state <= k) for k in range(3)]
+        finish = Signal()  # the split stage is done with `run` this cycle
+        # Emit the first present segment; finish after the last present one.
         for k in range(3):
             first = present[k] & ~Cat(*present[:k]).any()
             later = Cat(*present[k + 1:]).any() if k < 2 else Const(0)
-            with m.If(self.busy & first):
+            with m.If(held & first):
                 seg = self.seg.payload
-                m.d.comb += [self.seg.valid.eq(1), seg.fill.eq(k != 1), seg.dram.eq(a + starts[k]),
-                             seg.buf.eq(b + starts[k]), seg.n.eq(lengths[k])]
+                m.d.comb += [self.seg.valid.eq(1), seg.fill.eq(k != 1), seg.dram.eq(run.dram + starts[k]),
+                             seg.buf.eq(run.buf + starts[k]), seg.n.eq(run_lengths[k])]
                 with m.If(self.seg.ready):
                     m.d.sync += seg_state.eq(k + 1)
-                    m.d.comb += advance.eq(~later)
-        with m.If(self.busy & ~Cat(*present).any()):
-            m.d.comb += advance.eq(1)
+                    m.d.comb += finish.eq(~later)
+        with m.If(held & ~Cat(*present).any()):
+            m.d.comb += finish.eq(1)
+        with m.If(finish):
+            m.d.sync += [seg_state.eq(0), held.eq(0)]
 
+        take = walking & (~held | finish)
         last = [idx[d] + 1 >= dims[d].count for d in range(OUTER_DIMS)]
-        with m.If(advance):
-            m.d.sync += seg_state.eq(0)
+        with m.If(take):
+            m.d.sync += [held.eq(1), run.dram.eq(a), run.buf.eq(b), run.lo.eq(lo), run.hi.eq(hi),
+                         run.present.eq(Cat(*((lengths[k] != 0) & (desc.load | (k == 1)) for k in range(3))))]
             for j in range(OUTER_DIMS):
                 with m.If(~last[j] & Cat(*last[:j]).all()):
                     m.d.sync += idx[j].eq(idx[j] + 1)
@@ -198,10 +213,11 @@ class Walker(wiring.Component):
                         step = levels[j] + dims[j][stride]
                         m.d.sync += [levels[k].eq(step) for k in range(j + 1)]
             with m.If(Cat(*last).all()):
-                m.d.sync += self.busy.eq(0)
+                m.d.sync += walking.eq(0)
         with m.If(self.start):
-            m.d.sync += [self.busy.eq(1), seg_state.eq(0), *[i.eq(0) for i in idx]]
+            m.d.sync += [walking.eq(1), held.eq(0), seg_state.eq(0), *[i.eq(0) for i in idx]]
             m.d.sync += [level.eq(base) for levels, base, _ in pointers.values() for level in levels]
+        m.d.comb += self.busy.eq(walking | held)
         return m
 
 
@@ -397,23 +413,29 @@ class Dma(wiring.Component):
             rd_data.ready.eq(load & realigner.src.ready),
         ]
 
-        # Destination: buffer writes (loads, never stalled) or DRAM write beats (stores).
+        # Destination: buffer writes (loads, never stalled) or DRAM write beats (stores), which
+        # leave through a register (the data comes from a buffer's block RAM through the
+        # realigner): it takes a beat whenever it is empty or its beat is accepted.
         out, wr = realigner.dst, self.port.wr
         out_lane = (out.payload.addr >> lb)[:lw - lb]
         block_end = (out.payload.addr >> lb)[:exact_log2(p.burst_beats)] == p.burst_beats - 1
+        beat_free = ~wr.valid | wr.ready
         m.d.comb += [
-            out.ready.eq(load | wr.ready),
+            out.ready.eq(load | beat_free),
             self.buf_wr.addr.eq(out.payload.addr >> lw),
             self.buf_wr.data.eq(Cat(*[out.payload.data] * (p.buf_word_bytes // B))),
             self.buf_wr.en.eq(Mux(load & out.valid, out.payload.mask << (out_lane * B), 0)),
-            wr.valid.eq(~load & out.valid),
-            wr.payload.addr.eq(out.payload.addr), wr.payload.data.eq(out.payload.data),
-            wr.payload.mask.eq(out.payload.mask), wr.payload.last.eq(out.payload.last | block_end),
         ]
+        with m.If(beat_free):
+            m.d.sync += [
+                wr.valid.eq(~load & out.valid),
+                wr.payload.addr.eq(out.payload.addr), wr.payload.data.eq(out.payload.data),
+                wr.payload.mask.eq(out.payload.mask), wr.payload.last.eq(out.payload.last | block_end),
+            ]
 
         # Completion and counters.
         working = (started | walker.busy | (to_source.level != 0) | (to_realign.level != 0) | (src_left != 0)
-                   | read_valid | realigner.busy)
+                   | read_valid | realigner.busy | wr.valid)
         waiting = (rd_data.ready & ~rd_data.valid) | (wr.valid & ~wr.ready)
         with m.If(self.busy):
             m.d.sync += [self.busy_cycles.eq(self.busy_cycles + 1), self.stall_cycles.eq(self.stall_cycles + waiting)]

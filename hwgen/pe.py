@@ -1,7 +1,9 @@
 """The processing element: an `S`-lane dot product `sum_l (x_l - zx) * w_l` into an accumulator.
 
 Pipeline (one register per stage, controls and the initial value travel with the data):
-input registers holding `x - zx` (9-bit signed) and `w` → per-lane product register (both
+`x`, `zx` and `w` registers (so that nothing but the subtraction lies between a register and
+the multipliers: `x` comes from block RAM through the window selection) → multiplier input
+registers holding `x - zx` (9-bit signed) and `w` → per-lane product register (both
 stages inside one DSP primitive per lane on iCE40 / ECP5: `hwgen.dsp.RegisteredMultiplier`) →
 adder tree, one register per level → accumulator. `out` is the accumulator and is valid for the one cycle `out_valid` is high.
 """
@@ -15,6 +17,8 @@ from amaranth.utils import exact_log2
 from hwgen.dsp import RegisteredMultiplier
 
 CONTROL = data.StructLayout({"valid": 1, "first": 1, "last": 1})
+LATENCY = 4
+"""PE latency without the adder tree: input, multiplier input, product and accumulator registers."""
 
 
 def register(m: Module, value: Value | data.View, name: str, enable: Value | int = 1,
@@ -54,9 +58,9 @@ class PE(wiring.Component):
 
     @property
     def latency(self) -> int:
-        """Cycles from presenting a `last` input to `out_valid`: input, product, log2(S) tree
-        levels, accumulator."""
-        return 3 + exact_log2(self.simd)
+        """Cycles from presenting a `last` input to `out_valid`: input, multiplier input, product,
+        log2(S) tree levels, accumulator."""
+        return LATENCY + exact_log2(self.simd)
 
     def elaborate(self, platform) -> Module:
         m = Module()
@@ -64,10 +68,13 @@ class PE(wiring.Component):
         m.d.comb += [control.valid.eq(self.valid), control.first.eq(self.first), control.last.eq(self.last)]
         control = register(m, control, "control_in", reset_less=False)
         init = register(m, self.init, "init_in")
+        x, zx, w = register(m, self.x, "x_in"), register(m, self.zx, "zx_in"), register(m, self.w, "w_in")
+        control = register(m, control, "control_operand", reset_less=False)
+        init = register(m, init, "init_operand")
         level = []
         for lane in range(self.simd):  # input and product registers inside the DSP (hwgen.dsp)
-            multiplier = m.submodules[f"multiplier_{lane}"] = RegisteredMultiplier(len(self.x[lane]) + 1, len(self.w[lane]))
-            m.d.comb += [multiplier.a.eq(self.x[lane] - self.zx), multiplier.b.eq(self.w[lane])]
+            multiplier = m.submodules[f"multiplier_{lane}"] = RegisteredMultiplier(len(x[lane]) + 1, len(w[lane]))
+            m.d.comb += [multiplier.a.eq(x[lane] - zx), multiplier.b.eq(w[lane])]
             level.append(multiplier.p)
         control, init = register(m, control, "control_product", reset_less=False), register(m, init, "init_product")
         depth = 0

@@ -1,11 +1,15 @@
 """Post-processing: `y = clamp(round_shift((acc + bias) * m, s) + zy, lo, hi)` on `R` lanes.
 
 A beat is one pixel's `R` output channels: each lane has its channel's parameters (`bias`,
-`m`, `s`); all lanes share the layer's (`zy`, `lo`, `hi`, `raw`). `raw` selects the pass-through mode for partial-sum spills: the
-output is `acc + bias` truncated to `raw_shape` (int32), computed by the same datapath with
-`m = 1`, `s = 0` and no clamp. Rounding is half to even (guard, sticky and the result's lowest
-bit). Pipeline, one register per stage, all stalled together while the output is not accepted:
-`acc + bias`, `m` (multiplier inputs) → product → shift and rounding bit → add `zy`, clamp.
+`m`, `s`); all lanes share the layer's (`zy`, `lo`, `hi`, `raw`). `raw` selects the
+pass-through mode for partial-sum spills: the output is `acc + bias` truncated to `raw_shape`
+(int32), computed by the same datapath with `m = 1`, `s = 0` and no clamp. Rounding is half to
+even (guard, sticky and the result's lowest bit). Pipeline, one register per stage, all
+stalled together while the output is not accepted (`LATENCY` stages): the input beat (its
+parameters come straight from block RAM) → `acc + bias`, `m` (multiplier inputs) → two
+partial products (the low `LOW_BITS` bits of `acc + bias`, unsigned, and the signed rest, each
+times `m`: one 18x18 DSP multiplier each) → product (their sum) → shift and rounding bit → add
+`zy`, clamp.
 """
 from __future__ import annotations
 
@@ -16,8 +20,12 @@ from amaranth.lib.wiring import In, Out
 from hwgen.pe import register
 from planner.quant import MULTIPLIER_BITS
 
-LATENCY = 4
+LATENCY = 6
 SHIFT_BITS = 6
+LOW_BITS = 17
+"""Bits of `acc + bias` in the low partial product: unsigned, within an 18-bit signed DSP input."""
+NARROW_BITS = 12
+"""Bits of the quotient the clamp adds and compares in (short carry chains)."""
 
 LAYER = data.StructLayout({"zero_point": signed(8), "low": signed(8), "high": signed(8), "raw": 1})
 
@@ -49,16 +57,27 @@ class PostProcess(wiring.Component):
         def stage(value: Value | data.View, name: str, reset_less: bool = True) -> Signal | data.View:
             return register(m, value, name, advance, reset_less)
 
-        p = self.i.payload
-        valid, layer = stage(self.i.valid, "valid_in", reset_less=False), stage(p.layer, "layer_in")
+        p = stage(self.i.payload, "beat_in")  # the parameters come straight from block RAM
+        valid, layer = stage(self.i.valid, "valid_in", reset_less=False), p.layer
+
+        valid, layer = stage(valid, "valid_sum", reset_less=False), stage(layer, "layer_sum")
         sums = [stage(p.acc[lane] + p.bias[lane], f"sum_{lane}") for lane in range(self.lanes)]
         multipliers = [stage(Mux(p.layer.raw, 1, p.multiplier[lane]), f"multiplier_{lane}") for lane in range(self.lanes)]
         shifts = [stage(Mux(p.layer.raw, 0, p.shift[lane]), f"shift_{lane}") for lane in range(self.lanes)]
 
+        valid, layer = stage(valid, "valid_partial", reset_less=False), stage(layer, "layer_partial")
+        shifts = [stage(shift, f"shift_partial_{lane}") for lane, shift in enumerate(shifts)]
+        partials = [(stage(total[:LOW_BITS] * multiplier, f"low_product_{lane}"),
+                     stage(total[LOW_BITS:].as_signed() * multiplier, f"high_product_{lane}"))
+                    for lane, (total, multiplier) in enumerate(zip(sums, multipliers))]
+
         valid, layer = stage(valid, "valid_product", reset_less=False), stage(layer, "layer_product")
         shifts = [stage(shift, f"shift_product_{lane}") for lane, shift in enumerate(shifts)]
-        products = [stage(total * multiplier, f"product_{lane}")
-                    for lane, (total, multiplier) in enumerate(zip(sums, multipliers))]
+        products = []
+        for lane, ((low, high), total, multiplier) in enumerate(zip(partials, sums, multipliers)):
+            product = Signal((total * multiplier).shape(), name=f"product_sum_{lane}")
+            m.d.comb += product.eq((high << LOW_BITS) + low)
+            products.append(stage(product, f"product_{lane}"))
 
         valid, layer = stage(valid, "valid_round", reset_less=False), stage(layer, "layer_round")
         rounded = []
@@ -73,8 +92,13 @@ class PostProcess(wiring.Component):
 
         m.d.comb += self.o.valid.eq(stage(valid, "valid_out", reset_less=False))
         for lane, (quotient, up) in enumerate(rounded):
-            value = quotient + up + layer.zero_point
-            clamped = Mux(value < layer.low, layer.low, Mux(value > layer.high, layer.high, value))
+            # The clamp works on the low NARROW_BITS bits: a quotient beyond them is beyond any
+            # 8-bit bound whatever `up` and `zy` add, so it clamps by its sign alone.
+            top = quotient[NARROW_BITS - 1:]
+            fits = top.all() | ~top.any()
+            value = quotient[:NARROW_BITS].as_signed() + up + layer.zero_point
+            clamped = Mux(fits, Mux(value < layer.low, layer.low, Mux(value > layer.high, layer.high, value)),
+                          Mux(quotient[-1], layer.low, layer.high))
             result = Mux(layer.raw, quotient, clamped)[:self.raw_shape.width]
             m.d.comb += self.o.payload[lane].eq(stage(result, f"out_{lane}"))
         return m

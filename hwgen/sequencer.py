@@ -229,8 +229,10 @@ class Sequencer(wiring.Component):
         ).all())
         with m.FSM():
             with m.State("IDLE"):
+                # The ROM reads word 0 all the while: `start` (from the host side) need not
+                # reach the ROM's address in the cycle it rises.
+                m.d.comb += pc_next.eq(0)
                 with m.If(self.start):
-                    m.d.comb += pc_next.eq(0)
                     m.d.sync += [self.done.eq(0), self.counters.eq(0)]
                     if loops:
                         m.d.sync += [loop_sp.eq(0), *[reg.eq(0) for reg in regs]]

@@ -18,8 +18,9 @@ The caller connects the buffer ports to the banks `in_bank`, `param_bank` and `o
 
 Schedule: one read of one pixel's `S` lanes per cycle, loops (outer to inner) `oh, ow, g, kh,
 kw, operand`, so the results are consecutive `S`-byte chunks of the accumulator bank. Pipeline
-(nothing stalls): read issue → select the pixel in the word, subtract the zero point, pick the
-coefficient → product → accumulate (max or sum) and read the parameters → post-processing →
+(nothing stalls): read issue → select the pixel in the word, the zero point and the coefficient
+(a register right after the block RAM's output and the word selection) → subtract the zero
+point → product → accumulate (max or sum) and read the parameters → post-processing →
 byte-enabled write. A VEC keeps `idle` low for exactly `vec_cycles(vec, convcfg)` cycles.
 """
 from __future__ import annotations
@@ -36,10 +37,12 @@ from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
 from hwgen.pe import register
 from hwgen.postprocess import LATENCY as POSTPROCESS_LATENCY
 from hwgen.postprocess import PostProcess
+from hwgen.steps import steps_layout
 from planner.quant import MULTIPLIER_BITS
 
-ACCUMULATE_LATENCY = 4
-"""Cycles from a window's last read to its post-processing input: read, select, product, accumulate."""
+ACCUMULATE_LATENCY = 5
+"""Cycles from a window's last read to its post-processing input: read, select, subtract, product,
+accumulate."""
 OVERHEAD = ACCUMULATE_LATENCY + POSTPROCESS_LATENCY
 """Cycles of a VEC beyond its reads (one per cycle from the cycle after the accept on)."""
 
@@ -80,8 +83,9 @@ def _log2(name: str, value: int) -> int:
 
 
 class VectorUnit(wiring.Component):
-    """Executes VEC commands from `cmd` with the CONVCFG on `convcfg` (held stable by the caller
-    while a command runs). Buffer ports (compute side, synchronous reads):
+    """Executes VEC commands from `cmd` with the CONVCFG on `convcfg` and its pointer steps
+    (`hwgen.steps`, `pixel_bits` wide) on `steps` (both held stable by the caller while a command
+    runs). Buffer ports (compute side, synchronous reads):
 
     - `input_even` / `input_odd`: the input bank's even / odd words (`C * S` bytes) at address
       `word // 2`;
@@ -99,10 +103,11 @@ class VectorUnit(wiring.Component):
         self.simd = pe.simd
         input_word, param_word, acc_word = pe.cols * pe.simd, pe.rows * PARAM_BYTES, pe.rows * ACC_BYTES
         input_addr = ceil_log2(bank_bytes(config, "input") // (2 * input_word))
-        self._pixel_bits = input_addr + 1 + self._log_cols
+        self.pixel_bits = input_addr + 1 + self._log_cols
         super().__init__({
             "cmd": In(stream.Signature(INSTRUCTION_LAYOUT)),
             "convcfg": In(INSTRUCTION_LAYOUT),
+            "steps": In(steps_layout(self.pixel_bits)),
             "idle": Out(1),
             "input_even": In(ReadPort.Signature(addr_width=input_addr, shape=unsigned(8 * input_word))),
             "input_odd": In(ReadPort.Signature(addr_width=input_addr, shape=unsigned(8 * input_word))),
@@ -115,7 +120,7 @@ class VectorUnit(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         S, log_cols = self.simd, self._log_cols
-        pixel = unsigned(self._pixel_bits)
+        pixel = unsigned(self.pixel_bits)
         cfg = self.convcfg.payload.convcfg
         m.submodules.postprocess = post = PostProcess(S, ACC_SHAPE, raw_shape=signed(8))
 
@@ -132,13 +137,13 @@ class VectorUnit(wiring.Component):
         stride, kw_wrap = Signal(3), Signal(pixel)
         new = self.cmd.payload.payload.vec
         new_window = ~new.op[1]
-        # Steps from CONVCFG alone (a register), chosen by the command: no multiplier waits
-        # for the command's decoding. A window op (MAX, SUM) strides by cfg.stride, others by 1.
-        strided_row = cfg.stride * cfg.in_row_pitch
-        row_step = Mux(new_window, strided_row, cfg.in_row_pitch)
-        oh_step = Mux(new_window, cfg.stride * strided_row, cfg.in_row_pitch)
-        group_step = Mux(new_window, cfg.in_rows * strided_row, cfg.in_rows * cfg.in_row_pitch)
-        new_kw_wrap = Mux(new_window, 1 - (cfg.stride - 1) * cfg.in_row_pitch, 1)
+        # Steps from CONVCFG alone (`hwgen.steps`, registers), chosen by the command. A window op
+        # (MAX, SUM) strides by cfg.stride, others by 1.
+        steps = self.steps
+        row_step = Mux(new_window, steps.row, cfg.in_row_pitch)
+        oh_step = Mux(new_window, steps.oh, cfg.in_row_pitch)
+        group_step = Mux(new_window, steps.plane, steps.flat_plane)
+        new_kw_wrap = Mux(new_window, 1 + cfg.in_row_pitch - steps.row, 1)  # 1 - (stride - 1) * pitch
         with m.If(self.cmd.valid & self.cmd.ready):
             nonempty = (new.out_rows != 0) & (new.out_cols != 0) & (new.channel_groups != 0)
             m.d.sync += [busy.eq(nonempty), running.eq(nonempty), vec.eq(new),
@@ -190,16 +195,18 @@ class VectorUnit(wiring.Component):
         for port, odd in ((self.input_even, 0), (self.input_odd, 1)):
             m.d.comb += [port.addr.eq(word[1:]), port.en.eq(running & (word[0] == odd))]
 
-        # ---- select the pixel, subtract the zero point, pick the coefficient
+        # ---- select the pixel, pick the zero point and the coefficient; subtract the zero point
         read = register(m, issue, "control_read", reset_less=False)
         words = Mux(read.odd, self.input_odd.data, self.input_even.data)
         lanes = data.ArrayLayout(signed(8), S)
-        x = lanes(words.word_select(read.slice[:log_cols], lanes.size))
-        zero_point = Mux(read.operand, vec.in2_zero_point, cfg.in_zero_point)
-        coefficient = Mux(window, 1, Mux(read.operand, vec.multiplier_b, vec.multiplier_a))
+        x = register(m, lanes(words.word_select(read.slice[:log_cols], lanes.size)), "pixel")
+        zero_point = register(m, Mux(read.operand, vec.in2_zero_point, cfg.in_zero_point), "zero_point")
+        coefficient = register(m, Mux(window, 1, Mux(read.operand, vec.multiplier_b, vec.multiplier_a)),
+                               "coefficient_select")
+        control = register(m, read, "control_select", reset_less=False)
         diffs = [register(m, x[lane] - zero_point, f"diff_{lane}") for lane in range(S)]
         coefficient = register(m, coefficient, "coefficient")
-        control = register(m, read, "control_diff", reset_less=False)
+        control = register(m, control, "control_diff", reset_less=False)
 
         # ---- product, then accumulate; a window's last value reads the channels' parameters
         # The product registers keep a reset (the ice40_dsp workaround of `hwgen.pe`).

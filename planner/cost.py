@@ -27,6 +27,7 @@ import numpy as np
 
 from hwgen.config import AcceleratorConfig, Energy
 from hwgen.layout import ACC_BYTES, PARAM_BYTES
+from hwgen.pe_array import array_latency
 from hwgen.postprocess import LATENCY as POST_LATENCY
 from planner.schedule import DIMS, ConvShape, Schedule, axis_tiles, input_extents
 from planner.transfer_work import transfer_cycles
@@ -136,9 +137,8 @@ def conv_cycles(config: AcceleratorConfig, shape: ConvShape, oc_groups, ic_group
     pe = config.pe
     steps = ic_groups * shape.kh * shape.kw
     groups = rows * col_groups * oc_groups
-    array_latency = 4 + int(np.log2(pe.simd))
-    return (np.where(init, pe.cols, 1) + (groups - 1) * np.maximum(steps, pe.cols) + steps + array_latency
-            + pe.cols + POST_LATENCY)
+    return (np.where(init, pe.cols, 1) + (groups - 1) * np.maximum(steps, pe.cols) + steps
+            + array_latency(pe.simd) + pe.cols + POST_LATENCY)
 
 
 # ---------------------------------------------------------------- reloads
@@ -278,9 +278,8 @@ def sum_tables(shape: ConvShape, config: AcceleratorConfig, tiles: dict) -> SumT
     t_sum = total("IC", lambda a: a.groups * k)
     gap_sum = total("IC", lambda a: np.maximum(a.groups * k, pe.cols))
     n_sum = og * shape.oh * col_groups  # sum over (OC, OH, OW) tiles of the CONV's groups
-    array_latency = 4 + int(np.log2(pe.simd))
     compute = (tiles_out * (1 + (trip["IC"] - 1) * pe.cols) + gap_sum * (n_sum - tiles_out) + t_sum * tiles_out
-               + tiles_out * trip["IC"] * (array_latency + pe.cols + POST_LATENCY + SYNC_CYCLES))
+               + tiles_out * trip["IC"] * (array_latency(pe.simd) + pe.cols + POST_LATENCY + SYNC_CYCLES))
     array_cycles = og * ig * k * shape.oh * col_groups
 
     f_in = input_tile(config, input_groups(shape, config, first("OC", "groups"), first("IC", "groups")),

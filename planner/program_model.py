@@ -7,9 +7,10 @@ The model replays the sequencer (`hwgen/sequencer.py`) at the level of instructi
 * a queue's head WAIT passes once its semaphore is positive, a SIGNAL executes once the unit is
   idle (both take a cycle; a semaphore change is visible the next cycle);
 * CONV and VEC take exactly their engines' cycle counts (`hwgen.conv_engine.cycle_count`,
-  `hwgen.vector_unit.vec_cycles`);
+  `hwgen.vector_unit.vec_cycles`), a CONVCFG `hwgen.compute_unit.CONVCFG_CYCLES`;
 * a LOAD or STORE is a fixed part (unit and DMA start-up, the descriptor lookup, plus the
-  memory latency for reads) and a port part: the realigner's words, or the bus beats at the configured bandwidth, whichever
+  memory latency for reads) and a port part: the realigner's words, or the bus beats at the
+  configured bandwidth, whichever
   is longer (`planner.transfer_work`). A load and a store that use the port at the same time
   share its bandwidth fairly (max-min): the memory alternates read and write turns, and which
   of the two wins a slow memory's next beat depends on cycle parity, so fairness is the expected
@@ -26,6 +27,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from hwgen.compute_unit import CONVCFG_CYCLES
 from hwgen.config import AcceleratorConfig
 from hwgen.conv_engine import cycle_count
 from hwgen.dma_units import descriptor_table_params, entry_halfwords
@@ -187,7 +189,7 @@ class _Replay:
     def _issue(self, t: float, queue: Queue, step: Dispatched) -> None:
         ins = step.instruction
         if ins.opcode == Opcode.CONVCFG:
-            self.convcfg, cycles = ins, 1
+            self.convcfg, cycles = ins, CONVCFG_CYCLES
         elif ins.opcode == Opcode.CONV:
             cycles = cycle_count(self.config, ins, self._require_convcfg(ins))
         elif ins.opcode == Opcode.VEC:

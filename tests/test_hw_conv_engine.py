@@ -15,6 +15,7 @@ from hwgen.conv_engine import ConvEngine, check_config, cycle_count
 from hwgen.isa import Buffer, Instruction, Opcode
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes, input_offset, partial_sums_offset, phase_row_pitch
 from hwgen.program import Program
+from hwgen.steps import pointer_steps
 from planner.compile.packing import expand_depthwise, param_block, weight_block
 from sim.golden import kernels
 from sim.isa_sim import IsaSimulator
@@ -85,6 +86,7 @@ def run_engine(config: AcceleratorConfig, cases: list[Case]) -> list[tuple[np.nd
                     for index, value in enumerate(part):
                         ctx.set(mems[name].data[index], value)
             ctx.set(dut.convcfg.as_value(), case.convcfg.encode())
+            ctx.set(dut.steps, pointer_steps(case.convcfg.fields, dut.pixel_bits))
             ctx.set(dut.cmd.payload.as_value(), case.conv.encode())
             ctx.set(dut.cmd.valid, 1)
             while not (await ctx.tick().sample(dut.cmd.ready))[2]:
@@ -261,7 +263,7 @@ def test_steady_state_throughput(capsys) -> None:
                         ow_groups=2, init_from_acc=0, depthwise=0)
     cycles, short_cycles = check(SMALL, [case, short])
     steps = 2 * 9 * (2 * 3 * 2)
-    assert cycles - steps == SMALL.pe.cols + 4 + 1 + SMALL.pe.cols + 4  # fill + drain only
+    assert cycles - steps == SMALL.pe.cols + 5 + 1 + SMALL.pe.cols + 6  # fill + drain only
     with capsys.disabled():
         print(f"\nconv engine: {steps} reduction steps in {cycles} cycles ({steps / cycles:.1%}); "
               f"1x1 with T=1 < C=2: {2 * 2 * 3} steps in {short_cycles} cycles (one group per C cycles)")

@@ -78,8 +78,8 @@ def test_pe_matches_numpy_dot_products(simd: int, groups, seed: int) -> None:
     assert run_pe(dut, cycles) == [(cycle - 1 + dut.latency, value) for cycle, value in expected]
 
 
-@pytest.mark.parametrize("simd, latency", [(1, 3), (2, 4), (32, 8)])
-def test_latency_is_three_plus_tree_depth(simd: int, latency: int) -> None:
+@pytest.mark.parametrize("simd, latency", [(1, 4), (2, 5), (32, 9)])
+def test_latency_is_four_plus_tree_depth(simd: int, latency: int) -> None:
     """A one-term group (first and last together) presented on cycle 0 leaves on cycle `latency`."""
     dut = PE(simd, signed(32))
     cycles = [{"valid": 1, "first": 1, "last": 1, "x": [5] * simd, "zx": 2, "w": [-3] * simd, "init": 7}]

@@ -14,7 +14,7 @@ from test_hw_postprocess import receive
 CONFIG = config_from_dict({**TINY, "buffers": {"input_bytes": 4096, "weight_bytes": 4096, "output_bytes": 4096},
                            "widths": {"activation": 8, "weight": 8, "accumulator": 32}})
 R, C, S = CONFIG.pe.rows, CONFIG.pe.cols, CONFIG.pe.simd
-LATENCY = 3 + 2 + 1  # PE: input, product, 2 tree levels (S = 4), accumulate; then the drain bank
+LATENCY = 4 + 2 + 1  # PE: input, multiplier input, product, 2 tree levels (S = 4), accumulate; then the drain bank
 
 
 def make_groups(rng: np.random.Generator, lengths: list[int]) -> tuple[list[dict], list[np.ndarray]]:

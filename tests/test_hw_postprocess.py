@@ -146,3 +146,14 @@ def test_pass_through_and_back_to_back() -> None:
     ]
     expected = [[2**31 - 1, -(2**31) + 5, 10], [50, -50, 0], [-(2**31), -(2**31) + 2, -(2**31) + 1]]
     assert run_postprocess(3, cases, gap_rate=0.0, stall_rate=0.0) == expected
+
+
+def test_clamp_around_the_narrow_width() -> None:
+    """Quotients on both sides of the clamp's narrow width (`NARROW_BITS`: 2**11) and of the
+    8-bit range, with the zero points and rounding that push them across a bound."""
+    quotients = [2**11 - 1, 2**11, 2**11 + 1, -(2**11), -(2**11) - 1, 127, 128, -128, -129, 2**20, -(2**20)]
+    cases = [beat([2 * q + up, 0, 0], 0, 1, 1, zy=zy, lo=lo, hi=hi)
+             for q in quotients for up in (0, 1) for zy, lo, hi in ((-128, -128, 127), (127, -5, 127), (0, 0, 0))]
+    expected = [[exact(a + b, m, s, c["layer"]["zero_point"], c["layer"]["low"], c["layer"]["high"])
+                 for a, b, m, s in zip(c["acc"], c["bias"], c["multiplier"], c["shift"])] for c in cases]
+    assert run_postprocess(3, cases) == expected

@@ -16,6 +16,7 @@ from hwgen.config import AcceleratorConfig, config_from_dict
 from hwgen.isa import Buffer, Instruction, Opcode, VecOp
 from hwgen.layout import PARAM_BYTES, bank_bytes, phase_row_pitch
 from hwgen.program import Program
+from hwgen.steps import pointer_steps
 from hwgen.vector_unit import VectorUnit, vec_cycles
 from sim.isa_sim import IsaSimulator
 
@@ -130,6 +131,7 @@ def run_rtl(config: AcceleratorConfig, cases: list[Case]) -> list[tuple[np.ndarr
                 for index, value in enumerate(values):
                     ctx.set(memories[name].data[index], value)
             ctx.set(dut.convcfg.as_value(), case.convcfg.encode())
+            ctx.set(dut.steps, pointer_steps(case.convcfg.fields, dut.pixel_bits))
             ctx.set(dut.cmd.payload.as_value(), case.vec.encode())
             ctx.set(dut.cmd.valid, 1)
             await ctx.tick().until(dut.cmd.ready)
