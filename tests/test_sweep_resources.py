@@ -87,11 +87,11 @@ def test_buffer_ram_blocks_are_exact(family, shape):
 
 
 def test_dsp_count_follows_the_template_structure():
-    # ECP5: each PE lane one MULT18X18D; requantisation (34 x 17 bits) two per row; the vector
-    # unit one product and two requantisation DSPs per lane; nine address products
+    # ECP5: each PE lane one MULT18X18D; requantisation two partial products per row; the vector
+    # unit one product and two requantisation partial products per lane; seven address products
     for rows, cols, simd in ((2, 2, 2), (4, 2, 4), (8, 4, 4), (16, 8, 8)):
         cfg = config(rows, cols, simd, 4096, 16)
-        assert dsp_count(cfg, "ecp5") == rows * cols * simd + 2 * rows + 3 * simd + 9
+        assert dsp_count(cfg, "ecp5") == rows * cols * simd + 2 * rows + 3 * simd + 7
 
 
 @pytest.mark.parametrize("family", ["ecp5", "ice40"])

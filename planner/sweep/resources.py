@@ -29,6 +29,7 @@ from hwgen.buffers import bank_shape
 from hwgen.config import AcceleratorConfig
 from hwgen.isa import PAYLOADS, Opcode
 from hwgen.layout import ACC_BYTES, bank_bytes
+from hwgen.postprocess import LOW_BITS
 from hwgen.vector_unit import ACC_SHAPE as VECTOR_ACC_SHAPE
 from planner.errors import HwgenError
 from planner.quant import MULTIPLIER_BITS
@@ -109,32 +110,31 @@ def multipliers(config: AcceleratorConfig) -> tuple[Multiplier, ...]:
     pitch = _field_bits(Opcode.CONVCFG, "in_row_pitch")
     in_rows = _field_bits(Opcode.CONVCFG, "in_rows")
     conv_pixel = ceil_log2(bank_bytes(config, "input") // S)  # ConvEngine.pixel_bits
-    vec_pixel = ceil_log2(bank_bytes(config, "input") // (2 * C * S)) + 1 + ceil_log2(C)  # VectorUnit._pixel_bits
     records = ceil_log2(bank_bytes(config, "acc") // (ACC_BYTES * R))  # ConvEngine.acc_bits
     conv_sum = max(accumulator_shape(config).width, 32) + 1  # accumulator + int32 bias
     groups = _field_bits(Opcode.CONV, "last_group_cols"), _field_bits(Opcode.CONV, "oc_groups")
+    bits = conv_pixel  # hwgen.steps.ConvSteps registers, as wide as the engine's pixel pointer
+    low = (LOW_BITS, MULTIPLIER_BITS, LOW_BITS + MULTIPLIER_BITS, False)  # hwgen.postprocess low partial
+    conv_high = conv_sum - LOW_BITS
+    vec_high = VECTOR_ACC_SHAPE.width - LOW_BITS  # the vector unit's bias is zero: its sums stay 26 bits
     return (
         Multiplier("PE lane (x - zx) * w", widths.activation + 1, widths.weight, widths.activation + widths.weight + 1,
                    True, R * C * S, primitive=True),
-        Multiplier("convolution requantisation", conv_sum, coefficient, conv_sum + coefficient - 1, True, R),
+        Multiplier("convolution requantisation, low partial", *low, R),
+        Multiplier("convolution requantisation, high partial", conv_high, coefficient, conv_high + coefficient - 1,
+                   True, R),
         Multiplier("vector unit (x - zx) * multiplier", widths.activation + 1, coefficient,
                    widths.activation + coefficient, True, S),
-        Multiplier("vector unit requantisation", VECTOR_ACC_SHAPE.width, coefficient,
-                   VECTOR_ACC_SHAPE.width + coefficient, True, S),
-        # stride * pitch: the convolution engine's row step and the vector unit's strided row,
-        # one cell once the design is flattened (both read the CONVCFG register)
-        Multiplier("row step stride * pitch", stride, pitch, stride + pitch, False),
-        Multiplier("conv stride * stride", stride, stride, 2 * stride, False),
-        Multiplier("conv output-row step", 2 * stride, pitch, min(2 * stride + pitch, conv_pixel), False),
-        Multiplier("conv in_rows * stride", in_rows, stride, in_rows + stride, False),
-        Multiplier("conv channel-group plane", in_rows + stride, pitch, min(in_rows + stride + pitch, conv_pixel),
-                   False),
+        Multiplier("vector unit requantisation, low partial", *low, S),
+        Multiplier("vector unit requantisation, high partial", vec_high, coefficient, vec_high + coefficient, True, S),
         Multiplier("conv last-set records", *groups, min(sum(groups), records), False),
-        Multiplier("vector output-row step", stride, stride + pitch, min(2 * stride + pitch, vec_pixel), False),
-        # in_rows * (strided row or pitch): Yosys' `share` makes the two products one multiplier
-        Multiplier("vector channel-group step", in_rows, stride + pitch, min(in_rows + stride + pitch, vec_pixel),
-                   False),
-        Multiplier("vector phase wrap", stride + 1, pitch + 1, min(stride + pitch + 2, vec_pixel), True),
+        # hwgen.steps: the CONVCFG pointer steps, each product into a `bits`-wide register
+        Multiplier("steps: stride * pitch", stride, pitch, min(stride + pitch, bits), False),
+        Multiplier("steps: stride * stride", stride, stride, min(2 * stride, bits), False),
+        Multiplier("steps: in_rows * stride", in_rows, stride, min(in_rows + stride, bits), False),
+        Multiplier("steps: in_rows * pitch", in_rows, pitch, min(in_rows + pitch, bits), False),
+        Multiplier("steps: stride^2 * pitch register", min(2 * stride, bits), bits, bits, False),
+        Multiplier("steps: in_rows * stride * pitch register", min(in_rows + stride, bits), bits, bits, False),
     )
 
 
