@@ -85,13 +85,14 @@ class Ranking:
     accesses: cost.Accesses  # ... its accesses
     lower: np.ndarray  # ... its cycle lower bound
     dram_bytes: np.ndarray  # ... its DRAM bytes
-    orders_by_bound: dict[tuple, np.ndarray] = field(default_factory=dict)
+    sorted_bounds: dict[tuple, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     exact: dict[int, tuple[Schedule, cost.Cost, cost.Accesses]] = field(default_factory=dict)
 
-    def by_bound(self, objective: Objective, energy: Energy) -> np.ndarray:
-        """Schedule indices sorted by the objective's closed-form bound (stable)."""
+    def bounds(self, objective: Objective, energy: Energy) -> tuple[np.ndarray, np.ndarray]:
+        """Each schedule's closed-form bound of the objective (comparable with the first entry of
+        `full_key`), and the schedule indices sorted by it (stable)."""
         key = (objective, energy if objective in (Objective.ENERGY, Objective.EDP) else None)
-        if key not in self.orders_by_bound:
+        if key not in self.sorted_bounds:
             if objective is Objective.LATENCY:
                 bound = self.lower
             elif objective is Objective.TRAFFIC:
@@ -99,17 +100,8 @@ class Ranking:
             else:
                 joules = self.accesses.energy_pj(energy)
                 bound = joules if objective is Objective.ENERGY else self.lower * joules
-            self.orders_by_bound[key] = np.argsort(bound, kind="stable")
-        return self.orders_by_bound[key]
-
-    def bound(self, objective: Objective, energy: Energy, k: int):
-        """The bound of schedule `k` (comparable with the first entry of `full_key`)."""
-        if objective is Objective.LATENCY:
-            return self.lower[k]
-        if objective is Objective.TRAFFIC:
-            return self.dram_bytes[k]
-        joules = self.accesses.pick(k).energy_pj(energy)
-        return joules if objective is Objective.ENERGY else self.lower[k] * joules
+            self.sorted_bounds[key] = bound, np.argsort(bound, kind="stable")
+        return self.sorted_bounds[key]
 
     def evaluated(self, shape: ConvShape, config: AcceleratorConfig, k: int) -> tuple[Schedule, cost.Cost]:
         """Schedule `k` and its exact cost on `config` (computed once; the energy per config)."""
@@ -172,13 +164,13 @@ def search(shape: ConvShape, config: AcceleratorConfig, macs: int, objective: Ob
     start = time.perf_counter()
     ranked = ranking(shape, config, macs)
     fits = np.broadcast_to(fits_banks(ranked.footprint, config), ranked.tiles["OC"].shape)
-    order = ranked.by_bound(objective, config.energy)
+    bound, order = ranked.bounds(objective, config.energy)
     legal = order[fits[ranked.tiling[order]]]
     if not legal.size:
         raise unplannable(name, shape, config)
     best, best_key, exact = None, None, 0
     for k in legal:
-        if best_key is not None and ranked.bound(objective, config.energy, k) > best_key[0]:
+        if best_key is not None and bound[k] > best_key[0]:
             break
         schedule, c = ranked.evaluated(shape, config, int(k))
         exact += 1

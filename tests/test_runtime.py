@@ -62,6 +62,15 @@ def bare_counters(compiled: CompiledNetwork, x: np.ndarray, memory_bytes: int) -
 
 
 @pytest.mark.slow
+def assert_inference_is_golden(runtime: Runtime, compiled: CompiledNetwork, net, x: np.ndarray) -> None:
+    """An inference over the link: outputs equal the golden model's, counters the bare accelerator's."""
+    result = runtime.infer(compiled, x)
+    golden = run_quantized(net, x)
+    for name in net.outputs:
+        assert np.array_equal(result.outputs[name], golden[name])
+    assert result.counters == bare_counters(compiled, x, TINY_MEMORY)
+
+
 def test_tiny_network_full_load_readback_and_inference():
     compiled, net = tiny_compiled(), tiny_network()
     link = simulated(compiled)
@@ -71,12 +80,7 @@ def test_tiny_network_full_load_readback_and_inference():
     assert not runtime.image_loaded(compiled)
     assert runtime.load(compiled) is True
     assert runtime.read(0, compiled.memory.size) == compiled.image.tobytes()
-    x = tiny_input(3)
-    result = runtime.infer(compiled, x)
-    golden = run_quantized(net, x)
-    for name in net.outputs:
-        assert np.array_equal(result.outputs[name], golden[name])
-    assert result.counters == bare_counters(compiled, x, TINY_MEMORY)
+    assert_inference_is_golden(runtime, compiled, net, tiny_input(3))
     assert runtime.status() == (False, True) and link.leds & 0b11 == 0b10  # done, not busy
 
 
@@ -90,12 +94,7 @@ def test_tiny_network_with_a_host_loaded_program_memory():
     link = simulated(compiled)
     runtime = Runtime(link)
     assert runtime.load(compiled) is False  # the image is in the memory's initial contents
-    x = tiny_input(4)
-    result = runtime.infer(compiled, x)
-    golden = run_quantized(net, x)
-    for name in net.outputs:
-        assert np.array_equal(result.outputs[name], golden[name])
-    assert result.counters == bare_counters(compiled, x, TINY_MEMORY)
+    assert_inference_is_golden(runtime, compiled, net, tiny_input(4))
     for payload, status in ((b"\x00\x00\x00\x00\x01", "BAD_LENGTH"), (b"\x01\x00\x00\x00\x01\x02", "UNALIGNED"),
                             (b"\xfe\x7f\x00\x00\x01\x02\x03\x04", "OUT_OF_RANGE")):  # 32766 + 4 > 32 KiB
         with pytest.raises(DeviceError, match=f"device refused PROGRAM: {status}"):

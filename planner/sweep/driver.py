@@ -95,12 +95,11 @@ def run_sweep(model: ModelSpec, space: Space, out: Path, *, objective: Objective
                           synth, str(out / "synth" / key) if synth else None, timeout))
     reused = len(records)
 
-    def store(record: dict) -> None:
-        cache.put(record)
+    def keep(record: dict) -> None:
         records[record["key"]] = record
 
-    run_points(batches(tasks, jobs, synth), store, jobs=jobs, scheduler=scheduler, evaluate=evaluate,
-               title=f"sweep {net.name}", cache=cache)
+    run_points(batches(tasks, jobs, synth), cache, keep, jobs=jobs, scheduler=scheduler, evaluate=evaluate,
+               title=f"sweep {net.name}")
     rows = [dict(records[key], index=point.index, label=point.label, **point.values)
             for key, point in zip(keys, points)]
     title = f"Design-space sweep of {net.name}" + (f" on {device}" if device else "")

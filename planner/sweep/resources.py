@@ -101,19 +101,18 @@ def _field_bits(opcode: Opcode, name: str) -> int:
 
 def multipliers(config: AcceleratorConfig) -> tuple[Multiplier, ...]:
     """Every multiplier of the accelerator with the operand widths synthesis sees (after
-    Yosys' width reduction), following `hwgen.pe`, `hwgen.postprocess`, `hwgen.conv_engine`
-    and `hwgen.vector_unit`."""
+    Yosys' width reduction), following `hwgen.pe`, `hwgen.postprocess`, `hwgen.conv_engine`,
+    `hwgen.steps` and `hwgen.vector_unit`."""
     pe, widths = config.pe, config.widths
     R, C, S = pe.rows, pe.cols, pe.simd
     coefficient = MULTIPLIER_BITS + 1  # the unsigned requantisation multiplier as a signed operand
     stride = _field_bits(Opcode.CONVCFG, "stride")
     pitch = _field_bits(Opcode.CONVCFG, "in_row_pitch")
     in_rows = _field_bits(Opcode.CONVCFG, "in_rows")
-    conv_pixel = ceil_log2(bank_bytes(config, "input") // S)  # ConvEngine.pixel_bits
+    bits = ceil_log2(bank_bytes(config, "input") // S)  # ConvEngine.pixel_bits: the widths of the steps' registers
     records = ceil_log2(bank_bytes(config, "acc") // (ACC_BYTES * R))  # ConvEngine.acc_bits
     conv_sum = max(accumulator_shape(config).width, 32) + 1  # accumulator + int32 bias
     groups = _field_bits(Opcode.CONV, "last_group_cols"), _field_bits(Opcode.CONV, "oc_groups")
-    bits = conv_pixel  # hwgen.steps.ConvSteps registers, as wide as the engine's pixel pointer
     low = (LOW_BITS, MULTIPLIER_BITS, LOW_BITS + MULTIPLIER_BITS, False)  # hwgen.postprocess low partial
     conv_high = conv_sum - LOW_BITS
     vec_high = VECTOR_ACC_SHAPE.width - LOW_BITS  # the vector unit's bias is zero: its sums stay 26 bits

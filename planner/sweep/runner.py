@@ -94,14 +94,13 @@ def guarded(evaluate: Evaluate, task: Task, timeout: float | None = None) -> dic
         signal.signal(signal.SIGALRM, previous)
 
 
-def guarded_batch(evaluate: Evaluate, tasks: Sequence[Task], cache: PointCache | None) -> list[dict]:
+def guarded_batch(evaluate: Evaluate, tasks: Sequence[Task], cache: PointCache) -> list[dict]:
     """`guarded` on each task of a batch in turn (one worker: the points share planning work),
     each record stored in `cache` as soon as it is made."""
     results = []
     for task in tasks:
         result = guarded(evaluate, task, task.timeout)
-        if cache is not None:
-            cache.put(result)
+        cache.put(result)
         results.append(result)
     return results
 
@@ -123,9 +122,10 @@ def _batch_failure(batch: Sequence[Task], error: BaseException) -> str:
 
 
 def _run_local(batches: Sequence[Sequence[Task]], evaluate: Evaluate, jobs: int, on_result: Callable[[dict], None],
-               cache: PointCache | None) -> None:
-    """Batches on a process pool. A batch whose worker dies or hangs: its finished points come
-    from `cache`, the point it was on fails, the rest run again as a new batch."""
+               cache: PointCache) -> None:
+    """Batches on a process pool; the workers store their records. A batch whose worker dies or
+    hangs: its finished points come from `cache`, the point it was on fails (stored here), the
+    rest run again as a new batch."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["planner.sweep.evaluate"])
     pool = ProcessPool(max_workers=jobs, context=context)
@@ -147,10 +147,12 @@ def _run_local(batches: Sequence[Sequence[Task]], evaluate: Evaluate, jobs: int,
                     raise HwgenError(f"the local worker processes stopped starting ({error}); records made so far "
                                      "are kept, rerun to resume") from error
                 except Exception as error:  # noqa: BLE001 - a dead or stuck worker, an unpicklable result
-                    stored = [cache.get(task.key) if cache is not None else None for task in batch]
+                    stored = [cache.get(task.key) for task in batch]
                     done = next((i for i, record in enumerate(stored) if record is None), len(batch))
-                    results = [*stored[:done], *([failure(batch[done], _batch_failure(batch, error))]
-                                                 if done < len(batch) else [])]
+                    results = stored[:done]
+                    if done < len(batch):
+                        results.append(failure(batch[done], _batch_failure(batch, error)))
+                        cache.put(results[-1])
                     if done + 1 < len(batch):
                         submit(batch[done + 1:])
                 for result in results:
@@ -160,7 +162,9 @@ def _run_local(batches: Sequence[Sequence[Task]], evaluate: Evaluate, jobs: int,
         pool.join()
 
 
-def _run_dask(tasks: Sequence[Task], evaluate: Evaluate, address: str, on_result: Callable[[dict], None]) -> None:
+def _run_dask(tasks: Sequence[Task], evaluate: Evaluate, address: str, on_result: Callable[[dict], None],
+              cache: PointCache) -> None:
+    """Each task on the Dask scheduler at `address`; records stored here as they arrive."""
     from distributed import Client
     from distributed import as_completed as dask_completed
 
@@ -173,17 +177,18 @@ def _run_dask(tasks: Sequence[Task], evaluate: Evaluate, address: str, on_result
                     result = future.result()
                 except Exception as error:  # noqa: BLE001 - e.g. KilledWorker: the point's workers kept dying
                     result = failure(task, _describe(error))
+                cache.put(result)
                 on_result(result)
         finally:
             client.cancel([future for future in futures if not future.done()])
 
 
-def run_points(batches: Sequence[Sequence[Task]], on_result: Callable[[dict], None], *, jobs: int = 1,
-               scheduler: str | None = None, evaluate: Evaluate = evaluate_point, title: str = "sweep",
-               cache: PointCache | None = None) -> None:
-    """Evaluate the tasks of `batches` on `jobs` local processes (a batch per worker at a time;
-    records also stored in `cache` by the workers), or each task on the Dask scheduler at
-    `scheduler` (e.g. tcp://host:8786), with a progress bar; `on_result` receives each record."""
+def run_points(batches: Sequence[Sequence[Task]], cache: PointCache, on_result: Callable[[dict], None], *,
+               jobs: int = 1, scheduler: str | None = None, evaluate: Evaluate = evaluate_point,
+               title: str = "sweep") -> None:
+    """Evaluate the tasks of `batches` on `jobs` local processes (a batch per worker at a time),
+    or each task on the Dask scheduler at `scheduler` (e.g. tcp://host:8786), with a progress
+    bar. Every record is stored in `cache` once, as soon as it is made; `on_result` receives it."""
     tasks = [task for batch in batches for task in batch]
     if not tasks:
         return
@@ -203,6 +208,6 @@ def run_points(batches: Sequence[Sequence[Task]], on_result: Callable[[dict], No
             progress.update(bar, advance=1, description=f"{title} ({summary})")
 
         if scheduler is not None:
-            _run_dask(tasks, evaluate, scheduler, done)
+            _run_dask(tasks, evaluate, scheduler, done, cache)
         else:
             _run_local(batches, evaluate, jobs, done, cache)
