@@ -29,8 +29,8 @@ from boards.yosys import synthesize  # noqa: E402
 from hwgen.accelerator import Accelerator  # noqa: E402
 from hwgen.config import config_from_dict  # noqa: E402
 from planner.files import atomic_write_text  # noqa: E402
-from planner.sweep.resources import (CALIBRATION, calibration_points, dsp_count, features, fit, logic_cells,  # noqa: E402
-                                     memory_counts)
+from planner.sweep.resources import (CALIBRATION, STRUCTURE, calibration_points, dsp_count, features, fit,  # noqa: E402
+                                     logic_cells, memory_counts)
 
 PLATFORM_DEVICE = {"ecp5": "LFE5U-85F", "ice40": "iCE40UP5K"}
 PROGRAM = "digits"  # the program in the ROM: boards.synth's default
@@ -82,7 +82,7 @@ def report(family: str) -> None:
     for i, (config, cells) in enumerate(points):
         lut, ff = logic_cells(family, cells)
         others = [(c, logic_cells(family, k)) for j, (c, k) in enumerate(points) if j != i]
-        loo = fit(others) @ features(config) if len(others) >= len(features(config)) else (float("nan"),) * 2
+        loo = fit(others).predict(features(config)) if len(others) >= len(STRUCTURE) else (float("nan"),) * 2
         dsp = cells.get("MULT18X18D", 0) + cells.get("SB_MAC16", 0)
         bram = cells.get("DP16KD", 0) + cells.get("SB_RAM40_4K", 0)
         pe = config.pe

@@ -95,9 +95,12 @@ class Bridge(wiring.Component):
                 m.d.comb += size.eq(length - WRITE_ADDRESS.size)
             with m.Case(Command.CHECKSUM):
                 m.d.comb += size.eq(arguments[8 * WRITE_ADDRESS.size:8 * CHECKSUM_REQUEST.size])
-        request_end = start_addr + size
-        in_memory = (size != 0) & (request_end <= self.info.memory_bytes)
-        in_program = request_end <= program_bytes
+        # The range's end in the width of memory addresses: a wider start or size is out of range.
+        bits = len(pointer)
+        narrow = (start_addr[bits:] == 0) & (size[bits:] == 0)
+        request_end = start_addr[:bits] + size[:bits]
+        in_memory = narrow & (size != 0) & (request_end <= self.info.memory_bytes)
+        in_program = narrow & (request_end <= program_bytes)
 
         def refuse(code: Status) -> None:
             m.d.sync += status.eq(code)

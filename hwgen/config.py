@@ -199,7 +199,9 @@ class Template:
     included); `segment_fifos`: the DMA segment queues in `memory` (block RAM) or `registers`
     (flip-flops); `param_bank_channels`: output channels one parameter-buffer bank holds;
     `merged_banks`: buffers whose two banks share one memory (the bank number its top address
-    bit), which halves the block RAMs of banks shallower than a block RAM.
+    bit), which halves the block RAMs of banks shallower than a block RAM; `queue_depth`: entries
+    each of the sequencer's three dispatch queues holds; `counters`: `all` performance counters, or
+    only the `cycles` counter (the per-queue counters then read 0).
     """
 
     loops_and_registers: bool = True
@@ -208,6 +210,8 @@ class Template:
     segment_fifos: str = "memory"
     param_bank_channels: int = 1024
     merged_banks: tuple[str, ...] = ()
+    queue_depth: int = 4
+    counters: str = "all"
 
 
 @dataclass(frozen=True)
@@ -271,6 +275,8 @@ _SCHEMA: dict[str, dict[str, dict]] = {
         "segment_fifos": {"range": _Choice(("memory", "registers"))},
         "param_bank_channels": _field(16, 1024, power_of_two=True),
         "merged_banks": {"range": _Choices(MERGEABLE_BUFFERS)},
+        "queue_depth": _field(1, 64),
+        "counters": {"range": _Choice(("all", "cycles"))},
     },
 }
 _TOP = {"clock_mhz": _field(1, 2000, integer=False)}

@@ -27,7 +27,8 @@ QUEUES = tuple(q.name.lower() for q in Queue)
 QUEUE_COUNTERS = data.StructLayout({"active": unsigned(COUNTER_BITS), "waiting": unsigned(COUNTER_BITS)})
 COUNTERS_LAYOUT = data.StructLayout({"cycles": unsigned(COUNTER_BITS), **{q: QUEUE_COUNTERS for q in QUEUES}})
 """Performance counters: total cycles of the run; per queue the cycles its unit was busy
-(`active`) and the cycles its head waited on a semaphore (`waiting`)."""
+(`active`) and the cycles its head waited on a semaphore (`waiting`). With `template.counters ==
+"cycles"` the per-queue counters are left out and read 0."""
 
 
 HALFWORDS = INSTRUCTION_BITS // SPRAM_BITS
@@ -88,7 +89,7 @@ class Sequencer(wiring.Component):
     and `memory_read` lets the descriptor reader read it (taking the port from the fetch).
     """
 
-    def __init__(self, program: list[int], *, queue_depth: int = 4, writable_depth: int | None = None,
+    def __init__(self, program: list[int], *, writable_depth: int | None = None,
                  template: Template = Template()):
         self.template = template
         self.spram = template.program_memory == "spram"
@@ -96,7 +97,6 @@ class Sequencer(wiring.Component):
         self.depth = SPRAM_INSTRUCTIONS if self.spram else writable_depth or max(len(self.program), 1)
         if len(self.program) > self.depth:
             raise ValueError(f"program of {len(self.program)} instructions does not fit {self.depth} words")
-        self.queue_depth = queue_depth
         members = {
             "start": In(1), "done": Out(1), "busy": Out(1),
             "counters": Out(COUNTERS_LAYOUT),
@@ -135,7 +135,7 @@ class Sequencer(wiring.Component):
             loop_sp = Signal(range(LOOP_DEPTH + 1))
 
         fields = {q: used_bits(q) if self.template.queue_fields == "used" else [(0, INSTRUCTION_BITS)] for q in QUEUES}
-        fifos = {q: fifo.SyncFIFOBuffered(width=sum(stop - start for start, stop in fields[q]), depth=self.queue_depth)
+        fifos = {q: fifo.SyncFIFOBuffered(width=sum(stop - start for start, stop in fields[q]), depth=self.template.queue_depth)
                  for q in QUEUES}
         for q, queue_fifo in fifos.items():
             m.submodules[f"{q}_fifo"] = queue_fifo
@@ -227,13 +227,15 @@ class Sequencer(wiring.Component):
         m.d.comb += all_idle.eq(Cat(
             *[~fifos[q].r_rdy & getattr(self, f"{q}_idle") & ~issued[q] & ~getattr(self, q).valid for q in QUEUES]
         ).all())
+        all_counters = self.template.counters == "all"
+        kept_counters = self.counters if all_counters else self.counters.cycles
         with m.FSM():
             with m.State("IDLE"):
                 # The ROM reads word 0 all the while: `start` (from the host side) need not
                 # reach the ROM's address in the cycle it rises.
                 m.d.comb += pc_next.eq(0)
                 with m.If(self.start):
-                    m.d.sync += [self.done.eq(0), self.counters.eq(0)]
+                    m.d.sync += [self.done.eq(0), kept_counters.eq(0)]
                     if loops:
                         m.d.sync += [loop_sp.eq(0), *[reg.eq(0) for reg in regs]]
                     m.d.sync += [sem.eq(0) for sem in sems]
@@ -284,7 +286,7 @@ class Sequencer(wiring.Component):
 
         with m.If(self.busy):
             m.d.sync += self.counters.cycles.eq(self.counters.cycles + 1)
-            for q in QUEUES:
+            for q in QUEUES if all_counters else ():
                 counters = getattr(self.counters, q)
                 active = ~getattr(self, f"{q}_idle") | getattr(self, q).valid
                 m.d.sync += counters.active.eq(counters.active + active)

@@ -3,7 +3,7 @@
 The model replays the sequencer (`hwgen/sequencer.py`) at the level of instructions:
 
 * the fetch stage dispatches one instruction every `fetch_cycles(config)` into the load,
-  compute or store queue (each `QUEUE_DEPTH` deep) and stalls while the target queue is full;
+  compute or store queue (each `template.queue_depth` deep) and stalls while the target queue is full;
 * a queue's head WAIT passes once its semaphore is positive, a SIGNAL executes once the unit is
   idle (both take a cycle; a semaphore change is visible the next cycle);
 * CONV and VEC take exactly their engines' cycle counts (`hwgen.conv_engine.cycle_count`,
@@ -40,7 +40,6 @@ from hwgen.vector_unit import vec_cycles
 from planner.transfer_work import TransferWork, transfer_cycles, transfer_work
 
 HEAD_DELAY = 2            # cycles from EXECUTE until the instruction is at its queue's head
-QUEUE_DEPTH = 4           # the sequencer's per-queue FIFOs
 END_CYCLES = 2            # from the last queue action to `done`
 EPSILON = 1e-6            # cycles of a transfer left that count as none (float rounding)
 
@@ -152,7 +151,7 @@ class _Replay:
         if self.pending is None or t < self.next_fetch:
             return False
         queue = self.pending.instruction.queue
-        if len(self.fifos[queue]) >= QUEUE_DEPTH:
+        if len(self.fifos[queue]) >= self.config.template.queue_depth:
             return False
         self.fifos[queue].append((t + HEAD_DELAY, self.pending))
         self.next_fetch = t + self.fetch_cycles

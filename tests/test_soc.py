@@ -265,9 +265,13 @@ def test_write_read_and_checksum_memory(link):
     (request(0x06, (1020).to_bytes(4, "little") + bytes(5)), 0x04),                   # WRITE past the end
     (request(0x07, (0).to_bytes(4, "little") + (1088).to_bytes(4, "little")), 0x04),  # CHECKSUM past the end
     (request(0x07, (32).to_bytes(4, "little") + (64).to_bytes(4, "little")), 0x07),   # unaligned start
+    (request(0x05, (1 << 16).to_bytes(4, "little") + (2).to_bytes(2, "little")), 0x04),  # beyond the address width
+    (request(0x06, (0xFFFFFFFF).to_bytes(4, "little") + bytes(2)), 0x04),             # an end past 2^32
+    (request(0x07, (0).to_bytes(4, "little") + (1 << 31).to_bytes(4, "little")), 0x04),  # a size beyond the width
     (request(0x07, (0).to_bytes(4, "little") + (96).to_bytes(4, "little")), 0x07),    # unaligned length
 ], ids=["crc", "command", "status-length", "read-length", "write-length", "read-range", "read-empty",
-        "write-range", "checksum-range", "checksum-start", "checksum-length"])
+        "write-range", "checksum-range", "checksum-start", "wide-address", "wrapping-end", "wide-size",
+    "checksum-length"])
 def test_malformed_requests_get_their_error_status(link, raw, status):
     assert exchange(link, raw) == reply(status)
     assert link.leds & 0b1000  # the error LED

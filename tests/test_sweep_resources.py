@@ -10,8 +10,10 @@ from hwgen.accelerator import Accelerator
 from hwgen.buffers import DoubleBuffer
 from hwgen.config import config_from_dict
 from hwgen.program import Program
+from hwgen.spram import SPRAM_BITS, SPRAM_WORDS, SinglePortBank
 from planner.errors import HwgenError
-from planner.sweep.resources import (CALIBRATION, DSP_RULES, FEATURES, calibration_points, dsp_count, estimate,
+from planner.sweep import resources
+from planner.sweep.resources import (CALIBRATION, DSP_RULES, STRUCTURE, calibration_points, dsp_count, estimate,
                                      features, fit, logic_cells, memory_counts, mul2dsp_cells)
 
 DSP_CELL = {"ecp5": "MULT18X18D", "ice40": "SB_MAC16"}
@@ -25,8 +27,9 @@ class Platform:
         self.device = PLATFORM_DEVICE[family]
 
 
-def config(rows: int, cols: int, simd: int, buffer_bytes: int, bus: int, spram: tuple[str, ...] = ()):
-    return config_from_dict({
+def config(rows: int, cols: int, simd: int, buffer_bytes: int, bus: int, spram: tuple[str, ...] = (),
+           template: dict | None = None):
+    return config_from_dict({"template": template or {},
         "name": "t", "clock_mhz": 50, "pe": {"rows": rows, "cols": cols, "simd": simd},
         "widths": {"activation": 8, "weight": 8, "accumulator": 32},
         "buffers": {"input_bytes": buffer_bytes, "weight_bytes": buffer_bytes, "output_bytes": buffer_bytes,
@@ -74,14 +77,20 @@ def test_dsp_count_of_the_whole_accelerator_is_exact(family, shape):
     ("ecp5", (2, 2, 2, 4096, 16)), ("ecp5", (8, 4, 2, 65536, 32)),
     ("ice40", (2, 4, 2, 32768, 8)),
     ("ice40", (2, 2, 2, 65536, 16, ("input", "weight"))),
+    ("ice40", (2, 2, 2, 4096, 8, (), {"merged_banks": ["input", "param"], "param_bank_channels": 64,
+                                      "program_memory": "spram"})),
+    ("ecp5", (2, 2, 2, 8192, 16, (), {"merged_banks": ["weight"], "program_memory": "spram"})),
 ])
 def test_buffer_ram_blocks_are_exact(family, shape):
     cfg = config(*shape)
     blocks = spram = 0
-    for kind, halves, copies in (("input", 2, 2), ("weight", 1, 1), ("param", 1, 1), ("acc", 1, 1)):
-        buffer = DoubleBuffer.from_config(cfg, kind, halves=halves)
-        cells = synthesize(family, convert(buffer, name="top", platform=Platform(family)))
-        blocks += copies * sum(cells.get(cell, 0) for cell in RAM_CELLS[family])
+    parts = [(DoubleBuffer.from_config(cfg, kind, halves=halves), copies)
+             for kind, halves, copies in (("input", 2, 2), ("weight", 1, 1), ("param", 1, 1), ("acc", 1, 1))]
+    if cfg.template.program_memory == "spram":
+        parts.append((SinglePortBank(SPRAM_BITS // 8, SPRAM_WORDS), 1))
+    for part, copies in parts:
+        cells = synthesize(family, convert(part, name="top", platform=Platform(family)))
+        blocks += copies * sum(cell_count for cell, cell_count in cells.items() if cell in RAM_CELLS[family])
         spram += copies * cells.get("SB_SPRAM256KA", 0)
     assert memory_counts(cfg, family) == (blocks, spram)
 
@@ -97,11 +106,20 @@ def test_dsp_count_follows_the_template_structure():
 @pytest.mark.parametrize("family", ["ecp5", "ice40"])
 def test_logic_estimate_predicts_each_stored_synthesis_from_the_others(family):
     points = [(config_from_dict(c), logic_cells(family, cells)) for c, cells in calibration_points(family)]
-    assert len(points) > len(FEATURES), f"{CALIBRATION}: too few {family} results; run bench/calibrate_resources.py"
+    assert len(points) > len(STRUCTURE), f"{CALIBRATION}: too few {family} results; run bench/calibrate_resources.py"
     for i, (cfg, measured) in enumerate(points):
-        predicted = fit(points[:i] + points[i + 1:]) @ features(cfg)
+        predicted = fit(points[:i] + points[i + 1:]).predict(features(cfg))
         for name, m, p in zip(("LUT", "FF"), measured, predicted):
             assert abs(p - m) <= LOGIC_TOLERANCE * m, f"{family} {cfg.name} {name}: measured {m}, predicted {p:.0f}"
+
+
+def test_a_template_option_no_stored_synthesis_uses_is_refused(monkeypatch):
+    stored = [(c, cells) for c, cells in calibration_points("ice40") if not c.get("template")]
+    monkeypatch.setattr("planner.sweep.resources.calibration_points", lambda family: stored)
+    monkeypatch.setattr("planner.sweep.resources._model", resources._model.__wrapped__)
+    assert estimate(config(2, 2, 2, 4096, 8), "ice40").lut > 0
+    with pytest.raises(HwgenError, match=r"no ice40 synthesis result with template.queue_fields=used .* does not cover"):
+        estimate(config(2, 2, 2, 4096, 8, template={"queue_fields": "used"}), "ice40")
 
 
 def test_estimate_checks_the_family():

@@ -54,6 +54,27 @@ dram:
     assert len({p.label for p in points}) == len(points)
 
 
+def test_template_options_are_swept_by_value(tmp_path):
+    space = load_space(write(tmp_path, """
+base: icebreaker
+pe: {rows: [2, 4]}
+template:
+  queue_fields: [all, used]
+  loops_and_registers: [true, false]
+  merged_banks: [[], [input, param]]
+  queue_depth: 2
+"""))
+    points = list(space.points())
+    assert space.size == len(points) == 2 * 2 * 2 * 2 * 1
+    combos = itertools.product([2, 4], ["all", "used"], [True, False], [(), ("input", "param")])
+    for point, (rows, fields, loops, merged) in zip(points, combos):
+        template = config_from_dict(point.config).template
+        assert (template.queue_fields, template.loops_and_registers, template.merged_banks) == (fields, loops, merged)
+        assert template.queue_depth == 2 and template.program_memory == "spram"  # the rest from the base
+        assert point.values["template.merged_banks"] == ("+".join(merged) or "none")
+    assert points[-1].label == "r4 queue_fields=used loops_and_registers=false merged_banks=input+param queue_depth=2"
+
+
 def test_hw_overrides_the_space_base(tmp_path):
     space = load_space(write(tmp_path, "base: default\npe: {rows: [2]}\n"), "ice40up5k")
     config = config_from_dict(next(space.points()).config)
@@ -86,6 +107,10 @@ def test_shipped_default_space_loads_by_name():
     ("[1, 2]", "space.yaml", "top level must be a mapping"),
     ("pe: {rows: [4", "space.yaml", "not valid YAML"),
     ("base: 3\npe: {rows: [4]}", "base", "expected a config file or shipped config name"),
+    ("template: {queue_fields: [all, some]}", "template.queue_fields", "one of: all, used"),
+    ("template: {merged_banks: [input]}", "template.merged_banks", "each a list"),
+    ("template: {merged_banks: [[input, acc]]}", "template.merged_banks", "input, weight, param"),
+    ("template: {wide: [true]}", "template.wide", "template.queue_fields"),
 ])
 def test_mistakes_get_one_error_naming_the_field_and_what_is_allowed(tmp_path, text, culprit, allowed):
     with pytest.raises(SpaceError) as error:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from amaranth.utils import ceil_log2
 from boards.devices import Resources
 from hwgen.accumulator import accumulator_shape
 from hwgen.buffers import bank_shape
-from hwgen.config import AcceleratorConfig
+from hwgen.config import _SCHEMA, AcceleratorConfig, Template, _Choice, _Choices
 from hwgen.isa import PAYLOADS, Opcode
 from hwgen.layout import ACC_BYTES, bank_bytes
 from hwgen.postprocess import LOW_BITS
@@ -154,31 +155,78 @@ def _rams(word_bits: int, depth: int, shapes: tuple[tuple[int, int], ...]) -> in
 
 
 def memory_counts(config: AcceleratorConfig, family: str) -> tuple[int, int]:
-    """(block RAMs, SPRAMs) of the buffer banks: two banks per buffer, the input buffer as
-    even and odd word halves; SPRAM banks (`buffers.spram`) only on iCE40."""
+    """(block RAMs, SPRAMs) of the buffer banks and an SPRAM program memory: two banks per
+    buffer, the input buffer as even and odd word halves, both banks of a merged buffer in one
+    memory of twice the (power-of-two) depth; SPRAMs (`buffers.spram`, `template.program_memory`)
+    only on iCE40, elsewhere block RAM."""
     bram = spram = 0
+    shapes = BRAM_SHAPES[family]
     for kind, halves in (("input", 2), ("weight", 1), ("param", 1), ("acc", 1)):
         word, depth = bank_shape(config, kind)
         banks = 2 * halves
         if kind in config.buffers.spram and family == SPRAM_FAMILY:
             spram += banks * 8 * word // SPRAM_BITS * math.ceil(depth // halves / SPRAM_WORDS)
+        elif kind in config.template.merged_banks:
+            bram += halves * _rams(8 * word, 2 << ceil_log2(depth // halves), shapes)
         else:
-            bram += banks * _rams(8 * word, depth // halves, BRAM_SHAPES[family])
+            bram += banks * _rams(8 * word, depth // halves, shapes)
+    if config.template.program_memory == "spram":
+        if family == SPRAM_FAMILY:
+            spram += 1
+        else:
+            bram += _rams(SPRAM_BITS, SPRAM_WORDS, shapes)
     return bram, spram
 
 
-FEATURES = ("constant", "rows", "PE lanes", "PE pipeline bits")
+STRUCTURE = ("constant", "rows", "PE lanes", "PE pipeline bits")
+
+
+@dataclass(frozen=True)
+class TemplateTerm:
+    """A feature of a template option: 1 when the option has `value`, or `measure(option value)`."""
+
+    name: str
+    option: str
+    value: object = None
+    measure: Callable[[object], float] | None = None
+
+    def of(self, template: Template) -> float:
+        value = getattr(template, self.option)
+        return float(self.measure(value)) if self.measure else float(value == self.value)
+
+
+def _template_terms() -> tuple[TemplateTerm, ...]:
+    """One term per value of a choice option other than its default, the number of merged
+    buffers, and log2(value / default) of each numeric option."""
+    terms: list[TemplateTerm] = []
+    for option in fields(Template):
+        spec, name = _SCHEMA["template"][option.name]["range"], f"template.{option.name}"
+        if isinstance(spec, _Choice):
+            terms += [TemplateTerm(f"{name}={str(v).lower() if isinstance(v, bool) else v}", option.name, v)
+                      for v in spec.allowed if v != option.default]
+        elif isinstance(spec, _Choices):
+            terms.append(TemplateTerm(f"{name} (buffers)", option.name, measure=len))
+        else:
+            terms.append(TemplateTerm(f"{name} (log2 of value / {option.default})", option.name,
+                                      measure=lambda v, d=option.default: math.log2(v / d)))
+    return tuple(terms)
+
+
+TEMPLATE_TERMS = _template_terms()
+FEATURES = STRUCTURE + tuple(term.name for term in TEMPLATE_TERMS)
 
 
 def features(config: AcceleratorConfig) -> np.ndarray:
     """Structural counts the LUT and flip-flop models are linear in: a constant (sequencer,
     DMA, the engines' control), the rows (a post-processing lane each), the PE lanes (`rows *
-    cols * simd`: multiplier operands and adder trees) and the PEs' accumulator-wide pipeline
+    cols * simd`: multiplier operands and adder trees), the PEs' accumulator-wide pipeline
     bits (`rows * cols * accumulator bits * (2 + log2 simd)`: accumulator, initial-value
-    registers, drain words)."""
+    registers, drain words), and the template options (`TEMPLATE_TERMS`: 0 for the full
+    template)."""
     pe = config.pe
     pes = pe.rows * pe.cols
-    return np.array([1.0, pe.rows, pes * pe.simd, pes * accumulator_shape(config).width * (2 + math.log2(pe.simd))])
+    return np.array([1.0, pe.rows, pes * pe.simd, pes * accumulator_shape(config).width * (2 + math.log2(pe.simd)),
+                     *(term.of(config.template) for term in TEMPLATE_TERMS)])
 
 
 def logic_cells(family: str, cells: dict[str, int]) -> tuple[int, int]:
@@ -199,22 +247,34 @@ def calibration_points(family: str) -> list[tuple[dict, dict[str, int]]]:
             if entry["family"] == family]
 
 
-def fit(points: list[tuple[AcceleratorConfig, tuple[int, int]]]) -> np.ndarray:
-    """Least-squares coefficients (2 x features) of LUTs and flip-flops over measured configs."""
+@dataclass(frozen=True)
+class LogicModel:
+    """Least-squares coefficients (2 x features) of LUTs and flip-flops, and which features the
+    measured configurations vary (a template option no measurement uses cannot be estimated)."""
+
+    coefficients: np.ndarray
+    varied: np.ndarray
+
+    def predict(self, feature_values: np.ndarray) -> np.ndarray:
+        return self.coefficients @ feature_values
+
+
+def fit(points: list[tuple[AcceleratorConfig, tuple[int, int]]]) -> LogicModel:
+    """The LUT and flip-flop model fitted to measured configurations."""
     x = np.array([features(config) for config, _ in points])
     y = np.array([measured for _, measured in points], dtype=float)
     coefficients, *_ = np.linalg.lstsq(x, y, rcond=None)
-    return coefficients.T
+    return LogicModel(coefficients.T, (x != 0).any(axis=0))
 
 
 @lru_cache(maxsize=None)
-def _model(family: str) -> np.ndarray:
+def _model(family: str) -> LogicModel:
     from hwgen.config import config_from_dict
 
     points = [(config_from_dict(config), logic_cells(family, cells)) for config, cells in calibration_points(family)]
-    if len(points) < len(FEATURES):
+    if len(points) < len(STRUCTURE):
         raise HwgenError(f"{CALIBRATION}: {len(points)} {family} synthesis results; the LUT/FF model needs at least "
-                         f"{len(FEATURES)} (run bench/calibrate_resources.py)")
+                         f"{len(STRUCTURE)} (run bench/calibrate_resources.py)")
     return fit(points)
 
 
@@ -222,6 +282,11 @@ def estimate(config: AcceleratorConfig, family: str) -> Resources:
     """Estimated resources of the accelerator for `config` on a `family` device."""
     if family not in FAMILIES:
         raise HwgenError(f"no resource model for FPGA family {family!r}; known: {', '.join(FAMILIES)}")
-    lut, ff = (max(0, round(v)) for v in _model(family) @ features(config))
+    model, values = _model(family), features(config)
+    missing = [name for name, value, varied in zip(FEATURES, values, model.varied) if value and not varied]
+    if missing:
+        raise HwgenError(f"no {family} synthesis result with {missing[0]} in {CALIBRATION.name}: the LUT/FF estimate "
+                         f"does not cover it (run bench/calibrate_resources.py with such configurations)")
+    lut, ff = (max(0, round(v)) for v in model.predict(values))
     bram, spram = memory_counts(config, family)
     return Resources(lut=lut, ff=ff, dsp=dsp_count(config, family), bram=bram, spram=spram)

@@ -13,6 +13,14 @@ gives each a scalar, a list, or a range::
     dram:
       bandwidth_bytes_per_cycle: [1, 2, 4]
 
+Template options (`template:` in `docs/config.md`) are swept by listing their values; a value of
+`merged_banks` is itself a list, so its axis is a list of lists::
+
+    template:
+      queue_fields: [all, used]
+      loops_and_registers: [true, false]
+      merged_banks: [[], [input, param]]
+
 The points are the cartesian product of the swept values over the base, in file order (first
 field outermost). Every value must be allowed for its field; whether a whole point is a valid,
 generatable configuration is decided per point (`planner.sweep.evaluate`).
@@ -25,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from hwgen.config import _SCHEMA, _TOP, CONFIG_DIR, config_path, read_yaml, validated
+from hwgen.config import _SCHEMA, _TOP, CONFIG_DIR, _Choices, config_path, read_yaml, validated
 from planner.errors import ConfigError
 
 SPACE_DIR = CONFIG_DIR.parent / "spaces"
@@ -34,6 +42,7 @@ SWEEPABLE: dict[str, tuple[str, ...]] = {
     "pe": ("rows", "cols", "simd"),
     "buffers": ("input_bytes", "weight_bytes", "output_bytes"),
     "dram": ("bus_width_bits", "bandwidth_bytes_per_cycle", "latency_cycles", "burst_beats"),
+    "template": tuple(_SCHEMA["template"]),
 }
 """Fields a space may sweep, by config section; `clock_mhz` may be swept at the top level too."""
 TOP_LEVEL = ("clock_mhz",)
@@ -42,7 +51,8 @@ MAX_POINTS = 1_000_000
 SHORT = {"pe.rows": "r", "pe.cols": "c", "pe.simd": "s", "buffers.input_bytes": "in", "buffers.weight_bytes": "w",
          "buffers.output_bytes": "out", "dram.bus_width_bits": "bus", "dram.bandwidth_bytes_per_cycle": "bw",
          "dram.latency_cycles": "lat", "dram.burst_beats": "burst", "clock_mhz": "f"}
-"""Short names of the fields in point labels."""
+"""Short names of the fields in point labels (template options appear as `name=value`)."""
+Value = float | int | bool | str | tuple[str, ...]
 
 
 class SpaceError(ConfigError):
@@ -54,21 +64,23 @@ class Axis:
     """One swept field (`section.name`, or a top-level name) and its values in sweep order."""
 
     field: str
-    values: tuple[float | int, ...]
+    values: tuple[Value, ...]
 
 
 @dataclass(frozen=True)
 class Point:
-    """One configuration of the space: its position, swept values and YAML-shaped config."""
+    """One configuration of the space: its position, swept values as shown in tables (a list
+    value as `a+b`, an empty one as `none`) and YAML-shaped config."""
 
     index: int
-    values: dict[str, float | int]
+    values: dict[str, float | int | bool | str]
     config: dict
 
     @property
     def label(self) -> str:
-        """A short readable name, e.g. `r8 c4 s4 in128K`."""
-        return " ".join(f"{SHORT[field]}{_compact(value)}" for field, value in self.values.items())
+        """A short readable name, e.g. `r8 c4 s4 in128K queue_fields=used`."""
+        return " ".join(f"{SHORT[field]}{_compact(value)}" if field in SHORT else f"{field.split('.')[-1]}={value}"
+                        for field, value in self.values.items())
 
 
 @dataclass(frozen=True)
@@ -88,7 +100,13 @@ class Space:
         fields = [axis.field for axis in self.axes]
         for index, combo in enumerate(itertools.product(*(axis.values for axis in self.axes))):
             values = dict(zip(fields, combo))
-            yield Point(index, values, _with_values(self.base, values))
+            yield Point(index, {field: _shown(value) for field, value in values.items()}, _with_values(self.base, values))
+
+
+def _shown(value: Value) -> float | int | bool | str:
+    if isinstance(value, tuple):
+        return "+".join(value) or "none"
+    return str(value).lower() if isinstance(value, bool) else value
 
 
 def _compact(value: float | int) -> str:
@@ -97,12 +115,12 @@ def _compact(value: float | int) -> str:
     return f"{value:g}"
 
 
-def _with_values(base: dict, values: dict[str, float | int]) -> dict:
+def _with_values(base: dict, values: dict[str, Value]) -> dict:
     config = {key: dict(value) if isinstance(value, dict) else value for key, value in base.items()}
     for field, value in values.items():
         if "." in field:
             section, name = field.split(".")
-            config.setdefault(section, {})[name] = value
+            config.setdefault(section, {})[name] = list(value) if isinstance(value, tuple) else value
         else:
             config[field] = value
     return config
@@ -112,12 +130,15 @@ def _allowed_fields() -> str:
     return ", ".join([*TOP_LEVEL, *(f"{s}.{n}" for s, names in SWEEPABLE.items() for n in names)])
 
 
-def _check_value(field: str, value: Any) -> float | int:
-    """`value` if the config schema allows it for `field`; SpaceError names both otherwise."""
+def _spec(field: str):
     section, _, name = field.rpartition(".")
-    spec = (_SCHEMA[section][name] if section else _TOP[name])["range"]
+    return (_SCHEMA[section][name] if section else _TOP[name])["range"]
+
+
+def _check_value(field: str, value: Any) -> Value:
+    """`value` if the config schema allows it for `field`; SpaceError names both otherwise."""
     try:
-        return spec.check(field, value)
+        return _spec(field).check(field, value)
     except ConfigError as error:
         raise SpaceError(str(error)) from None
 
@@ -157,7 +178,12 @@ def _expand_range(field: str, spec: dict) -> list[float | int]:
 
 
 def _axis(field: str, spec: Any) -> Axis:
-    if _is_number(spec):
+    if isinstance(_spec(field), _Choices):  # each value is itself a list
+        if not isinstance(spec, list) or not spec or not all(isinstance(value, list) for value in spec):
+            raise SpaceError(f"{field}: {spec!r} is not allowed; expected a list of values, each a list "
+                             f"(e.g. [[], [input, param]])")
+        raw = spec
+    elif _is_number(spec) or (field.startswith("template.") and isinstance(spec, (str, bool))):
         raw = [spec]
     elif isinstance(spec, list):
         if not spec:

@@ -1,0 +1,105 @@
+"""Per-block resources of the accelerator (or of a board's SoC) from Yosys (prints a table).
+
+Synthesizes with the hierarchy kept (`synth_<family> -noflatten`) and sums each block's cells:
+LUTs (iCE40 SB_LUT4; ECP5 LUT4 + 2 per CCU2C + 2 per TRELLIS_DPR16X4, as nextpnr counts logic
+cells), carries, flip-flops, block RAMs, DSPs and SPRAMs, per module instance down to `--depth`
+levels below the top (deeper instances are added to their ancestor). Totals are a little above a
+flattened synthesis (no optimisation across module boundaries). The accelerator holds the
+built-in digits CNN's program, as `hwgen synth` builds it.
+
+Usage: python bench/resource_breakdown.py --hw icebreaker [--family ice40] [--soc] [--depth 2]
+Takes a few minutes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from amaranth.back import rtlil  # noqa: E402
+
+from boards.build import memory_bytes  # noqa: E402
+from boards.platforms import BOARDS  # noqa: E402
+from boards.soc import SocCore  # noqa: E402
+from boards.synth import DEFAULT_MODEL, builtin_calibration, load_network, quantize_network, resolve_model, run_flow  # noqa: E402
+from boards.yosys import SYNTH, family_sources, retype_command, run  # noqa: E402
+from hwgen.accelerator import Accelerator  # noqa: E402
+from hwgen.config import load_config  # noqa: E402
+from planner.sweep.resources import logic_cells  # noqa: E402
+
+PART = {"ice40": "iCE40UP5K", "ecp5": "LFE5U-85F"}
+COLUMNS = {"BRAM": ("SB_RAM40_4K", "DP16KD"), "DSP": ("SB_MAC16", "MULT18X18D"), "SPRAM": ("SB_SPRAM256KA",),
+           "carry": ("SB_CARRY", "CCU2C")}
+
+
+class _Part:
+    """Just enough platform for the template to pick the family's primitives."""
+
+    def __init__(self, device: str):
+        self.device = device
+
+
+def design(config_name: str, soc: bool):
+    """The accelerator running the digits CNN, or the iCEBreaker/ULX3S SoC around it."""
+    config = load_config(config_name)
+    network = load_network(resolve_model(DEFAULT_MODEL))
+    compiled = run_flow(quantize_network(network, builtin_calibration(DEFAULT_MODEL, network.input_shape)),
+                        config).compiled
+    if not soc:
+        return Accelerator(config, compiled.program)
+    board = BOARDS[config.board]
+    return SocCore(config, compiled, memory_bytes(board, compiled.memory.size, config), round(config.clock_mhz * 1e6))
+
+
+def block_cells(family: str, top, depth: int) -> dict[str, dict[str, int]]:
+    """Cells by type of each block (instance path cut to `depth` levels below `top`)."""
+    sources = {"top.il": rtlil.convert(top, name="top", platform=_Part(PART[family])), **family_sources(family)}
+    stub = f"read_verilog -lib {family}_cells.v; " if family_sources(family) else ""
+    retype = retype_command(family)
+    script = (f"{stub}read_rtlil top.il; hierarchy -top top; proc; splitnets; {SYNTH[family]} -noflatten -top top"
+              + (f"; {retype}" if retype else "") + "; tee -q -o stat.json stat -json")
+    with tempfile.TemporaryDirectory(prefix="breakdown-") as workdir:
+        run(script, sources, Path(workdir))
+        modules = json.loads((Path(workdir) / "stat.json").read_text())["modules"]
+    blocks: dict[str, dict[str, int]] = {}
+    for name, module in modules.items():
+        block = ".".join(name.lstrip("\\").split(".")[:depth + 1])
+        cells = blocks.setdefault(block, {})
+        for cell, count in module.get("num_cells_by_type", {}).items():
+            cells[cell] = cells.get(cell, 0) + count
+    return blocks
+
+
+def row(family: str, cells: dict[str, int]) -> list[int]:
+    lut, ff = logic_cells(family, cells)
+    return [lut, ff, *(sum(cells.get(c, 0) for c in names) for names in COLUMNS.values())]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hw", default="icebreaker", help="hardware configuration (file or shipped name)")
+    parser.add_argument("--family", choices=list(PART), default="ice40", help="FPGA family to synthesize for")
+    parser.add_argument("--soc", action="store_true", help="the SoC of the configuration's board, not the accelerator alone")
+    parser.add_argument("--depth", type=int, default=2, help="instance levels below the top to keep apart")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    blocks = block_cells(args.family, design(args.hw, args.soc), args.depth)
+    rows = sorted(((name, row(args.family, cells)) for name, cells in blocks.items()), key=lambda r: -r[1][0])
+    header = ["LUT", "FF", *COLUMNS]
+    print(f"{args.hw} {'SoC' if args.soc else 'accelerator'} on {args.family} ({PART[args.family]}), "
+          f"{time.perf_counter() - start:.0f} s")
+    print(f"{'block':48s}" + "".join(f"{h:>8s}" for h in header))
+    for name, values in rows:
+        if any(values):
+            print(f"{name[:48]:48s}" + "".join(f"{v:8d}" for v in values))
+    totals = [sum(values[i] for _, values in rows) for i in range(len(header))]
+    print(f"{'total':48s}" + "".join(f"{v:8d}" for v in totals))
+
+
+if __name__ == "__main__":
+    main()
