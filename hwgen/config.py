@@ -199,7 +199,10 @@ class Template:
     included); `segment_fifos`: the DMA segment queues in `memory` (block RAM) or `registers`
     (flip-flops); `param_bank_channels`: output channels one parameter-buffer bank holds;
     `merged_banks`: buffers whose two banks share one memory (the bank number its top address
-    bit), which halves the block RAMs of banks shallower than a block RAM.
+    bit), which halves the block RAMs of banks shallower than a block RAM; `dma`: a `separate`
+    load DMA and store DMA, or one `shared` DMA (loads and stores take turns) whose walker keeps
+    one pointer per quantity and adds compiler-precomputed steps (`hwgen.dma_walker`);
+    `dram_address_bits`: the width of the DMA's DRAM addresses (the main memory must fit).
     """
 
     loops_and_registers: bool = True
@@ -208,6 +211,8 @@ class Template:
     segment_fifos: str = "memory"
     param_bank_channels: int = 1024
     merged_banks: tuple[str, ...] = ()
+    dma: str = "separate"
+    dram_address_bits: int = 32
 
 
 @dataclass(frozen=True)
@@ -271,6 +276,8 @@ _SCHEMA: dict[str, dict[str, dict]] = {
         "segment_fifos": {"range": _Choice(("memory", "registers"))},
         "param_bank_channels": _field(16, 1024, power_of_two=True),
         "merged_banks": {"range": _Choices(MERGEABLE_BUFFERS)},
+        "dma": {"range": _Choice(("separate", "shared"))},
+        "dram_address_bits": _field(12, 32),
     },
 }
 _TOP = {"clock_mhz": _field(1, 2000, integer=False)}
