@@ -120,7 +120,7 @@ class Accelerator(wiring.Component):
         m.submodules.load_dma = load = Dma(load_dma_params(config, table))
         shared = config.template.dma == "shared"
         if shared:
-            m.submodules.dma_arbiter = arbiter = DmaArbiter(table, 2)
+            m.submodules.dma_arbiter = arbiter = DmaArbiter(table, 2, common_entry=spram)
             for client, unit in enumerate((store_unit, load_unit)):
                 m.d.comb += [arbiter.desc[client].eq(unit.desc), arbiter.desc_valid[client].eq(unit.desc_valid),
                              unit.desc_ready.eq(arbiter.desc_ready[client]), unit.done.eq(arbiter.done[client])]

@@ -143,11 +143,15 @@ class Dma(wiring.Component):
         m.submodules.walker = walker = Walker(p)
         m.submodules.realigner = realigner = Realigner(p)
         seg_layout = p.segment_layout()
+        # With `narrow_queues` the source queue holds (source address, n) and the realign queue
+        # the realigner's command; otherwise both hold whole segments.
+        source_layout = data.StructLayout({"addr": p.dst_width, "n": p.count_width}) if p.narrow_queues else seg_layout
+        realign_layout = realigner.cmd.payload.shape() if p.narrow_queues else seg_layout
         # A FIFO read asynchronously cannot map to block RAM, so `registers` puts it in flip-flops
         # (and lets a segment through a cycle earlier).
         queue = fifo.SyncFIFO if p.segment_fifos == "registers" else fifo.SyncFIFOBuffered
-        m.submodules.to_source = to_source = queue(width=seg_layout.size, depth=p.queue_depth)
-        m.submodules.to_realign = to_realign = queue(width=seg_layout.size, depth=p.queue_depth)
+        m.submodules.to_source = to_source = queue(width=source_layout.size, depth=p.queue_depth)
+        m.submodules.to_realign = to_realign = queue(width=realign_layout.size, depth=p.queue_depth)
 
         desc = Signal(p.descriptor_layout())
         load = desc.load
@@ -162,18 +166,26 @@ class Dma(wiring.Component):
         # Walker -> both queues (the source queue gets data segments only).
         seg = walker.seg.payload
         to_source_needed = ~seg.fill
+        if p.narrow_queues:
+            source_entry, realign_entry = Signal(source_layout), Signal(realign_layout)
+            m.d.comb += [source_entry.addr.eq(Mux(load, seg.dram, seg.buf)), source_entry.n.eq(seg.n),
+                         realign_entry.src_off.eq(Mux(load, seg.dram, seg.buf)[:lb]),
+                         realign_entry.dst.eq(Mux(load, seg.buf, seg.dram)), realign_entry.n.eq(seg.n),
+                         realign_entry.fill.eq(seg.fill)]
+        else:
+            source_entry = realign_entry = seg
         m.d.comb += [
             walker.seg.ready.eq(to_realign.w_rdy & (to_source.w_rdy | ~to_source_needed)),
-            to_realign.w_data.eq(seg), to_source.w_data.eq(seg),
+            to_realign.w_data.eq(realign_entry), to_source.w_data.eq(source_entry),
             to_realign.w_en.eq(walker.seg.valid & walker.seg.ready),
             to_source.w_en.eq(walker.seg.valid & walker.seg.ready & to_source_needed),
         ]
 
         # Source side: one segment at a time, the next one taken as the current one finishes.
-        src_seg = seg_layout(to_source.r_data)
+        src_seg = source_layout(to_source.r_data)
         src_addr = Signal(p.dst_width)  # bus-aligned DRAM address (loads) or buffer chunk address (stores)
         src_left = Signal(p.count_width + 1)  # bus words left in the segment
-        src_first = Mux(load, src_seg.dram, src_seg.buf)
+        src_first = src_seg.addr if p.narrow_queues else Mux(load, src_seg.dram, src_seg.buf)
         src_take = Signal()
         src_step = Signal()
         src_beats = Signal(range(p.burst_beats + 1))
@@ -204,14 +216,15 @@ class Dma(wiring.Component):
                      src_take.eq((src_left == 0) | (source_moves & (src_left == src_beats)))]
 
         # Realigner: commands from the realign queue, data from DRAM (loads) or the buffer (stores).
-        rel_seg = seg_layout(to_realign.r_data)
+        rel_seg = realign_layout(to_realign.r_data)
         cmd = realigner.cmd
-        m.d.comb += [
-            cmd.valid.eq(to_realign.r_rdy), to_realign.r_en.eq(cmd.ready),
-            cmd.payload.src_off.eq(Mux(load, rel_seg.dram, rel_seg.buf)[:lb]),
-            cmd.payload.dst.eq(Mux(load, rel_seg.buf, rel_seg.dram)),
-            cmd.payload.n.eq(rel_seg.n), cmd.payload.fill.eq(rel_seg.fill),
-        ]
+        m.d.comb += [cmd.valid.eq(to_realign.r_rdy), to_realign.r_en.eq(cmd.ready)]
+        if p.narrow_queues:
+            m.d.comb += cmd.payload.eq(rel_seg)
+        else:
+            m.d.comb += [cmd.payload.src_off.eq(Mux(load, rel_seg.dram, rel_seg.buf)[:lb]),
+                         cmd.payload.dst.eq(Mux(load, rel_seg.buf, rel_seg.dram)),
+                         cmd.payload.n.eq(rel_seg.n), cmd.payload.fill.eq(rel_seg.fill)]
         rd_data = self.port.rd_data
         buffer_chunk = self.buf_rd.data.word_select(read_lane, 8 * B) if lw > lb else self.buf_rd.data
         m.d.comb += [

@@ -65,7 +65,8 @@ class DmaParams:
 
     `walker`: `levels` keeps a pointer per loop level and adds the strides of the descriptor;
     `pointer` keeps one pointer per quantity and adds the step of the level that advances, which
-    `encode` precomputes (`hwgen.dma_walker`)."""
+    `encode` precomputes (`hwgen.dma_walker`). `narrow_queues`: each segment queue holds only
+    what its side reads (`hwgen.dma.Dma`)."""
 
     bus_bytes: int
     burst_beats: int
@@ -77,6 +78,7 @@ class DmaParams:
     queue_depth: int = 8
     segment_fifos: str = "memory"  # `memory`: block RAM; `registers`: flip-flops (asynchronous read)
     walker: str = "levels"
+    narrow_queues: bool = False
 
     def __post_init__(self) -> None:
         exact_log2(self.buf_word_bytes), exact_log2(self.burst_beats)  # raise unless powers of two

@@ -44,11 +44,12 @@ most a quarter of the range, `hwgen.dma_descriptor.pointer_dims`)."""
 def dma_params(config: AcceleratorConfig, kind: str) -> DmaParams:
     """The DMA parameters of one buffer: its word and depth, the configuration's bus and DRAM
     address width; with `template.dma: shared` the `pointer` walker, counts one bit wider than
-    the buffer's byte addresses and `COORD_BITS` coordinates."""
+    the buffer's byte addresses, `COORD_BITS` coordinates and narrow segment queues."""
     word, depth = bank_shape(config, kind)
     template = config.template
     compact = {} if template.dma == "separate" else {
-        "walker": "pointer", "count_width": ceil_log2(word * depth) + 1, "coord_width": COORD_BITS}
+        "walker": "pointer", "count_width": ceil_log2(word * depth) + 1, "coord_width": COORD_BITS,
+        "narrow_queues": True}
     return DmaParams(bus_bytes=config.dram.bus_width_bits // 8, burst_beats=config.dram.burst_beats,
                      buf_word_bytes=word, buf_depth=depth, addr_width=template.dram_address_bits,
                      segment_fifos=template.segment_fifos, **compact)
@@ -239,13 +240,19 @@ class TransferUnit(wiring.Component):
         return m
 
 
+FILLED_FIELDS = ("load", "dram_addr", "buf_addr", "y0", "x0")
+"""The descriptor fields a `TransferUnit` fills in from its instruction; the rest is the table entry."""
+
+
 class DmaArbiter(wiring.Component):
     """Lets `clients` transfer units take turns on one DMA (`template.dma: shared`): a client's
     offered descriptor (`desc`, `desc_valid`) goes to the DMA when it is idle, client 0 first;
-    `done` goes back to the client whose descriptor the DMA ran (`owner`)."""
+    `done` goes back to the client whose descriptor the DMA ran (`owner`). With `common_entry`
+    the clients' table entries come from one `DescriptorReader`, which holds only the offering
+    client's, so only the `FILLED_FIELDS` are selected."""
 
-    def __init__(self, params: DmaParams, clients: int):
-        self.clients = clients
+    def __init__(self, params: DmaParams, clients: int, common_entry: bool = False):
+        self.clients, self.common_entry = clients, common_entry
         layout = params.descriptor_layout()
         super().__init__({
             "desc": In(layout).array(clients),
@@ -260,9 +267,16 @@ class DmaArbiter(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         chosen = Signal.like(self.owner)
+        payload = self.dma_desc.payload
+        if self.common_entry:
+            m.d.comb += payload.eq(self.desc[0])
         for client in reversed(range(self.clients)):  # the last assignment wins: client 0 first
             with m.If(self.desc_valid[client]):
-                m.d.comb += [chosen.eq(client), self.dma_desc.valid.eq(1), self.dma_desc.payload.eq(self.desc[client])]
+                m.d.comb += [chosen.eq(client), self.dma_desc.valid.eq(1)]
+                if self.common_entry:
+                    m.d.comb += [getattr(payload, name).eq(getattr(self.desc[client], name)) for name in FILLED_FIELDS]
+                else:
+                    m.d.comb += payload.eq(self.desc[client])
         for client in range(self.clients):
             m.d.comb += [self.desc_ready[client].eq(self.dma_desc.ready & self.desc_valid[client] & (chosen == client)),
                          self.done[client].eq(self.dma_done & (self.owner == client))]

@@ -26,11 +26,13 @@ WALKERS = ("levels", "pointer")
 
 
 def variant(params: DmaParams, walker: str) -> DmaParams:
-    """`params` with `walker`; the `pointer` walker at the narrowest widths these tests need
-    (DRAM addresses of the 1 KiB memory, counts one bit over the buffer address, small coordinates)."""
+    """`params` with `walker`; the `pointer` walker as `template.dma: shared` has it: narrow
+    segment queues, the narrowest widths these tests need (DRAM addresses of the 1 KiB memory,
+    counts one bit over the buffer address, small coordinates)."""
     if walker == "levels":
         return params
-    return replace(params, walker=walker, addr_width=11, count_width=params.buf_addr_width + 1, coord_width=10)
+    return replace(params, walker=walker, addr_width=11, count_width=params.buf_addr_width + 1, coord_width=10,
+                   narrow_queues=True)
 
 
 @dataclass

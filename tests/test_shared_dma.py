@@ -16,16 +16,19 @@ from planner.plan import plan_network
 from test_rtl_property import conv_network
 
 
-def test_arbiter_gives_the_idle_dma_to_one_unit_at_a_time_stores_first():
+@pytest.mark.parametrize("common_entry", [False, True])
+def test_arbiter_gives_the_idle_dma_to_one_unit_at_a_time_stores_first(common_entry):
     """Script: both units offer; the store (client 0) goes first, its `done` reaches only it;
-    then the load; a unit offering while the DMA is busy waits for it to be idle."""
+    then the load; a unit offering while the DMA is busy waits for it to be idle. The DMA gets
+    the chosen unit's addresses (with `common_entry` too, where only the filled-in fields are
+    selected)."""
     params = descriptor_table_params(load_config("icebreaker"))
-    dut = DmaArbiter(params, 2)
+    dut = DmaArbiter(params, 2, common_entry)
     log = []
 
     async def bench(ctx):
         descs = [params.encode(Descriptor(load=False, dram_addr=5, buf_addr=1, run_bytes=3)),
-                 params.encode(Descriptor(load=True, dram_addr=9, buf_addr=2, run_bytes=4))]
+                 params.encode(Descriptor(load=True, dram_addr=9, buf_addr=2, run_bytes=3))]
         for client in range(2):
             ctx.set(dut.desc[client], descs[client])
             ctx.set(dut.desc_valid[client], 1)
@@ -35,7 +38,9 @@ def test_arbiter_gives_the_idle_dma_to_one_unit_at_a_time_stores_first():
             offered = ctx.get(dut.dma_desc.valid) and ctx.get(dut.dma_desc.ready)
             taken = [client for client in range(2) if ctx.get(dut.desc_ready[client])]
             done = [client for client in range(2) if ctx.get(dut.done[client])]
-            log.append((cycle, offered and ctx.get(dut.dma_desc.payload.dram_addr), taken, done))
+            payload = dut.dma_desc.payload
+            log.append((cycle, offered and (ctx.get(payload.dram_addr), ctx.get(payload.buf_addr), ctx.get(payload.load)),
+                        taken, done))
             await ctx.tick()
             if taken:  # the unit stops offering; the DMA is busy until cycle 3 (store) or 6 (load)
                 ctx.set(dut.desc_valid[taken[0]], 0)
@@ -48,8 +53,8 @@ def test_arbiter_gives_the_idle_dma_to_one_unit_at_a_time_stores_first():
     sim.add_clock(1e-6)
     sim.add_testbench(bench)
     sim.run()
-    assert log[:7] == [(0, 5, [0], []), (1, 0, [], []), (2, 0, [], []), (3, 9, [1], [0]), (4, 0, [], []),
-                       (5, 0, [], []), (6, 0, [], [1])]
+    assert log[:7] == [(0, (5, 1, 0), [0], []), (1, 0, [], []), (2, 0, [], []), (3, (9, 2, 1), [1], [0]),
+                       (4, 0, [], []), (5, 0, [], []), (6, 0, [], [1])]
 
 
 def test_descriptor_beyond_the_compact_dma_is_refused():
