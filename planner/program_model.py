@@ -212,7 +212,7 @@ class _Replay:
             flow.entry = len(self.timeline)
             self.timeline.append((queue.name.lower(), ins.opcode.name, t, t))
             self.flows[queue] = flow
-            self.busy[queue.name.lower()] += flow.fixed + flow.port
+            self.busy[queue.name.lower()] += flow.offer + flow.fixed + flow.port
             return
         self.timeline.append((queue.name.lower(), ins.opcode.name, t, t + cycles))
         self.unit_free[queue] = t + cycles
