@@ -27,6 +27,10 @@ def check_soc(config: AcceleratorConfig, compiled: CompiledNetwork, memory_bytes
                           f"not for {config.name!r}; compile it for the SoC's configuration")
     check_generatable(config)
     check_size(MemoryPort.from_config(config.dram), memory_bytes)
+    if memory_bytes > 1 << config.template.dram_address_bits:
+        raise ConfigError(f"main memory of {memory_bytes} bytes is beyond the {config.template.dram_address_bits}-bit "
+                          f"DRAM addresses of configuration {config.name!r}; allowed: at most "
+                          f"{1 << config.template.dram_address_bits} bytes (template.dram_address_bits)")
     if compiled.memory.size > memory_bytes:
         raise ConfigError(f"the memory image of {compiled.network.name!r} needs {compiled.memory.size} bytes; "
                           f"main memory has {memory_bytes} bytes")

@@ -1,12 +1,14 @@
-"""The top-level accelerator: sequencer, load/store units with one DMA per buffer, double
-buffers, compute unit, and the external memory port. Parameterized by an AcceleratorConfig and
+"""The top-level accelerator: sequencer, load/store units with a load DMA and a store DMA (or
+one DMA they share, `template.dma: shared`), double buffers, compute unit, and the external memory port. Parameterized by an AcceleratorConfig and
 a Program (instructions in the ROM, DMA descriptors in the descriptor table). With
 `template.program_memory == "spram"` the program is not part of the hardware: the host writes
 its instructions and descriptor table into the SPRAM program memory through `program_write`
 (`program_regions` gives the contents)."""
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux
+from dataclasses import replace
+
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
@@ -15,8 +17,8 @@ from hwgen.buffers import DoubleBuffer, bank_shape
 from hwgen.compute_unit import ComputeUnit
 from hwgen.config import AcceleratorConfig
 from hwgen.dma import Dma, DmaParams
-from hwgen.dma_units import (LOAD_TARGETS, DescriptorReader, TransferUnit, assign_descriptor, descriptor_halfwords,
-                              descriptor_table_params, dma_params)
+from hwgen.dma_units import (LOAD_TARGETS, DescriptorReader, DmaArbiter, TransferUnit, assign_descriptor,
+                              descriptor_halfwords, descriptor_table_params, dma_params)
 from hwgen.fetch import check_program
 from hwgen.memory_port import MemoryPort
 from hwgen.program import Program
@@ -46,11 +48,11 @@ def check_generatable(config: AcceleratorConfig) -> None:
 
 
 def load_dma_params(config: AcceleratorConfig, table: DmaParams) -> DmaParams:
-    """The shared load DMA: bus-word buffer words over the widest buffer address (`table`), so
-    one DMA serves every buffer, each taking the bus words of its own words."""
+    """The load DMA (with `template.dma: shared` the only DMA): bus-word buffer words over the
+    widest buffer address (`table`), so one DMA serves every buffer, each taking the bus words
+    of its own words."""
     bus = config.dram.bus_width_bits // 8
-    return DmaParams(bus_bytes=bus, burst_beats=config.dram.burst_beats, buf_word_bytes=bus,
-                     buf_depth=(1 << table.buf_addr_width) // bus, segment_fifos=config.template.segment_fifos)
+    return replace(table, buf_word_bytes=bus, buf_depth=(1 << table.buf_addr_width) // bus)
 
 
 def program_regions(program: Program, config: AcceleratorConfig) -> list[tuple[int, list[int]]]:
@@ -71,7 +73,7 @@ class Accelerator(wiring.Component):
         self.config = config
         self.program = program
         members = {
-            "port": Out(MemoryPort.from_config(config.dram)),
+            "port": Out(MemoryPort.from_config(config.dram, config.template.dram_address_bits)),
             "start": In(1), "done": Out(1), "busy": Out(1),
             "counters": Out(COUNTERS_LAYOUT),
         }
@@ -113,11 +115,22 @@ class Accelerator(wiring.Component):
         m.submodules.input_even, m.submodules.input_odd = halves
 
         # ---- one load DMA for every buffer (the load unit runs one LOAD at a time); it writes
-        # bus words at bus-word addresses, which each buffer maps onto its own (wider) words
+        # bus words at bus-word addresses, which each buffer maps onto its own (wider) words.
+        # With `template.dma: shared` it runs the stores too, the units taking turns (stores first).
         m.submodules.load_dma = load = Dma(load_dma_params(config, table))
-        assign_descriptor(m, load.desc.payload, load_unit.desc)
-        m.d.comb += [load.desc.valid.eq(load_unit.desc_valid), load_unit.desc_ready.eq(load.desc.ready),
-                     load_unit.done.eq(load.done)]
+        shared = config.template.dma == "shared"
+        if shared:
+            m.submodules.dma_arbiter = arbiter = DmaArbiter(table, 2, common_entry=spram)
+            for client, unit in enumerate((store_unit, load_unit)):
+                m.d.comb += [arbiter.desc[client].eq(unit.desc), arbiter.desc_valid[client].eq(unit.desc_valid),
+                             unit.desc_ready.eq(arbiter.desc_ready[client]), unit.done.eq(arbiter.done[client])]
+            assign_descriptor(m, load.desc.payload, arbiter.dma_desc.payload)
+            m.d.comb += [load.desc.valid.eq(arbiter.dma_desc.valid), arbiter.dma_desc.ready.eq(load.desc.ready),
+                         arbiter.dma_done.eq(load.done)]
+        else:
+            assign_descriptor(m, load.desc.payload, load_unit.desc)
+            m.d.comb += [load.desc.valid.eq(load_unit.desc_valid), load_unit.desc_ready.eq(load.desc.ready),
+                         load_unit.done.eq(load.done)]
         wiring.connect(m, wiring.flipped(self.port.rd_req), load.port.rd_req)
         wiring.connect(m, load.port.rd_data, wiring.flipped(self.port.rd_data))
         bus = config.dram.bus_width_bits // 8
@@ -137,16 +150,26 @@ class Accelerator(wiring.Component):
                     m.d.comb += [buffer.dma_wr.addr.eq(word), buffer.dma_wr.data.eq(data),
                                  buffer.dma_wr.en.eq(enables)]
 
-        # ---- the store DMA reads the accumulator buffer and owns the port's write stream
-        m.submodules.store_dma = store = Dma(params["acc"])
-        assign_descriptor(m, store.desc.payload, store_unit.desc)
-        m.d.comb += [store.desc.valid.eq(store_unit.desc_valid), store_unit.desc_ready.eq(store.desc.ready),
-                     store_unit.done.eq(store.done)]
-        wiring.connect(m, wiring.flipped(self.port.wr), store.port.wr)
+        # ---- the store DMA (or the shared one) reads the accumulator buffer and owns the
+        # port's write stream
         acc = buffers["acc"]
-        m.d.comb += [acc.dma_read_bank.eq(store_unit.bank), acc.dma_read_active.eq(store_unit.active),
-                     acc.dma_rd.addr.eq(store.buf_rd.addr), acc.dma_rd.en.eq(store.buf_rd.en),
-                     store.buf_rd.data.eq(acc.dma_rd.data)]
+        m.d.comb += [acc.dma_read_bank.eq(store_unit.bank), acc.dma_read_active.eq(store_unit.active)]
+        if shared:
+            store = load
+            lanes = exact_log2(params["acc"].buf_word_bytes // bus)
+            lane = Signal(max(lanes, 1))  # the bus word of the acc word being read
+            with m.If(store.buf_rd.en):
+                m.d.sync += lane.eq(store.buf_rd.addr[:lanes])
+            m.d.comb += [acc.dma_rd.addr.eq(store.buf_rd.addr >> lanes), acc.dma_rd.en.eq(store.buf_rd.en),
+                         store.buf_rd.data.eq(acc.dma_rd.data.word_select(lane, 8 * bus) if lanes else acc.dma_rd.data)]
+        else:
+            m.submodules.store_dma = store = Dma(params["acc"])
+            assign_descriptor(m, store.desc.payload, store_unit.desc)
+            m.d.comb += [store.desc.valid.eq(store_unit.desc_valid), store_unit.desc_ready.eq(store.desc.ready),
+                         store_unit.done.eq(store.done)]
+            m.d.comb += [acc.dma_rd.addr.eq(store.buf_rd.addr), acc.dma_rd.en.eq(store.buf_rd.en),
+                         store.buf_rd.data.eq(acc.dma_rd.data)]
+        wiring.connect(m, wiring.flipped(self.port.wr), store.port.wr)
 
         # ---- compute side
         for buffer, port, bank in ((halves[0], compute.input_even, compute.in_bank),

@@ -201,7 +201,10 @@ class Template:
     `merged_banks`: buffers whose two banks share one memory (the bank number its top address
     bit), which halves the block RAMs of banks shallower than a block RAM; `queue_depth`: entries
     each of the sequencer's three dispatch queues holds; `counters`: `all` performance counters, or
-    only the `cycles` counter (the per-queue counters then read 0).
+    only the `cycles` counter (the per-queue counters then read 0); `dma`: a `separate`
+    load DMA and store DMA, or one `shared` DMA (loads and stores take turns) whose walker keeps
+    one pointer per quantity and adds compiler-precomputed steps (`hwgen.dma_walker`);
+    `dram_address_bits`: the width of the DMA's DRAM addresses (the main memory must fit).
     """
 
     loops_and_registers: bool = True
@@ -212,6 +215,8 @@ class Template:
     merged_banks: tuple[str, ...] = ()
     queue_depth: int = 4
     counters: str = "all"
+    dma: str = "separate"
+    dram_address_bits: int = 32
 
 
 @dataclass(frozen=True)
@@ -277,6 +282,8 @@ _SCHEMA: dict[str, dict[str, dict]] = {
         "merged_banks": {"range": _Choices(MERGEABLE_BUFFERS)},
         "queue_depth": _field(1, 64),
         "counters": {"range": _Choice(("all", "cycles"))},
+        "dma": {"range": _Choice(("separate", "shared"))},
+        "dram_address_bits": _field(12, 32),
     },
 }
 _TOP = {"clock_mhz": _field(1, 2000, integer=False)}

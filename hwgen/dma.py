@@ -16,210 +16,17 @@ moves up to one bus word per cycle.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.memory import ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
+from hwgen.dma_descriptor import OUTER_DIMS, Descriptor, DescriptorError, Dim, DmaParams
+from hwgen.dma_walker import Walker
 from hwgen.memory_port import MemoryPort
 
-OUTER_DIMS = 4
-
-
-@dataclass(frozen=True)
-class Dim:
-    """One outer loop of a descriptor."""
-
-    count: int
-    dram_stride: int = 0
-    buf_stride: int = 0
-    dy: int = 0
-    dx: int = 0
-
-
-@dataclass(frozen=True)
-class Descriptor:
-    """A DMA transfer (see the module docstring); `dims` innermost first, at most `OUTER_DIMS`
-    (missing ones have count 1). Counts are >= 1. The default bounds make nothing padding.
-    """
-
-    load: bool
-    dram_addr: int
-    buf_addr: int
-    run_bytes: int
-    dims: tuple[Dim, ...] = ()
-    run_dx: int = 0
-    y0: int = 0
-    x0: int = 0
-    height: int = 1 << 16
-    width: int = 1 << 16
-    fill: int = 0
-
-    def outer(self) -> tuple[Dim, ...]:
-        """The outer dimensions padded to `OUTER_DIMS` with count-1 loops."""
-        assert len(self.dims) <= OUTER_DIMS and self.run_dx in (0, 1) and self.run_bytes >= 1
-        return (*self.dims, *[Dim(1)] * (OUTER_DIMS - len(self.dims)))
-
-
-@dataclass(frozen=True)
-class DmaParams:
-    """Widths of a DMA: bus and buffer words in bytes (powers of two, `bus_bytes <= buf_word_bytes`)."""
-
-    bus_bytes: int
-    burst_beats: int
-    buf_word_bytes: int
-    buf_depth: int
-    addr_width: int = 32
-    count_width: int = 16
-    coord_width: int = 20
-    queue_depth: int = 8
-    segment_fifos: str = "memory"  # `memory`: block RAM; `registers`: flip-flops (asynchronous read)
-
-    def __post_init__(self) -> None:
-        exact_log2(self.buf_word_bytes), exact_log2(self.burst_beats)  # raise unless powers of two
-        assert self.bus_bytes <= self.buf_word_bytes
-
-    @property
-    def lb(self) -> int:
-        """log2 of the bus width in bytes."""
-        return exact_log2(self.bus_bytes)
-
-    @property
-    def buf_addr_width(self) -> int:
-        """Bits of a buffer byte address."""
-        return ceil_log2(self.buf_depth * self.buf_word_bytes)
-
-    @property
-    def dst_width(self) -> int:
-        """Bits of a realigner destination address (DRAM or buffer)."""
-        return max(self.addr_width, self.buf_addr_width)
-
-    def descriptor_layout(self) -> data.StructLayout:
-        """The descriptor: field widths from these parameters."""
-        coord = signed(self.coord_width)
-        dim = data.StructLayout({"count": self.count_width, "dram_stride": self.addr_width,
-                                 "buf_stride": self.buf_addr_width, "dy": coord, "dx": coord})
-        return data.StructLayout({
-            "load": 1, "dram_addr": self.addr_width, "buf_addr": self.buf_addr_width,
-            "run_bytes": self.count_width, "run_dx": 1, "dims": data.ArrayLayout(dim, OUTER_DIMS),
-            "y0": coord, "x0": coord, "height": unsigned(self.coord_width - 1),
-            "width": unsigned(self.coord_width - 1), "fill": 8,
-        })
-
-    def encode(self, desc: Descriptor) -> dict:
-        """The value of a `descriptor_layout` signal (for `ctx.set`); addresses wrap to their widths."""
-        dram, buf = (1 << self.addr_width) - 1, (1 << self.buf_addr_width) - 1
-        dims = [{"count": d.count, "dram_stride": d.dram_stride & dram, "buf_stride": d.buf_stride & buf,
-                 "dy": d.dy, "dx": d.dx} for d in desc.outer()]
-        return {"load": int(desc.load), "dram_addr": desc.dram_addr & dram, "buf_addr": desc.buf_addr & buf,
-                "run_bytes": desc.run_bytes, "run_dx": desc.run_dx, "dims": dims, "y0": desc.y0, "x0": desc.x0,
-                "height": desc.height, "width": desc.width, "fill": desc.fill & 0xFF}
-
-    def segment_layout(self) -> data.StructLayout:
-        """A piece of a run: `n` bytes at `dram`/`buf`, data or fill."""
-        return data.StructLayout({"fill": 1, "dram": self.addr_width, "buf": self.buf_addr_width, "n": self.count_width})
-
-
-class Walker(wiring.Component):
-    """Walks a descriptor's loops and splits each run into up to three segments.
-
-    Two stages: the loop stage takes the next run's addresses and in-bounds range `[lo, hi)`
-    into a run register; the split stage emits that run's segments one per cycle: fill prefix,
-    data, fill suffix (empty ones skipped; for stores fill segments are skipped too), or spends
-    one cycle on a run without any. The loop stage refills the register in the cycle the split
-    stage finishes, so runs follow each other without a gap; the first segment leaves two
-    cycles after `start` (one cycle) loads the loop state from `desc`.
-    """
-
-    def __init__(self, params: DmaParams):
-        self.params = params
-        super().__init__({
-            "desc": In(params.descriptor_layout()),
-            "start": In(1),
-            "seg": Out(stream.Signature(params.segment_layout())),
-            "busy": Out(1),
-        })
-
-    def elaborate(self, platform) -> Module:
-        m = Module()
-        p, desc = self.params, self.desc
-        dims = desc.dims
-        idx = [Signal(p.count_width, name=f"idx{d}") for d in range(OUTER_DIMS)]
-        # Pointer per level: the value at the start of the current iteration of that level.
-        pointers = {
-            "dram": ([Signal(p.addr_width, name=f"dram{d}") for d in range(OUTER_DIMS)], desc.dram_addr, "dram_stride"),
-            "buf": ([Signal(p.buf_addr_width, name=f"buf{d}") for d in range(OUTER_DIMS)], desc.buf_addr, "buf_stride"),
-            "y": ([Signal(signed(p.coord_width), name=f"y{d}") for d in range(OUTER_DIMS)], desc.y0, "dy"),
-            "x": ([Signal(signed(p.coord_width), name=f"x{d}") for d in range(OUTER_DIMS)], desc.x0, "dx"),
-        }
-        a, b, y, x = (pointers[k][0][0] for k in ("dram", "buf", "y", "x"))
-        walking = Signal()  # the loop stage has runs left
-
-        # ---- loop stage: in-bounds bytes [lo, hi) of the run at the pointers
-        n = desc.run_bytes
-        lo, hi = Signal(p.count_width), Signal(p.count_width)
-        y_in = (y >= 0) & (y < desc.height)
-        x_in = (x >= 0) & (x < desc.width)
-
-        def clamp(v):
-            return Mux(v < 0, 0, Mux(v > n, n, v))
-
-        with m.If(~y_in | (~desc.run_dx & ~x_in)):
-            m.d.comb += [lo.eq(n), hi.eq(n)]
-        with m.Elif(desc.run_dx):
-            m.d.comb += [lo.eq(clamp(-x)), hi.eq(clamp(desc.width - x))]
-        with m.Else():
-            m.d.comb += [lo.eq(0), hi.eq(n)]
-        lengths = [lo, hi - lo, n - hi]
-
-        # ---- run register and split stage
-        run = Signal(data.StructLayout({"dram": p.addr_width, "buf": p.buf_addr_width, "lo": p.count_width,
-                                        "hi": p.count_width, "present": 3}))
-        held = Signal()  # `run` holds a run whose segments are not all emitted
-        seg_state = Signal(range(3))
-        starts = [Const(0, p.count_width), run.lo, run.hi]
-        run_lengths = [run.lo, run.hi - run.lo, n - run.hi]
-        present = [run.present[k] & (seg_state <= k) for k in range(3)]
-        finish = Signal()  # the split stage is done with `run` this cycle
-        # Emit the first present segment; finish after the last present one.
-        for k in range(3):
-            first = present[k] & ~Cat(*present[:k]).any()
-            later = Cat(*present[k + 1:]).any() if k < 2 else Const(0)
-            with m.If(held & first):
-                seg = self.seg.payload
-                m.d.comb += [self.seg.valid.eq(1), seg.fill.eq(k != 1), seg.dram.eq(run.dram + starts[k]),
-                             seg.buf.eq(run.buf + starts[k]), seg.n.eq(run_lengths[k])]
-                with m.If(self.seg.ready):
-                    m.d.sync += seg_state.eq(k + 1)
-                    m.d.comb += finish.eq(~later)
-        with m.If(held & ~Cat(*present).any()):
-            m.d.comb += finish.eq(1)
-        with m.If(finish):
-            m.d.sync += [seg_state.eq(0), held.eq(0)]
-
-        take = walking & (~held | finish)
-        last = [idx[d] + 1 >= dims[d].count for d in range(OUTER_DIMS)]
-        with m.If(take):
-            m.d.sync += [held.eq(1), run.dram.eq(a), run.buf.eq(b), run.lo.eq(lo), run.hi.eq(hi),
-                         run.present.eq(Cat(*((lengths[k] != 0) & (desc.load | (k == 1)) for k in range(3))))]
-            for j in range(OUTER_DIMS):
-                with m.If(~last[j] & Cat(*last[:j]).all()):
-                    m.d.sync += idx[j].eq(idx[j] + 1)
-                    m.d.sync += [idx[k].eq(0) for k in range(j)]
-                    for levels, _, stride in pointers.values():
-                        step = levels[j] + dims[j][stride]
-                        m.d.sync += [levels[k].eq(step) for k in range(j + 1)]
-            with m.If(Cat(*last).all()):
-                m.d.sync += walking.eq(0)
-        with m.If(self.start):
-            m.d.sync += [walking.eq(1), held.eq(0), seg_state.eq(0), *[i.eq(0) for i in idx]]
-            m.d.sync += [level.eq(base) for levels, base, _ in pointers.values() for level in levels]
-        m.d.comb += self.busy.eq(walking | held)
-        return m
-
+__all__ = ["OUTER_DIMS", "Descriptor", "DescriptorError", "Dim", "DmaParams", "Dma", "Realigner", "Walker"]
 
 class Realigner(wiring.Component):
     """Shifts a byte range from source-aligned words to destination-aligned words with masks.
@@ -336,11 +143,15 @@ class Dma(wiring.Component):
         m.submodules.walker = walker = Walker(p)
         m.submodules.realigner = realigner = Realigner(p)
         seg_layout = p.segment_layout()
+        # With `narrow_queues` the source queue holds (source address, n) and the realign queue
+        # the realigner's command; otherwise both hold whole segments.
+        source_layout = data.StructLayout({"addr": p.dst_width, "n": p.count_width}) if p.narrow_queues else seg_layout
+        realign_layout = realigner.cmd.payload.shape() if p.narrow_queues else seg_layout
         # A FIFO read asynchronously cannot map to block RAM, so `registers` puts it in flip-flops
         # (and lets a segment through a cycle earlier).
         queue = fifo.SyncFIFO if p.segment_fifos == "registers" else fifo.SyncFIFOBuffered
-        m.submodules.to_source = to_source = queue(width=seg_layout.size, depth=p.queue_depth)
-        m.submodules.to_realign = to_realign = queue(width=seg_layout.size, depth=p.queue_depth)
+        m.submodules.to_source = to_source = queue(width=source_layout.size, depth=p.queue_depth)
+        m.submodules.to_realign = to_realign = queue(width=realign_layout.size, depth=p.queue_depth)
 
         desc = Signal(p.descriptor_layout())
         load = desc.load
@@ -355,18 +166,26 @@ class Dma(wiring.Component):
         # Walker -> both queues (the source queue gets data segments only).
         seg = walker.seg.payload
         to_source_needed = ~seg.fill
+        if p.narrow_queues:
+            source_entry, realign_entry = Signal(source_layout), Signal(realign_layout)
+            m.d.comb += [source_entry.addr.eq(Mux(load, seg.dram, seg.buf)), source_entry.n.eq(seg.n),
+                         realign_entry.src_off.eq(Mux(load, seg.dram, seg.buf)[:lb]),
+                         realign_entry.dst.eq(Mux(load, seg.buf, seg.dram)), realign_entry.n.eq(seg.n),
+                         realign_entry.fill.eq(seg.fill)]
+        else:
+            source_entry = realign_entry = seg
         m.d.comb += [
             walker.seg.ready.eq(to_realign.w_rdy & (to_source.w_rdy | ~to_source_needed)),
-            to_realign.w_data.eq(seg), to_source.w_data.eq(seg),
+            to_realign.w_data.eq(realign_entry), to_source.w_data.eq(source_entry),
             to_realign.w_en.eq(walker.seg.valid & walker.seg.ready),
             to_source.w_en.eq(walker.seg.valid & walker.seg.ready & to_source_needed),
         ]
 
         # Source side: one segment at a time, the next one taken as the current one finishes.
-        src_seg = seg_layout(to_source.r_data)
+        src_seg = source_layout(to_source.r_data)
         src_addr = Signal(p.dst_width)  # bus-aligned DRAM address (loads) or buffer chunk address (stores)
         src_left = Signal(p.count_width + 1)  # bus words left in the segment
-        src_first = Mux(load, src_seg.dram, src_seg.buf)
+        src_first = src_seg.addr if p.narrow_queues else Mux(load, src_seg.dram, src_seg.buf)
         src_take = Signal()
         src_step = Signal()
         src_beats = Signal(range(p.burst_beats + 1))
@@ -397,14 +216,15 @@ class Dma(wiring.Component):
                      src_take.eq((src_left == 0) | (source_moves & (src_left == src_beats)))]
 
         # Realigner: commands from the realign queue, data from DRAM (loads) or the buffer (stores).
-        rel_seg = seg_layout(to_realign.r_data)
+        rel_seg = realign_layout(to_realign.r_data)
         cmd = realigner.cmd
-        m.d.comb += [
-            cmd.valid.eq(to_realign.r_rdy), to_realign.r_en.eq(cmd.ready),
-            cmd.payload.src_off.eq(Mux(load, rel_seg.dram, rel_seg.buf)[:lb]),
-            cmd.payload.dst.eq(Mux(load, rel_seg.buf, rel_seg.dram)),
-            cmd.payload.n.eq(rel_seg.n), cmd.payload.fill.eq(rel_seg.fill),
-        ]
+        m.d.comb += [cmd.valid.eq(to_realign.r_rdy), to_realign.r_en.eq(cmd.ready)]
+        if p.narrow_queues:
+            m.d.comb += cmd.payload.eq(rel_seg)
+        else:
+            m.d.comb += [cmd.payload.src_off.eq(Mux(load, rel_seg.dram, rel_seg.buf)[:lb]),
+                         cmd.payload.dst.eq(Mux(load, rel_seg.buf, rel_seg.dram)),
+                         cmd.payload.n.eq(rel_seg.n), cmd.payload.fill.eq(rel_seg.fill)]
         rd_data = self.port.rd_data
         buffer_chunk = self.buf_rd.data.word_select(read_lane, 8 * B) if lw > lb else self.buf_rd.data
         m.d.comb += [

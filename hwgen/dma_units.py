@@ -14,7 +14,7 @@ from amaranth.utils import ceil_log2
 from hwgen.dma import Descriptor, DmaParams
 from hwgen.buffers import bank_shape
 from hwgen.config import AcceleratorConfig
-from hwgen.isa import INSTRUCTION_LAYOUT, Buffer, Opcode, field_limit
+from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Buffer, Opcode, field_limit
 from hwgen.sequencer import DESCRIPTOR_BASE, MEMORY_READ_SIGNATURE
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
 
@@ -36,11 +36,23 @@ DESCRIPTOR_INDEX = unsigned(ceil_log2(field_limit(Opcode.LOAD, "desc") + 1))
 """The `desc` field of LOAD and STORE: an index into the descriptor table."""
 
 
+COORD_BITS = dict(PAYLOADS[Opcode.LOAD])["y_offset"].shape.width + 2
+"""Coordinates of the `pointer` walker: an instruction's origin plus a descriptor's extent (at
+most a quarter of the range, `hwgen.dma_descriptor.pointer_dims`)."""
+
+
 def dma_params(config: AcceleratorConfig, kind: str) -> DmaParams:
-    """The DMA parameters of one buffer: its word and depth, the configuration's bus."""
+    """The DMA parameters of one buffer: its word and depth, the configuration's bus and DRAM
+    address width; with `template.dma: shared` the `pointer` walker, counts one bit wider than
+    the buffer's byte addresses, `COORD_BITS` coordinates and narrow segment queues."""
     word, depth = bank_shape(config, kind)
+    template = config.template
+    compact = {} if template.dma == "separate" else {
+        "walker": "pointer", "count_width": ceil_log2(word * depth) + 1, "coord_width": COORD_BITS,
+        "narrow_queues": True}
     return DmaParams(bus_bytes=config.dram.bus_width_bits // 8, burst_beats=config.dram.burst_beats,
-                     buf_word_bytes=word, buf_depth=depth, segment_fifos=config.template.segment_fifos)
+                     buf_word_bytes=word, buf_depth=depth, addr_width=template.dram_address_bits,
+                     segment_fifos=template.segment_fifos, **compact)
 
 
 def descriptor_table_params(config: AcceleratorConfig) -> DmaParams:
@@ -225,4 +237,49 @@ class TransferUnit(wiring.Component):
                     m.d.comb += read.en.eq(0)
                 with m.If(self.done):
                     m.next = "IDLE"
+        return m
+
+
+FILLED_FIELDS = ("load", "dram_addr", "buf_addr", "y0", "x0")
+"""The descriptor fields a `TransferUnit` fills in from its instruction; the rest is the table entry."""
+
+
+class DmaArbiter(wiring.Component):
+    """Lets `clients` transfer units take turns on one DMA (`template.dma: shared`): a client's
+    offered descriptor (`desc`, `desc_valid`) goes to the DMA when it is idle, client 0 first;
+    `done` goes back to the client whose descriptor the DMA ran (`owner`). With `common_entry`
+    the clients' table entries come from one `DescriptorReader`, which holds only the offering
+    client's, so only the `FILLED_FIELDS` are selected."""
+
+    def __init__(self, params: DmaParams, clients: int, common_entry: bool = False):
+        self.clients, self.common_entry = clients, common_entry
+        layout = params.descriptor_layout()
+        super().__init__({
+            "desc": In(layout).array(clients),
+            "desc_valid": In(1).array(clients),
+            "desc_ready": Out(1).array(clients),
+            "done": Out(1).array(clients),
+            "dma_desc": Out(stream.Signature(layout)),
+            "dma_done": In(1),
+            "owner": Out(range(max(clients, 2))),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        chosen = Signal.like(self.owner)
+        payload = self.dma_desc.payload
+        if self.common_entry:
+            m.d.comb += payload.eq(self.desc[0])
+        for client in reversed(range(self.clients)):  # the last assignment wins: client 0 first
+            with m.If(self.desc_valid[client]):
+                m.d.comb += [chosen.eq(client), self.dma_desc.valid.eq(1)]
+                if self.common_entry:
+                    m.d.comb += [getattr(payload, name).eq(getattr(self.desc[client], name)) for name in FILLED_FIELDS]
+                else:
+                    m.d.comb += payload.eq(self.desc[client])
+        for client in range(self.clients):
+            m.d.comb += [self.desc_ready[client].eq(self.dma_desc.ready & self.desc_valid[client] & (chosen == client)),
+                         self.done[client].eq(self.dma_done & (self.owner == client))]
+        with m.If(self.dma_desc.valid & self.dma_desc.ready):
+            m.d.sync += self.owner.eq(chosen)
         return m

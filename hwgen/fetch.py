@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from hwgen.config import AcceleratorConfig
-from hwgen.dma import Descriptor
+from hwgen.dma import Descriptor, DescriptorError
 from hwgen.dma_units import descriptor_capacity, descriptor_table_params
 from hwgen.isa import REGISTERS, Instruction, Opcode
 from hwgen.program import Program
@@ -39,7 +39,17 @@ REGISTER_OPERANDS = ("dram_reg", "y_reg", "x_reg")
 def check_program(program: Program, config: AcceleratorConfig) -> None:
     """The program must suit `config`'s sequencer: without `template.loops_and_registers` it
     may use neither LOOP, SETR, ADDR nor a register operand; an SPRAM program memory holds
-    `SPRAM_INSTRUCTIONS` instructions and `descriptor_capacity` descriptors."""
+    `SPRAM_INSTRUCTIONS` instructions and `descriptor_capacity` descriptors; with
+    `template.dma: shared` every descriptor must fit the table's compact layout
+    (`hwgen.dma.DmaParams.encode`)."""
+    if config.template.dma == "shared":  # the compact descriptor layout bounds counts and coordinates
+        table = descriptor_table_params(config)
+        for index, desc in enumerate(program.descriptors):
+            try:
+                table.encode(desc)
+            except DescriptorError as error:
+                raise ProgramError(f"descriptor {index} does not fit the DMA of configuration {config.name!r}: "
+                                   f"{error}") from None
     if config.template.program_memory == "spram":
         capacity = descriptor_capacity(descriptor_table_params(config))
         for what, count, limit in (("instructions", len(program.instructions), SPRAM_INSTRUCTIONS),

@@ -14,7 +14,7 @@ the compiler (`planner/compile/conv.py`) emits, tile by tile:
 
 Transfer times come from `planner.transfer_work.transfer_cycles`. The step model overlaps the
 loads of step i+1 and the store of step i-1 with the compute of step i (double buffering); the
-store's bandwidth delays the loads. Closed forms (`layer_totals`) give traffic, energy and a cycle
+store's bandwidth delays the loads (with `template.dma: shared`, the time it holds the DMA). Closed forms (`layer_totals`) give traffic, energy and a cycle
 lower bound for many schedules at once (numpy arrays); `evaluate` adds the step-model cycles.
 `planner.program_model` times the compiled program itself; tests hold the two together.
 """
@@ -30,7 +30,7 @@ from hwgen.layout import ACC_BYTES, PARAM_BYTES
 from hwgen.pe_array import array_latency
 from hwgen.postprocess import LATENCY as POST_LATENCY
 from planner.schedule import DIMS, ConvShape, Schedule, axis_tiles, input_extents
-from planner.transfer_work import transfer_cycles
+from planner.transfer_work import offer_cycles, transfer_cycles
 
 SYNC_CYCLES = 2    # the WAIT / SIGNAL pair around each group of loads, a compute step or a store
 START_CYCLES = 15  # from `start` until the first LOAD: the initial semaphore tokens and CONVCFG
@@ -308,8 +308,11 @@ def layer_totals(shape: ConvShape, config: AcceleratorConfig, tables: SumTables,
     steps = trip["OC"] * trip["IC"] * trip["OH"] * trip["OW"]
     loads = tables.input_dma * r_in + tables.weight_dma * r_w + (visits - 1) * tables.partial_dma
     stores = tables.result_dma + (visits - 1) * tables.partial_dma
-    lower = (START_CYCLES + tables.first_load + tables.last_store
-             + np.maximum(tables.compute_cycles, np.maximum(loads - tables.first_load, stores - tables.last_store)))
+    if config.template.dma == "shared":  # one DMA: loads and stores one after another
+        transfers = loads + stores - tables.first_load - tables.last_store
+    else:
+        transfers = np.maximum(loads - tables.first_load, stores - tables.last_store)
+    lower = START_CYCLES + tables.first_load + tables.last_store + np.maximum(tables.compute_cycles, transfers)
     accesses = Accesses(input_bytes + weight_bytes + output_bytes,
                         input_bytes + tables.array_cycles * pe.cols * pe.simd * w.activation_bytes,
                         weight_bytes + tables.array_cycles * pe.rows * pe.simd * w.weight_bytes,
@@ -325,7 +328,8 @@ def layer_totals(shape: ConvShape, config: AcceleratorConfig, tables: SumTables,
 class Steps:
     """Per-step cycles of a schedule in execution order: `load` (the tiles step i needs that are
     not on chip yet), `compute`, `store` (the output written back after step i) and the port use
-    of the loads and stores (cycles of bandwidth their beats take)."""
+    of the loads and stores (cycles of bandwidth their beats take; for stores on a shared DMA,
+    the cycles they hold it)."""
 
     compute: np.ndarray
     load: np.ndarray
@@ -336,7 +340,7 @@ class Steps:
 
 def step_cycles(steps: Steps) -> int:
     """The double-buffered step model: the loads of step i+1 and the store of step i-1 run while
-    step i computes, each on its own unit; the store's port use delays the loads::
+    step i computes, each on its own unit; the store's port use (or DMA time) delays the loads::
 
         cycles = START + load[0] + sum_i max(compute[i], load[i+1] + store_use[i-1], store[i-1])
                  + store[n-1] + END
@@ -374,12 +378,16 @@ def _loads(shape: ConvShape, config: AcceleratorConfig, ax: dict, cur: dict, new
 
 
 def _stores(config: AcceleratorConfig, ax: dict, cur: dict, final):
-    """Per-step store cycles and port use of writing back output tiles `cur` (int8 results
-    where `final`, else partial sums)."""
+    """Per-step store cycles and the cycles by which they delay the loads of writing back output
+    tiles `cur` (int8 results where `final`, else partial sums): their port use, or with
+    `template.dma: shared` the time they hold the DMA (all but the offer)."""
     pixels = ax["OH"].sizes[cur["OH"]] * ax["OW"].sizes[cur["OW"]]
     _, rf, rp, ru = results(config, ax["OC"].sizes[cur["OC"]], pixels)
     _, sf, sp, su = partial_sums(config, ax["OC"].groups[cur["OC"]], pixels, False)
-    return np.where(final, rf + rp, sf + sp) + SYNC_CYCLES, np.where(final, ru, su)
+    store = np.where(final, rf + rp, sf + sp)
+    if config.template.dma == "shared":
+        return store + SYNC_CYCLES, store - offer_cycles(config)
+    return store + SYNC_CYCLES, np.where(final, ru, su)
 
 
 def step_arrays(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig) -> Steps:

@@ -14,7 +14,9 @@ The model replays the sequencer (`hwgen/sequencer.py`) at the level of instructi
   is longer (`planner.transfer_work`). A load and a store that use the port at the same time
   share its bandwidth fairly (max-min): the memory alternates read and write turns, and which
   of the two wins a slow memory's next beat depends on cycle parity, so fairness is the expected
-  behaviour;
+  behaviour. With `template.dma: shared` they never overlap: after the first
+  `offer_cycles` of its fixed part a transfer waits until the DMA is free (a store first when
+  both wait) and then has it to itself until it ends;
 * with the SPRAM program memory, a descriptor lookup reads its entry through the fetch's port
   (first), so an instruction being fetched meanwhile arrives an entry's halfwords later.
 
@@ -37,7 +39,7 @@ from hwgen.isa import SEMAPHORES, Opcode, Queue
 from hwgen.program import Program
 from hwgen.sequencer import HALFWORDS
 from hwgen.vector_unit import vec_cycles
-from planner.transfer_work import TransferWork, transfer_cycles, transfer_work
+from planner.transfer_work import TransferWork, offer_cycles, transfer_cycles, transfer_work
 
 HEAD_DELAY = 2            # cycles from EXECUTE until the instruction is at its queue's head
 END_CYCLES = 2            # from the last queue action to `done`
@@ -73,14 +75,17 @@ class Prediction:
 
 @dataclass
 class _Flow:
-    """A transfer in flight: `fixed` cycles off the port, then `port` cycles of transfer at full
-    speed that use a fraction `demand` of the port's bandwidth; `entry` is its timeline entry."""
+    """A transfer in flight: `offer` cycles before it needs the DMA, `fixed` cycles off the port
+    once it `holds` the DMA, then `port` cycles of transfer at full speed that use a fraction
+    `demand` of the port's bandwidth; `entry` is its timeline entry."""
 
     entry: int
     queue: Queue
     fixed: float
     port: float
     demand: float
+    offer: float = 0.0
+    holds: bool = True
 
 
 @lru_cache(maxsize=65536)
@@ -93,13 +98,17 @@ def _flow(step: Dispatched, config: AcceleratorConfig) -> tuple[_Flow, TransferW
     fixed, port, port_use = (float(v) for v in transfer_cycles(step.desc.load, work.steps, work.fill_steps,
                                                                  work.beats, config))
     queue = Queue.LOAD if step.desc.load else Queue.STORE
-    return _Flow(-1, queue, fixed, port, port_use / port if port else 0.0), work
+    demand = port_use / port if port else 0.0
+    if config.template.dma == "shared":  # it waits for the DMA after the offer
+        offer = float(offer_cycles(config))
+        return _Flow(-1, queue, fixed - offer, port, demand, offer, holds=False), work
+    return _Flow(-1, queue, fixed, port, demand), work
 
 
 def _rates(flows: list[_Flow]) -> list[float]:
     """Speed (fraction of full speed) of each flow: the flows in their port part share the port
     max-min fairly (the memory alternates read and write turns)."""
-    active = sorted((f for f in flows if f.fixed <= 0 and f.port > 0), key=lambda f: f.demand)
+    active = sorted((f for f in flows if f.holds and f.fixed <= 0 and f.port > 0), key=lambda f: f.demand)
     rates = {id(f): 1.0 for f in flows}
     capacity = 1.0
     for index, f in enumerate(active):
@@ -135,7 +144,7 @@ class _Replay:
     def run(self) -> Prediction:
         t = 0.0
         while self.pending is not None or any(self.fifos.values()) or self.flows:
-            while self._fetch(t) | self._serve_queues(t):
+            while self._fetch(t) | self._serve_queues(t) | self._grant_dma():
                 pass
             t_next = self._next_time(t)
             if t_next is None:
@@ -202,11 +211,22 @@ class _Replay:
             flow.entry = len(self.timeline)
             self.timeline.append((queue.name.lower(), ins.opcode.name, t, t))
             self.flows[queue] = flow
-            self.busy[queue.name.lower()] += flow.fixed + flow.port
+            self.busy[queue.name.lower()] += flow.offer + flow.fixed + flow.port
             return
         self.timeline.append((queue.name.lower(), ins.opcode.name, t, t + cycles))
         self.unit_free[queue] = t + cycles
         self.busy[queue.name.lower()] += cycles
+
+    def _grant_dma(self) -> bool:
+        """Give the free DMA to a transfer waiting for it, a store first (`template.dma: shared`)."""
+        flows = self.flows.values()
+        if any(f.holds for f in flows):
+            return False
+        waiting = [f for f in flows if f.offer <= EPSILON]
+        if not waiting:
+            return False
+        min(waiting, key=lambda f: f.queue != Queue.STORE).holds = True
+        return True
 
     def _require_convcfg(self, ins):
         if self.convcfg is None:
@@ -224,8 +244,9 @@ class _Replay:
         candidates += [when for when, _ in self.sem_updates]
         flows = list(self.flows.values())
         for flow, rate in zip(flows, _rates(flows)):
-            left = flow.fixed if flow.fixed > 0 else flow.port / rate
-            candidates.append(t + max(left, 2 * EPSILON))
+            if flow.offer > EPSILON or flow.holds:
+                left = flow.offer if flow.offer > EPSILON else flow.fixed if flow.fixed > 0 else flow.port / rate
+                candidates.append(t + max(left, 2 * EPSILON))
         future = [c for c in candidates if c > t + EPSILON]
         return min(future) if future else None
 
@@ -233,6 +254,11 @@ class _Replay:
         dt = t_next - t
         flows = list(self.flows.items())
         for (queue, flow), rate in zip(flows, _rates([f for _, f in flows])):
+            if flow.offer > EPSILON:
+                flow.offer -= dt
+                continue
+            if not flow.holds:
+                continue
             if flow.fixed > 0:
                 flow.fixed -= dt
             else:

@@ -20,6 +20,14 @@ from hwgen.dma_units import descriptor_table_params, entry_halfwords
 LOAD_START_CYCLES = 8     # a LOAD's unit and DMA start-up and drain, beyond latency and transfer
 STORE_START_CYCLES = 10   # the same for a STORE
 LOOKUP_CYCLES = 3         # a descriptor read from the SPRAM program memory, beyond a cycle per halfword
+OFFER_CYCLES = 1          # from a LOAD's or STORE's issue until its unit offers the descriptor to the DMA
+
+
+def offer_cycles(config: AcceleratorConfig) -> int:
+    """Cycles of a transfer's fixed part before its unit offers the descriptor to the DMA (the
+    command taken, the descriptor looked up): with `template.dma: shared` the unit waits there
+    while the DMA runs the other unit's transfer."""
+    return OFFER_CYCLES + lookup_cycles(config)
 
 
 def lookup_cycles(config: AcceleratorConfig) -> int:

@@ -58,6 +58,8 @@ def test_energy_override():
     ("template", "program_memory", "ram", "template.program_memory: 'ram' is not allowed; expected one of: rom, spram"),
     ("template", "segment_fifos", True, "template.segment_fifos: True is not allowed; expected one of: memory, registers"),
     ("template", "param_bank_channels", 48, "template.param_bank_channels: 48 is not allowed; expected a power of two in [16, 1024]"),
+    ("template", "dma", "one", "template.dma: 'one' is not allowed; expected one of: separate, shared"),
+    ("template", "dram_address_bits", 33, "template.dram_address_bits: 33 is not allowed; expected an integer in [12, 32]"),
 ])
 def test_bad_values_name_the_path_and_range(section, key, value, needle):
     data = base()
@@ -98,11 +100,12 @@ def test_template_defaults_are_the_full_template_and_keep_old_configs_unchanged(
     parameter banks) and their dictionaries (hence build ids and cache keys) are unchanged."""
     config = load_config("ice40up5k")
     t = config.template
-    assert (t.loops_and_registers, t.queue_fields, t.program_memory, t.segment_fifos, t.param_bank_channels) == (
-        True, "all", "rom", "memory", 1024)
+    assert (t.loops_and_registers, t.queue_fields, t.program_memory, t.segment_fifos, t.param_bank_channels,
+            t.dma, t.dram_address_bits) == (True, "all", "rom", "memory", 1024, "separate", 32)
     assert "template" not in config.to_dict()
     compact = load_config("icebreaker")
     assert compact.to_dict()["template"]["program_memory"] == "spram"
+    assert (compact.template.dma, compact.template.dram_address_bits) == ("shared", 17)
     data = base()
     data["template"] = {"queues": "used"}
     with pytest.raises(ConfigError, match=r"template\.queues: unknown field; allowed: loops_and_registers, queue_fields"):

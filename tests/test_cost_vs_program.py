@@ -8,9 +8,11 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hwgen.accelerator import check_generatable
 from hwgen.config import config_from_dict, load_config
 from planner import cost
 from planner.compile.network import compile_network
+from planner.errors import ConfigError
 from planner.plan import plan_network
 from planner.program_model import predict
 from planner.schedule import DIMS, ORDERS, ConvShape, Schedule, granule, is_legal, tile_candidates
@@ -45,6 +47,24 @@ def layers(draw):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(layers(), configs(), st.data())
 def test_cost_model_bytes_equal_and_cycles_near_the_program(spec, config, data):
+    check_cost_against_program(spec, config, data)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(layers(), configs(), st.data())
+def test_cost_model_with_a_shared_dma_near_the_program(spec, config, data):
+    """The same with `template.dma: shared` (loads and stores one after another), on the
+    configurations hardware can be generated for."""
+    shared = config_from_dict({**config.to_dict(), "template": {"dma": "shared"}})
+    try:
+        check_generatable(shared)
+    except ConfigError:
+        return
+    check_cost_against_program(spec, shared, data)
+
+
+def check_cost_against_program(spec, config, data) -> None:
+    """Bytes per direction equal and cycles in `CYCLE_RANGE` for a drawn legal schedule."""
     net, _ = conv_network(spec)
     layer = net.layers[0]
     shape = ConvShape.of(layer)

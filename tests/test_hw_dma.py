@@ -1,7 +1,8 @@
-"""The DMA RTL against the byte-level reference (`sim.dma_model`) on the simulated DRAM."""
+"""The DMA RTL against the byte-level reference (`sim.dma_model`) on the simulated DRAM, with
+either walker (`levels`, and `pointer` at compact widths: the template's `dma: shared`)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 import numpy as np
@@ -21,6 +22,17 @@ PARAMS = {
     "bus4": DmaParams(bus_bytes=4, burst_beats=2, buf_word_bytes=4, buf_depth=128),
     "bus1": DmaParams(bus_bytes=1, burst_beats=8, buf_word_bytes=4, buf_depth=128),
 }
+WALKERS = ("levels", "pointer")
+
+
+def variant(params: DmaParams, walker: str) -> DmaParams:
+    """`params` with `walker`; the `pointer` walker as `template.dma: shared` has it: narrow
+    segment queues, the narrowest widths these tests need (DRAM addresses of the 1 KiB memory,
+    counts one bit over the buffer address, small coordinates)."""
+    if walker == "levels":
+        return params
+    return replace(params, walker=walker, addr_width=11, count_width=params.buf_addr_width + 1, coord_width=10,
+                   narrow_queues=True)
 
 
 @dataclass
@@ -118,10 +130,11 @@ def random_descriptor(rng: np.random.Generator, params: DmaParams, load: bool, p
                       fill=int(rng.integers(0, 256)), **bounds)
 
 
+@pytest.mark.parametrize("walker", WALKERS)
 @pytest.mark.parametrize("name", list(PARAMS))
 @pytest.mark.parametrize("seed", range(8))
-def test_random_descriptors_under_stalls(name: str, seed: int) -> None:
-    params = PARAMS[name]
+def test_random_descriptors_under_stalls(name: str, seed: int, walker: str) -> None:
+    params = variant(PARAMS[name], walker)
     rng = np.random.default_rng(seed * 101 + len(name))
     dram = rng.integers(0, 256, DRAM_BYTES, dtype=np.uint8)
     buffer = rng.integers(0, 256, params.buf_depth * params.buf_word_bytes, dtype=np.uint8)
@@ -131,9 +144,10 @@ def test_random_descriptors_under_stalls(name: str, seed: int) -> None:
           bandwidth=Fraction(1, 1 + seed % 2), seed=seed)
 
 
-def test_phase_decomposed_input_tile_with_padding() -> None:
+@pytest.mark.parametrize("walker", WALKERS)
+def test_phase_decomposed_input_tile_with_padding(walker: str) -> None:
     """An input tile in the buffer layout [group][h][phase][index][lane] with padding on every side."""
-    params = PARAMS["bus2"]
+    params = variant(PARAMS["bus2"], walker)
     height, width, channels, lanes, stride, fill = 5, 7, 4, 2, 2, 0x80
     groups, rows, indices, base, buf_addr = channels // lanes, 6, 5, 64, 8
     rng = np.random.default_rng(11)
@@ -159,9 +173,10 @@ def test_phase_decomposed_input_tile_with_padding() -> None:
     check(params, dram, buffer, [desc], latency=6, stall=0.3, seed=4)
 
 
-def test_clipped_output_tile_store() -> None:
+@pytest.mark.parametrize("walker", WALKERS)
+def test_clipped_output_tile_store(walker: str) -> None:
     """A (rows, pixels, channels) tile stored row by row with x in bytes; the part beyond W is skipped."""
-    params = PARAMS["bus4"]
+    params = variant(PARAMS["bus4"], walker)
     height, width, channels, rows, pixels, base = 4, 7, 4, 3, 4, 100
     rng = np.random.default_rng(12)
     dram = rng.integers(0, 256, DRAM_BYTES, dtype=np.uint8)
@@ -178,10 +193,11 @@ def test_clipped_output_tile_store() -> None:
     check(params, dram, buffer, [desc], latency=3, stall=0.5, seed=5)
 
 
+@pytest.mark.parametrize("walker", WALKERS)
 @pytest.mark.parametrize("load", [True, False])
-def test_contiguous_throughput(load: bool) -> None:
+def test_contiguous_throughput(load: bool, walker: str) -> None:
     """Without stalls a long contiguous transfer moves close to one bus beat per cycle."""
-    params = DmaParams(bus_bytes=4, burst_beats=8, buf_word_bytes=16, buf_depth=64)
+    params = variant(DmaParams(bus_bytes=4, burst_beats=8, buf_word_bytes=16, buf_depth=64), walker)
     size = params.buf_depth * params.buf_word_bytes
     rng = np.random.default_rng(13)
     dram = rng.integers(0, 256, DRAM_BYTES + size, dtype=np.uint8)
@@ -194,3 +210,17 @@ def test_contiguous_throughput(load: bool) -> None:
           f"= {beats_per_cycle:.3f} beats/cycle ({out.stall_cycles[0]} stalled)")
     assert beats_per_cycle >= 0.8
     assert out.busy_cycles[0] - out.stall_cycles[0] >= size // params.bus_bytes
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_pointer_walker_takes_the_cycles_of_the_levels_walker(seed: int) -> None:
+    """The `pointer` walker visits the runs of the `levels` walker in the same cycles: equal
+    busy cycles per descriptor (the program and cost models assume one timing for both)."""
+    rng = np.random.default_rng(seed + 40)
+    params = PARAMS["bus2"]
+    dram = rng.integers(0, 256, DRAM_BYTES, dtype=np.uint8)
+    buffer = rng.integers(0, 256, params.buf_depth * params.buf_word_bytes, dtype=np.uint8)
+    descs = [random_descriptor(rng, params, load=bool(rng.integers(0, 2)), padded=bool(rng.integers(0, 2)))
+             for _ in range(6)]
+    cycles = [check(variant(params, walker), dram, buffer, descs, latency=5).busy_cycles for walker in WALKERS]
+    assert cycles[0] == cycles[1]

@@ -1,5 +1,7 @@
 """The program timing model (`planner.program_model`) against the RTL in the Amaranth simulator:
-DRAM bytes equal, cycles within 5%, on the digits CNN's layers and on random conv layers."""
+DRAM bytes equal, cycles within 5%, on the digits CNN's layers and on random conv layers, with
+separate load and store DMAs and with a shared one (`icebreaker`, and the default with
+`template.dma: shared`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hwgen.config import load_config
+from hwgen.config import config_from_dict, load_config
 from planner.calibrate import quantize_network
 from planner.frontend import load_network
 from planner.ir import single_layer_network
@@ -55,6 +57,18 @@ def test_prediction_matches_rtl_on_the_compact_icebreaker(digits):
     queues in flip-flops, merged banks): bit-exact, DRAM bytes equal, cycles within 5%."""
     net, x = digits
     check_against_rtl(net, load_config("icebreaker"), x)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layer", ["conv2", "pool"])
+def test_prediction_matches_rtl_with_a_shared_dma_and_a_program_rom(digits, layer):
+    """`template.dma: shared` on the default configuration (16-bit bus, 32-byte accumulator
+    words, descriptors in ROMs, one per unit): bit-exact, DRAM bytes equal, cycles within 5%."""
+    net, x = digits
+    data = load_config("default").to_dict()
+    data["template"] = {"dma": "shared", "dram_address_bits": 16}
+    layer_net = single_layer_network(net, layer)
+    check_against_rtl(layer_net, config_from_dict(data), run_quantized(net, x)[layer_net.input_name])
 
 
 @pytest.mark.slow

@@ -207,6 +207,10 @@ def test_soc_refuses_what_cannot_be_built():
     other = config_from_dict({**TINY.to_dict(), "name": "other", "pe": {"rows": 4, "cols": 2, "simd": 2}})
     with pytest.raises(ConfigError, match="compiled for configuration 'tiny', not for 'other'"):
         SocCore(other, compiled, TINY_MEMORY, SIM_CLK_HZ)
+    narrow = config_from_dict({**TINY.to_dict(), "template": {"dram_address_bits": 12}})
+    with pytest.raises(ConfigError, match=r"main memory of 8192 bytes is beyond the 12-bit DRAM addresses of "
+                                          r"configuration 'tiny'; allowed: at most 4096 bytes"):
+        SocCore(narrow, tiny_compiled(narrow), 8192, SIM_CLK_HZ)
 
 
 # ---- the bridge, frame by frame

@@ -42,27 +42,31 @@ def test_register_instructions_are_refused_without_registers(text, culprit):
 
 def test_spram_program_memory_layout_and_limits():
     """Instructions from halfword 0, eight each, least significant first; descriptor-table
-    entries of 34 halfwords (the 543-bit table layout of this configuration) from halfword 8192;
-    1024 instructions and 240 descriptors fit the 16 K halfwords of one SB_SPRAM256KA."""
+    entries of 24 halfwords from halfword 8192 (the 376-bit `pointer` layout of this configuration's
+    shared DMA: load 1, DRAM address 17, buffer address 11, run 12, run_dx 1, four dimensions of
+    count - 1 (12), DRAM step 17, buffer step 11, y and x steps 14 each, origin 2 x 14, bounds
+    2 x 13, fill 8); 1024 instructions and 341 descriptors fit the 16 K halfwords of one
+    SB_SPRAM256KA."""
     words = [Instruction.make(Opcode.STORE, dram_offset=-1 - i, buf_addr=i).encode() for i in range(3)]
     descriptors = [Descriptor(load=True, dram_addr=0, buf_addr=0, run_bytes=5 + i, dims=(Dim(3, 7, 9, 1, -2),))
                    for i in range(2)]
     (start, halfwords), (table_start, table) = program_regions(Program(words, descriptors), ICEBREAKER)
-    assert (start, len(halfwords), table_start, len(table)) == (0, 24, 8192, 2 * 34)
+    assert (start, len(halfwords), table_start, len(table)) == (0, 24, 8192, 2 * 24)
     for i, word in enumerate(words):
         assert sum(h << (16 * k) for k, h in enumerate(halfwords[8 * i:8 * i + 8])) == word
     params = descriptor_table_params(ICEBREAKER)
     layout = params.descriptor_layout()
+    assert layout.size == 1 + 17 + 11 + 12 + 1 + 4 * (12 + 17 + 11 + 14 + 14) + 2 * 14 + 2 * 13 + 8 == 376
     for i, desc in enumerate(descriptors):
-        bits = sum(h << (16 * k) for k, h in enumerate(table[34 * i:34 * i + 34]))
+        bits = sum(h << (16 * k) for k, h in enumerate(table[24 * i:24 * i + 24]))
         entry = layout.const(params.encode(desc))
-        assert bits == entry.as_bits() and entry.run_bytes == 5 + i and entry.dims[0].dx == -2
+        assert bits == entry.as_bits() and entry.run_bytes == 5 + i and entry.dims[0].dx_step == -2
     nop = Instruction.make(Opcode.NOP).encode()
     with pytest.raises(ProgramError, match=r"1025 instructions; the SPRAM program memory of configuration "
                                            r"'icebreaker' holds 1024"):
         check_program(Program([nop] * 1025), ICEBREAKER)
-    many = [Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=1 + i) for i in range(241)]
-    with pytest.raises(ProgramError, match=r"241 descriptors; the SPRAM program memory of configuration "
-                                           r"'icebreaker' holds 240"):
+    many = [Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=1 + i) for i in range(342)]
+    with pytest.raises(ProgramError, match=r"342 descriptors; the SPRAM program memory of configuration "
+                                           r"'icebreaker' holds 341"):
         check_program(Program([nop], many), ICEBREAKER)
-    assert 16384 * 16 == 256 * 1024 and 8192 + 240 * 34 <= 16384  # one SB_SPRAM256KA: 256 Kbit
+    assert 16384 * 16 == 256 * 1024 and 8192 + 341 * 24 <= 16384 < 8192 + 342 * 24  # one SB_SPRAM256KA: 256 Kbit

@@ -73,6 +73,10 @@ def compile_network(net: Network, schedules: dict[str, Schedule], config: Accele
         else:
             constants[layer.name] = (vector_constants(layer, config.pe.rows), {})
     memory = plan_memory(net, config.pe.simd, {name: len(data) for name, (data, _) in constants.items()}, scratch)
+    if memory.size > 1 << config.template.dram_address_bits:
+        raise PlanningError(f"network {net.name!r} needs {memory.size} bytes of DRAM; configuration {config.name!r} "
+                            f"addresses {1 << config.template.dram_address_bits} (template.dram_address_bits: "
+                            f"{config.template.dram_address_bits})")
     image = np.zeros(memory.size, dtype=np.uint8)
     for name, (data, _) in constants.items():
         start = memory.constants[name]

@@ -1,0 +1,178 @@
+"""The DMA descriptor: its fields (`Descriptor`), the widths of a DMA (`DmaParams`) and the
+descriptor's encoding in a DMA's generated `descriptor_layout`.
+
+A descriptor describes up to `OUTER_DIMS` nested loops (innermost first) around a *run* of
+`run_bytes` bytes contiguous in DRAM and in the buffer (`hwgen/dma.py` has the semantics). The
+`levels` walker reads the loops' strides; the `pointer` walker reads per loop the *step* its
+pointers take when that loop advances (its stride minus the inner loops' full extents), which
+`pointer_dims` precomputes, so the walker adds one value per pointer and never multiplies.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from amaranth.hdl import signed, unsigned
+from amaranth.lib import data
+from amaranth.utils import ceil_log2, exact_log2
+
+from planner.errors import HwgenError
+
+OUTER_DIMS = 4
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One outer loop of a descriptor."""
+
+    count: int
+    dram_stride: int = 0
+    buf_stride: int = 0
+    dy: int = 0
+    dx: int = 0
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    """A DMA transfer (see the module docstring); `dims` innermost first, at most `OUTER_DIMS`
+    (missing ones have count 1). Counts are >= 1. The default bounds make nothing padding.
+    """
+
+    load: bool
+    dram_addr: int
+    buf_addr: int
+    run_bytes: int
+    dims: tuple[Dim, ...] = ()
+    run_dx: int = 0
+    y0: int = 0
+    x0: int = 0
+    height: int = 1 << 16
+    width: int = 1 << 16
+    fill: int = 0
+
+    def outer(self) -> tuple[Dim, ...]:
+        """The outer dimensions padded to `OUTER_DIMS` with count-1 loops."""
+        assert len(self.dims) <= OUTER_DIMS and self.run_dx in (0, 1) and self.run_bytes >= 1
+        return (*self.dims, *[Dim(1)] * (OUTER_DIMS - len(self.dims)))
+
+
+class DescriptorError(HwgenError):
+    """A descriptor does not fit the descriptor layout of a DMA."""
+
+
+@dataclass(frozen=True)
+class DmaParams:
+    """Widths of a DMA: bus and buffer words in bytes (powers of two, `bus_bytes <= buf_word_bytes`).
+
+    `walker`: `levels` keeps a pointer per loop level and adds the strides of the descriptor;
+    `pointer` keeps one pointer per quantity and adds the step of the level that advances, which
+    `encode` precomputes (`hwgen.dma_walker`). `narrow_queues`: each segment queue holds only
+    what its side reads (`hwgen.dma.Dma`)."""
+
+    bus_bytes: int
+    burst_beats: int
+    buf_word_bytes: int
+    buf_depth: int
+    addr_width: int = 32
+    count_width: int = 16
+    coord_width: int = 20
+    queue_depth: int = 8
+    segment_fifos: str = "memory"  # `memory`: block RAM; `registers`: flip-flops (asynchronous read)
+    walker: str = "levels"
+    narrow_queues: bool = False
+
+    def __post_init__(self) -> None:
+        exact_log2(self.buf_word_bytes), exact_log2(self.burst_beats)  # raise unless powers of two
+        assert self.bus_bytes <= self.buf_word_bytes and self.walker in ("levels", "pointer")
+
+    @property
+    def lb(self) -> int:
+        """log2 of the bus width in bytes."""
+        return exact_log2(self.bus_bytes)
+
+    @property
+    def buf_addr_width(self) -> int:
+        """Bits of a buffer byte address."""
+        return ceil_log2(self.buf_depth * self.buf_word_bytes)
+
+    @property
+    def dst_width(self) -> int:
+        """Bits of a realigner destination address (DRAM or buffer)."""
+        return max(self.addr_width, self.buf_addr_width)
+
+    def descriptor_layout(self) -> data.StructLayout:
+        """The descriptor: field widths from these parameters; per outer dimension the count and
+        strides (`levels`) or the count - 1 and the steps (`pointer`, see `hwgen.dma_walker`)."""
+        coord = signed(self.coord_width)
+        if self.walker == "pointer":
+            dim = data.StructLayout({"repeats": self.count_width, "dram_step": self.addr_width,
+                                     "buf_step": self.buf_addr_width, "dy_step": coord, "dx_step": coord})
+        else:
+            dim = data.StructLayout({"count": self.count_width, "dram_stride": self.addr_width,
+                                     "buf_stride": self.buf_addr_width, "dy": coord, "dx": coord})
+        return data.StructLayout({
+            "load": 1, "dram_addr": self.addr_width, "buf_addr": self.buf_addr_width,
+            "run_bytes": self.count_width, "run_dx": 1, "dims": data.ArrayLayout(dim, OUTER_DIMS),
+            "y0": coord, "x0": coord, "height": unsigned(self.coord_width - 1),
+            "width": unsigned(self.coord_width - 1), "fill": 8,
+        })
+
+    def encode(self, desc: Descriptor) -> dict:
+        """The value of a `descriptor_layout` signal (for `ctx.set`); addresses wrap to their
+        widths. With the `pointer` walker a descriptor whose counts, run or coordinates do not
+        fit raises `DescriptorError` (bounds beyond the coordinates mean no padding)."""
+        dram, buf = (1 << self.addr_width) - 1, (1 << self.buf_addr_width) - 1
+        bounds = {"height": desc.height, "width": desc.width}
+        if self.walker == "pointer":
+            dims = pointer_dims(self, desc)
+            bounds = {name: min(value, (1 << (self.coord_width - 1)) - 1) for name, value in bounds.items()}
+        else:
+            dims = [{"count": d.count, "dram_stride": d.dram_stride & dram, "buf_stride": d.buf_stride & buf,
+                     "dy": d.dy, "dx": d.dx} for d in desc.outer()]
+        return {"load": int(desc.load), "dram_addr": desc.dram_addr & dram, "buf_addr": desc.buf_addr & buf,
+                "run_bytes": desc.run_bytes, "run_dx": desc.run_dx, "dims": dims, "y0": desc.y0, "x0": desc.x0,
+                **bounds, "fill": desc.fill & 0xFF}
+
+    def segment_layout(self) -> data.StructLayout:
+        """A piece of a run: `n` bytes at `dram`/`buf`, data or fill."""
+        return data.StructLayout({"fill": 1, "dram": self.addr_width, "buf": self.buf_addr_width, "n": self.count_width})
+
+
+STEPPED = (("dram_stride", "dram_step"), ("buf_stride", "buf_step"), ("dy", "dy_step"), ("dx", "dx_step"))
+"""Per outer dimension: a stride of `Dim` and the step the `pointer` layout holds for it."""
+
+
+def pointer_steps(dims: tuple[Dim, ...], stride: str) -> list[int]:
+    """The step of each loop level: its stride minus what the inner levels advanced in total,
+    `stride_j - sum_{k<j} (count_k - 1) * stride_k` (the inner loops restart as level j advances)."""
+    return [getattr(d, stride) - sum((inner.count - 1) * getattr(inner, stride) for inner in dims[:j])
+            for j, d in enumerate(dims)]
+
+
+def _extent(dims: tuple[Dim, ...], field: str, run: int = 0) -> tuple[int, int]:
+    """Lowest and highest displacement of a coordinate over the loops (plus `run` within a run)."""
+    low = sum(min(0, (d.count - 1) * getattr(d, field)) for d in dims)
+    high = sum(max(0, (d.count - 1) * getattr(d, field)) for d in dims) + run
+    return low, high
+
+
+def pointer_dims(params: DmaParams, desc: Descriptor) -> list[dict]:
+    """The `pointer` layout's outer dimensions of `desc`: count - 1 and the steps (addresses
+    wrap to their widths). Raises `DescriptorError` when the run, a count, a coordinate step or
+    the coordinates' extent (at most a quarter of the coordinate range, leaving the rest to the
+    origin an instruction adds) does not fit `params`."""
+    dims = desc.outer()
+    count_limit, coord_limit = 1 << params.count_width, 1 << (params.coord_width - 2)
+    problems = [f"run_bytes {desc.run_bytes} >= {count_limit}"] if desc.run_bytes >= count_limit else []
+    problems += [f"dims[{j}].count {d.count} > {count_limit}" for j, d in enumerate(dims) if d.count > count_limit]
+    for field, run in (("dy", 0), ("dx", desc.run_dx * (desc.run_bytes - 1))):
+        low, high = _extent(dims, field, run)
+        if low < -coord_limit or high >= coord_limit:
+            problems.append(f"{field} spans [{low}, {high}], beyond [{-coord_limit}, {coord_limit - 1}]")
+    if problems:
+        raise DescriptorError(f"descriptor {desc}: {'; '.join(problems)}; the DMA's {params.count_width}-bit counts "
+                              f"and {params.coord_width}-bit coordinates allow no more")
+    masks = {"dram_step": (1 << params.addr_width) - 1, "buf_step": (1 << params.buf_addr_width) - 1}
+    steps = {step: pointer_steps(dims, stride) for stride, step in STEPPED}
+    return [{"repeats": d.count - 1,  # a level that never advances keeps steps 0
+             **{step: (values[j] if d.count > 1 else 0) & masks.get(step, -1) for step, values in steps.items()}}
+            for j, d in enumerate(dims)]

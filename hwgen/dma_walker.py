@@ -1,0 +1,150 @@
+"""The DMA walker: walks a descriptor's loops and splits each run into segments.
+
+Two loop stages, chosen by `DmaParams.walker`: `levels` keeps each quantity's (DRAM address,
+buffer address, y, x) value at the start of every loop level and adds the descriptor's
+strides, an adder per level and quantity; `pointer` keeps one pointer per quantity and
+down-counters per level, and adds the step of the level that advances (precomputed by
+`hwgen.dma_descriptor.pointer_dims`): one adder per quantity behind a one-hot selection. Both
+visit the runs in the same order, cycle for cycle.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from hwgen.dma_descriptor import OUTER_DIMS, STEPPED, DmaParams
+
+QUANTITIES = ("dram", "buf", "y", "x")
+"""What the loops advance, in the order of `STEPPED` and of the descriptor's base fields."""
+
+
+def _bases(desc: data.View) -> tuple:
+    return desc.dram_addr, desc.buf_addr, desc.y0, desc.x0
+
+
+def _shapes(p: DmaParams) -> tuple:
+    return p.addr_width, p.buf_addr_width, signed(p.coord_width), signed(p.coord_width)
+
+
+def levels_loop(m: Module, p: DmaParams, desc: data.View, start, take) -> tuple[tuple, Signal]:
+    """The `levels` loop stage: the current run's (dram, buf, y, x) and whether it is the last."""
+    dims = desc.dims
+    idx = [Signal(p.count_width, name=f"idx{d}") for d in range(OUTER_DIMS)]
+    levels = [[Signal(shape, name=f"{q}{d}") for d in range(OUTER_DIMS)] for q, shape in zip(QUANTITIES, _shapes(p))]
+    strides = [stride for stride, _ in STEPPED]
+    last = [idx[d] + 1 >= dims[d].count for d in range(OUTER_DIMS)]
+    with m.If(take):
+        for j in range(OUTER_DIMS):
+            with m.If(~last[j] & Cat(*last[:j]).all()):
+                m.d.sync += idx[j].eq(idx[j] + 1)
+                m.d.sync += [idx[k].eq(0) for k in range(j)]
+                for level, stride in zip(levels, strides):
+                    m.d.sync += [level[k].eq(level[j] + dims[j][stride]) for k in range(j + 1)]
+    with m.If(start):
+        m.d.sync += [i.eq(0) for i in idx]
+        m.d.sync += [level.eq(base) for levels_of, base in zip(levels, _bases(desc)) for level in levels_of]
+    return tuple(level[0] for level in levels), Cat(*last).all()
+
+
+def pointer_loop(m: Module, p: DmaParams, desc: data.View, start, take) -> tuple[tuple, Signal]:
+    """The `pointer` loop stage: one pointer per quantity plus the selected level's step."""
+    dims = desc.dims
+    left = [Signal(p.count_width, name=f"left{d}") for d in range(OUTER_DIMS)]  # advances left per level
+    pointers = [Signal(shape, name=q) for q, shape in zip(QUANTITIES, _shapes(p))]
+    last = [left[d] == 0 for d in range(OUTER_DIMS)]
+    advance = [~last[j] & Cat(*last[:j]).all() for j in range(OUTER_DIMS)]  # one-hot: the level that advances
+    with m.If(take):
+        for j in range(OUTER_DIMS):
+            with m.If(advance[j]):
+                m.d.sync += left[j].eq(left[j] - 1)
+                m.d.sync += [left[k].eq(dims[k].repeats) for k in range(j)]
+        for pointer, (_, step) in zip(pointers, STEPPED):
+            selected = [Mux(advance[j], dims[j][step], 0) for j in range(OUTER_DIMS)]
+            m.d.sync += pointer.eq(pointer + (selected[0] | selected[1] | selected[2] | selected[3]))
+    with m.If(start):
+        m.d.sync += [left[d].eq(dims[d].repeats) for d in range(OUTER_DIMS)]
+        m.d.sync += [pointer.eq(base) for pointer, base in zip(pointers, _bases(desc))]
+    return tuple(pointers), Cat(*last).all()
+
+
+class Walker(wiring.Component):
+    """Walks a descriptor's loops and splits each run into up to three segments.
+
+    Two stages: the loop stage takes the next run's addresses and in-bounds range `[lo, hi)`
+    into a run register; the split stage emits that run's segments one per cycle: fill prefix,
+    data, fill suffix (empty ones skipped; for stores fill segments are skipped too), or spends
+    one cycle on a run without any. The loop stage refills the register in the cycle the split
+    stage finishes, so runs follow each other without a gap; the first segment leaves two
+    cycles after `start` (one cycle) loads the loop state from `desc`.
+    """
+
+    def __init__(self, params: DmaParams):
+        self.params = params
+        super().__init__({
+            "desc": In(params.descriptor_layout()),
+            "start": In(1),
+            "seg": Out(stream.Signature(params.segment_layout())),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        p, desc = self.params, self.desc
+        walking = Signal()  # the loop stage has runs left
+        take = Signal()
+        loop = pointer_loop if p.walker == "pointer" else levels_loop
+        (a, b, y, x), final = loop(m, p, desc, self.start, take)
+
+        # ---- loop stage: in-bounds bytes [lo, hi) of the run at the pointers
+        n = desc.run_bytes
+        lo, hi = Signal(p.count_width), Signal(p.count_width)
+        y_in = (y >= 0) & (y < desc.height)
+        x_in = (x >= 0) & (x < desc.width)
+
+        def clamp(v):
+            return Mux(v < 0, 0, Mux(v > n, n, v))
+
+        with m.If(~y_in | (~desc.run_dx & ~x_in)):
+            m.d.comb += [lo.eq(n), hi.eq(n)]
+        with m.Elif(desc.run_dx):
+            m.d.comb += [lo.eq(clamp(-x)), hi.eq(clamp(desc.width - x))]
+        with m.Else():
+            m.d.comb += [lo.eq(0), hi.eq(n)]
+        lengths = [lo, hi - lo, n - hi]
+
+        # ---- run register and split stage
+        run = Signal(data.StructLayout({"dram": p.addr_width, "buf": p.buf_addr_width, "lo": p.count_width,
+                                        "hi": p.count_width, "present": 3}))
+        held = Signal()  # `run` holds a run whose segments are not all emitted
+        seg_state = Signal(range(3))
+        starts = [Const(0, p.count_width), run.lo, run.hi]
+        run_lengths = [run.lo, run.hi - run.lo, n - run.hi]
+        present = [run.present[k] & (seg_state <= k) for k in range(3)]
+        finish = Signal()  # the split stage is done with `run` this cycle
+        # Emit the first present segment; finish after the last present one.
+        for k in range(3):
+            first = present[k] & ~Cat(*present[:k]).any()
+            later = Cat(*present[k + 1:]).any() if k < 2 else Const(0)
+            with m.If(held & first):
+                seg = self.seg.payload
+                m.d.comb += [self.seg.valid.eq(1), seg.fill.eq(k != 1), seg.dram.eq(run.dram + starts[k]),
+                             seg.buf.eq(run.buf + starts[k]), seg.n.eq(run_lengths[k])]
+                with m.If(self.seg.ready):
+                    m.d.sync += seg_state.eq(k + 1)
+                    m.d.comb += finish.eq(~later)
+        with m.If(held & ~Cat(*present).any()):
+            m.d.comb += finish.eq(1)
+        with m.If(finish):
+            m.d.sync += [seg_state.eq(0), held.eq(0)]
+
+        m.d.comb += take.eq(walking & (~held | finish))
+        with m.If(take):
+            m.d.sync += [held.eq(1), run.dram.eq(a), run.buf.eq(b), run.lo.eq(lo), run.hi.eq(hi),
+                         run.present.eq(Cat(*((lengths[k] != 0) & (desc.load | (k == 1)) for k in range(3))))]
+            with m.If(final):
+                m.d.sync += walking.eq(0)
+        with m.If(self.start):
+            m.d.sync += [walking.eq(1), held.eq(0), seg_state.eq(0)]
+        m.d.comb += self.busy.eq(walking | held)
+        return m
