@@ -199,7 +199,12 @@ class Template:
     included); `segment_fifos`: the DMA segment queues in `memory` (block RAM) or `registers`
     (flip-flops); `param_bank_channels`: output channels one parameter-buffer bank holds;
     `merged_banks`: buffers whose two banks share one memory (the bank number its top address
-    bit), which halves the block RAMs of banks shallower than a block RAM.
+    bit), which halves the block RAMs of banks shallower than a block RAM; `postprocess`: a
+    requantizer per engine with `lanes` in parallel on DSP multipliers, or one DSP-free `serial`
+    lane both engines share (`hwgen.serial_post`); `address_steps`: the CONVCFG pointer-step
+    products computed by `hardware` multipliers or precomputed by the `compiler` (CONVCFG
+    `plane_step`, `flat_plane_step`); `vector_products`: the vector unit's coefficient products
+    on `dsp` multipliers or in `logic` (shift-add).
     """
 
     loops_and_registers: bool = True
@@ -208,6 +213,9 @@ class Template:
     segment_fifos: str = "memory"
     param_bank_channels: int = 1024
     merged_banks: tuple[str, ...] = ()
+    postprocess: str = "lanes"
+    address_steps: str = "hardware"
+    vector_products: str = "dsp"
 
 
 @dataclass(frozen=True)
@@ -271,6 +279,9 @@ _SCHEMA: dict[str, dict[str, dict]] = {
         "segment_fifos": {"range": _Choice(("memory", "registers"))},
         "param_bank_channels": _field(16, 1024, power_of_two=True),
         "merged_banks": {"range": _Choices(MERGEABLE_BUFFERS)},
+        "postprocess": {"range": _Choice(("lanes", "serial"))},
+        "address_steps": {"range": _Choice(("hardware", "compiler"))},
+        "vector_products": {"range": _Choice(("dsp", "logic"))},
     },
 }
 _TOP = {"clock_mhz": _field(1, 2000, integer=False)}
