@@ -21,8 +21,10 @@ from __future__ import annotations
 from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value, signed
 from amaranth.lib import data, wiring
 
+from hwgen.accumulator import accumulator_shape
+from hwgen.config import AcceleratorConfig
 from hwgen.pe import register
-from hwgen.postprocess import LAYER, NARROW_BITS, SHIFT_BITS, clamp, postprocess_signature
+from hwgen.postprocess import LATENCY, LAYER, NARROW_BITS, SHIFT_BITS, clamp, postprocess_signature
 from hwgen.shift_add import shift_add
 from planner.quant import MULTIPLIER_BITS
 
@@ -40,6 +42,33 @@ def serial_interval(lanes: int) -> int:
 def serial_latency(lanes: int) -> int:
     """Cycles from an accepted beat to its output beat: the lanes, rounding, clamp."""
     return lanes * LANE_CYCLES + 3
+
+
+def is_serial(config: AcceleratorConfig) -> bool:
+    """Whether the engines share one serial lane (`template.postprocess: serial`)."""
+    return config.template.postprocess == "serial"
+
+
+def beat_interval(config: AcceleratorConfig) -> int:
+    """Cycles an engine leaves between the beats it sends to its requantizer (1: every cycle)."""
+    return serial_interval(config.pe.rows) if is_serial(config) else 1
+
+
+def beat_latency(config: AcceleratorConfig) -> int:
+    """Cycles from a beat entering an engine's requantizer to its results."""
+    return serial_latency(config.pe.rows) if is_serial(config) else LATENCY
+
+
+def shared_acc_shape(config: AcceleratorConfig) -> Shape:
+    """The shared lane's accumulators: as wide as the PE array's, at least int32 (the vector
+    unit's sums)."""
+    return signed(max(accumulator_shape(config).width, 32))
+
+
+def shared_signature(config: AcceleratorConfig) -> wiring.Signature:
+    """The shared lane's ports: `pe.rows` lanes (the vector unit fills its first `pe.simd`),
+    `shared_acc_shape` accumulators, int32 results."""
+    return postprocess_signature(config.pe.rows, shared_acc_shape(config), signed(32))
 
 
 def narrow_shift(value: Value, amount: Value, keep: int) -> tuple[Value, Value, Value, Value]:
@@ -70,6 +99,11 @@ class SerialPostProcess(wiring.Component):
         self.lanes = lanes
         self.raw_shape = raw_shape
         super().__init__(postprocess_signature(lanes, acc_shape, raw_shape))
+
+    @classmethod
+    def shared(cls, config: AcceleratorConfig) -> "SerialPostProcess":
+        """The lane both engines of `config` share (`shared_signature`)."""
+        return cls(config.pe.rows, shared_acc_shape(config))
 
     @property
     def latency(self) -> int:

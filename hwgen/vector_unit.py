@@ -21,7 +21,11 @@ kw, operand`, so the results are consecutive `S`-byte chunks of the accumulator 
 (nothing stalls): read issue → select the pixel in the word, the zero point and the coefficient
 (a register right after the block RAM's output and the word selection) → subtract the zero
 point → product → accumulate (max or sum) and read the parameters → post-processing →
-byte-enabled write. A VEC keeps `idle` low for exactly `vec_cycles(vec, convcfg)` cycles.
+byte-enabled write. With `template.postprocess: serial` the post-processing is the lane the
+engines share (a port, `post`: the unit fills its first `S` lanes) and an output window
+starts at least `hwgen.serial_post.serial_interval(R)` cycles after the previous one; with
+`template.vector_products: logic` the products are shift-add (no DSP). A VEC keeps `idle` low
+for exactly `vec_cycles(config, vec, convcfg)` cycles.
 """
 from __future__ import annotations
 
@@ -35,16 +39,15 @@ from hwgen.config import AcceleratorConfig
 from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Instruction, Opcode, VecOp
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
 from hwgen.pe import register
-from hwgen.postprocess import LATENCY as POSTPROCESS_LATENCY
 from hwgen.postprocess import PostProcess
+from hwgen.serial_post import beat_interval, beat_latency, is_serial, shared_signature
+from hwgen.shift_add import shift_add
 from hwgen.steps import steps_layout
 from planner.quant import MULTIPLIER_BITS
 
 ACCUMULATE_LATENCY = 5
 """Cycles from a window's last read to its post-processing input: read, select, subtract, product,
 accumulate."""
-OVERHEAD = ACCUMULATE_LATENCY + POSTPROCESS_LATENCY
-"""Cycles of a VEC beyond its reads (one per cycle from the cycle after the accept on)."""
 
 MAX_KERNEL = 15
 MAX_DIFF = 255  # |x - zero point| for int8 x and zero point
@@ -69,11 +72,20 @@ def reads_per_output(vec: Instruction, convcfg: Instruction) -> int:
     return 2 if op == VecOp.ADD else 1
 
 
-def vec_cycles(vec: Instruction, convcfg: Instruction) -> int:
-    """Cycles `idle` is low for one VEC: `out_rows * out_cols * channel_groups *
-    reads_per_output + OVERHEAD`, or 0 when it has no outputs."""
+def busy_cycles(config: AcceleratorConfig, outputs: int, reads: int) -> int:
+    """Cycles `idle` is low for `outputs` windows of `reads` reads each (one read per cycle from
+    the cycle after the accept on, windows starting at least `hwgen.serial_post.beat_interval`
+    cycles apart), then the accumulation and the post-processing; 0 without outputs."""
+    if not outputs:
+        return 0
+    return (outputs - 1) * max(reads, beat_interval(config)) + reads + ACCUMULATE_LATENCY + beat_latency(config)
+
+
+def vec_cycles(config: AcceleratorConfig, vec: Instruction, convcfg: Instruction) -> int:
+    """Cycles `idle` is low for one VEC: `busy_cycles` of its `out_rows * out_cols *
+    channel_groups` outputs of `reads_per_output` reads."""
     outputs = vec["out_rows"] * vec["out_cols"] * vec["channel_groups"]
-    return outputs * reads_per_output(vec, convcfg) + OVERHEAD if outputs else 0
+    return busy_cycles(config, outputs, reads_per_output(vec, convcfg))
 
 
 def _log2(name: str, value: int) -> int:
@@ -101,10 +113,13 @@ class VectorUnit(wiring.Component):
             raise ValueError(f"pe.simd: {pe.simd} exceeds pe.rows = {pe.rows} (a pixel's S results must fit "
                              "one accumulator word)")
         self.simd = pe.simd
+        self.config = config
         input_word, param_word, acc_word = pe.cols * pe.simd, pe.rows * PARAM_BYTES, pe.rows * ACC_BYTES
         input_addr = ceil_log2(bank_bytes(config, "input") // (2 * input_word))
         self.pixel_bits = input_addr + 1 + self._log_cols
+        members = {"post": Out(shared_signature(config).flip())} if is_serial(config) else {}
         super().__init__({
+            **members,
             "cmd": In(stream.Signature(INSTRUCTION_LAYOUT)),
             "convcfg": In(INSTRUCTION_LAYOUT),
             "steps": In(steps_layout(self.pixel_bits)),
@@ -122,7 +137,11 @@ class VectorUnit(wiring.Component):
         S, log_cols = self.simd, self._log_cols
         pixel = unsigned(self.pixel_bits)
         cfg = self.convcfg.payload.convcfg
-        m.submodules.postprocess = post = PostProcess(S, ACC_SHAPE, raw_shape=signed(8))
+        if is_serial(self.config):
+            post = self.post
+        else:
+            m.submodules.postprocess = post = PostProcess(S, ACC_SHAPE, raw_shape=signed(8))
+        interval = beat_interval(self.config)
 
         busy, running = Signal(), Signal()  # busy: until the last write; running: reads to issue
         m.d.comb += [self.idle.eq(~busy), self.cmd.ready.eq(~busy)]
@@ -165,9 +184,18 @@ class VectorUnit(wiring.Component):
         phase = Signal(3)  # kw % stride
         at_last = {name: count[name] == last[name] for name in LOOPS}
         steps = {**step, "kw": Mux(phase == stride - 1, kw_wrap, step["kw"])}
+        first = (count["kh"] == 0) & (count["kw"] == 0) & (count["operand"] == 0)
+        go = running  # a read this cycle
+        if interval > 1:  # windows start at least `interval` cycles apart, the shared lane's pace
+            wait = Signal(range(interval))
+            go = running & (~first | (wait == 0))
+            with m.If(go & first):
+                m.d.sync += wait.eq(interval - 1)
+            with m.Elif(wait != 0):
+                m.d.sync += wait.eq(wait - 1)
         with m.If(self.cmd.valid & self.cmd.ready):
             m.d.sync += [phase.eq(0), *(c.eq(0) for c in count.values()), *(b.eq(0) for b in base.values())]
-        with m.Elif(running):
+        with m.Elif(go):
             for level in reversed(range(len(LOOPS))):
                 name, inner = LOOPS[level], LOOPS[level + 1:]
                 with (m.If if level == len(LOOPS) - 1 else m.Elif)(~at_last[name]):
@@ -185,15 +213,14 @@ class VectorUnit(wiring.Component):
         word = pointer[log_cols:]
         issue = Signal(CONTROL)
         m.d.comb += [
-            issue.valid.eq(running),
-            issue.first.eq((count["kh"] == 0) & (count["kw"] == 0) & (count["operand"] == 0)),
+            issue.valid.eq(go), issue.first.eq(first),
             issue.last.eq(at_last["kh"] & at_last["kw"] & at_last["operand"]),
             issue.final.eq(Cat(*at_last.values()).all()),
             issue.operand.eq(count["operand"]), issue.group.eq(count["group"]),
             issue.slice.eq(pointer[:log_cols]), issue.odd.eq(word[0]),
         ]
         for port, odd in ((self.input_even, 0), (self.input_odd, 1)):
-            m.d.comb += [port.addr.eq(word[1:]), port.en.eq(running & (word[0] == odd))]
+            m.d.comb += [port.addr.eq(word[1:]), port.en.eq(go & (word[0] == odd))]
 
         # ---- select the pixel, pick the zero point and the coefficient; subtract the zero point
         read = register(m, issue, "control_read", reset_less=False)
@@ -210,7 +237,12 @@ class VectorUnit(wiring.Component):
 
         # ---- product, then accumulate; a window's last value reads the channels' parameters
         # The product registers keep a reset (the ice40_dsp workaround of `hwgen.pe`).
-        products = [register(m, diff * coefficient, f"product_{lane}", reset_less=False)
+        def product(diff):
+            exact = diff * coefficient
+            if self.config.template.vector_products == "dsp":
+                return exact
+            return shift_add(coefficient, diff)[:exact.shape().width].as_signed()
+        products = [register(m, product(diff), f"product_{lane}", reset_less=False)
                     for lane, diff in enumerate(diffs)]
         control = register(m, control, "control_product", reset_less=False)
         total = Signal(data.ArrayLayout(ACC_SHAPE, S), reset_less=True)
@@ -237,11 +269,11 @@ class VectorUnit(wiring.Component):
 
         # ---- write the S results as the next S-byte chunk of the accumulator bank
         final = done.valid & done.last & done.final
-        for stage in range(post.latency):
+        for stage in range(beat_latency(self.config)):
             final = register(m, final, f"final_{stage}", reset_less=False)
         chunk_bits = exact_log2(len(self.acc.en) // S)
         out_chunk = Signal(len(self.acc.addr) + chunk_bits)
-        result = Cat(*(post.o.payload[lane] for lane in range(S)))
+        result = Cat(*(post.o.payload[lane][:8] for lane in range(S)))
         m.d.comb += [
             self.acc.addr.eq(out_chunk[chunk_bits:]),
             self.acc.data.eq(result.replicate(1 << chunk_bits)),
