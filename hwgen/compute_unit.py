@@ -57,7 +57,7 @@ class ComputeUnit(wiring.Component):
         m.submodules.conv = conv = ConvEngine(self.config)
         m.submodules.vec = vec = VectorUnit(self.config)
         assert conv.pixel_bits == vec.pixel_bits
-        m.submodules.steps = steps = ConvSteps(conv.pixel_bits)
+        m.submodules.steps = steps = ConvSteps(conv.pixel_bits, self.config.template.address_steps == "compiler")
         convcfg = Signal(INSTRUCTION_LAYOUT)
         running_vec = Signal()
         banks = Signal(4)

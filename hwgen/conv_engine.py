@@ -56,6 +56,7 @@ from hwgen.pe import register
 from hwgen.pe_array import PEArray, array_latency
 from hwgen.postprocess import SHIFT_BITS, PostProcess
 from hwgen.serial_post import beat_interval, beat_latency, is_serial, shared_signature
+from hwgen.shift_add import shift_add
 from hwgen.steps import steps_layout
 
 PARAM_RECORD = data.StructLayout({"bias": signed(32), "multiplier": unsigned(16), "shift": unsigned(8), "spare": 8})
@@ -159,13 +160,17 @@ class ConvEngine(wiring.Component):
         partials = Signal(self.acc_bits)      # word offset of the int32 partial sums (hwgen.layout)
         # loop bounds as last indices, so that the wrap tests are comparisons of registers
         last_ocg, last_owg, last_oh, last_icg, last_kh = Signal(8), Signal(8), Signal(10), Signal(8), Signal(4)
+        if self.config.template.address_steps == "compiler":  # last_group_cols <= C: a few adders
+            last_records_product = shift_add(new.oc_groups, new.last_group_cols[:ceil_log2(C + 1)])
+        else:
+            last_records_product = new.last_group_cols * new.oc_groups
         with m.If(accept):
             m.d.sync += [
                 conv.eq(new),
                 last_ocg.eq(new.oc_groups - 1), last_owg.eq(new.ow_groups - 1), last_oh.eq(new.out_rows - 1),
                 last_icg.eq(new.ic_groups - 1), last_kh.eq(cfg.kernel_h - 1),
                 set_records.eq(new.oc_groups << log_c),
-                last_records.eq(new.last_group_cols * new.oc_groups),
+                last_records.eq(last_records_product),
                 partials.eq(((new.oc_groups << log_c) + ACC_BYTES - 1) >> exact_log2(ACC_BYTES)),
             ]
         depthwise_step = plane << exact_log2(R // S) if R >= S else plane
