@@ -60,11 +60,6 @@ class PostProcess(wiring.Component):
         self.raw_shape = raw_shape
         super().__init__(postprocess_signature(lanes, acc_shape, raw_shape))
 
-    @property
-    def latency(self) -> int:
-        """Cycles from an accepted input beat to its output beat when the output never stalls."""
-        return LATENCY
-
     def elaborate(self, platform) -> Module:
         m = Module()
         advance = ~self.o.valid | self.o.ready

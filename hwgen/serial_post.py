@@ -24,7 +24,7 @@ from amaranth.lib import data, wiring
 from hwgen.accumulator import accumulator_shape
 from hwgen.config import AcceleratorConfig
 from hwgen.pe import register
-from hwgen.postprocess import LATENCY, LAYER, NARROW_BITS, SHIFT_BITS, clamp, postprocess_signature
+from hwgen.postprocess import LATENCY, LAYER, NARROW_BITS, SHIFT_BITS, PostProcess, clamp, postprocess_signature
 from hwgen.shift_add import shift_add
 from planner.quant import MULTIPLIER_BITS
 
@@ -92,23 +92,13 @@ def narrow_shift(value: Value, amount: Value, keep: int) -> tuple[Value, Value, 
     return bits, fits & ~(bits[keep - 1] ^ sign), guard, sticky
 
 
-class SerialPostProcess(wiring.Component):
+class SerialPostProcess(PostProcess):
     """`lanes` requantizations per beat on one digit-serial lane (see the module docstring)."""
-
-    def __init__(self, lanes: int, acc_shape: Shape, raw_shape: Shape = signed(32)) -> None:
-        self.lanes = lanes
-        self.raw_shape = raw_shape
-        super().__init__(postprocess_signature(lanes, acc_shape, raw_shape))
 
     @classmethod
     def shared(cls, config: AcceleratorConfig) -> "SerialPostProcess":
         """The lane both engines of `config` share (`shared_signature`)."""
         return cls(config.pe.rows, shared_acc_shape(config))
-
-    @property
-    def latency(self) -> int:
-        """Cycles from an accepted input beat to its output beat."""
-        return serial_latency(self.lanes)
 
     def elaborate(self, platform) -> Module:
         m = Module()
