@@ -204,7 +204,7 @@ class Template:
     lane both engines share (`hwgen.serial_post`); `address_steps`: the CONVCFG pointer-step
     products computed by `hardware` multipliers or precomputed by the `compiler` (CONVCFG
     `plane_step`, `flat_plane_step`); `vector_products`: the vector unit's coefficient products
-    on `dsp` multipliers or in `logic` (shift-add).
+    on `dsp` multipliers or `serial` (shift-add, 4 coefficient bits per cycle).
     """
 
     loops_and_registers: bool = True
@@ -281,7 +281,7 @@ _SCHEMA: dict[str, dict[str, dict]] = {
         "merged_banks": {"range": _Choices(MERGEABLE_BUFFERS)},
         "postprocess": {"range": _Choice(("lanes", "serial"))},
         "address_steps": {"range": _Choice(("hardware", "compiler"))},
-        "vector_products": {"range": _Choice(("dsp", "logic"))},
+        "vector_products": {"range": _Choice(("dsp", "serial"))},
     },
 }
 _TOP = {"clock_mhz": _field(1, 2000, integer=False)}

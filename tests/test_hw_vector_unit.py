@@ -32,8 +32,8 @@ def make_config(rows: int, cols: int, simd: int, template: dict | None = None) -
         "template": template or {}})
 
 
-COMPACT = {"postprocess": "serial", "vector_products": "logic"}
-"""The DSP-free vector unit: the shared serial lane, shift-add products."""
+COMPACT = {"postprocess": "serial", "vector_products": "serial"}
+"""The DSP-free vector unit: the shared serial lane, digit-serial products."""
 
 
 @dataclass

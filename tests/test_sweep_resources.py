@@ -75,7 +75,7 @@ def test_dsp_free_options_leave_only_the_pe_multipliers(family):
     """Serial post-processing, compiler pointer steps and shift-add vector products: Yosys maps
     exactly the `rows * cols * simd` PE multipliers to DSPs, and the estimate counts them."""
     data = config(2, 2, 2, 8192, 8).to_dict()
-    data["template"] = {"postprocess": "serial", "address_steps": "compiler", "vector_products": "logic"}
+    data["template"] = {"postprocess": "serial", "address_steps": "compiler", "vector_products": "serial"}
     cfg = config_from_dict(data)
     verilog = convert(Accelerator(cfg, Program()), name="top", platform=Platform(family))
     assert coarse_cells(family, verilog).get(DSP_CELL[family], 0) == 2 * 2 * 2 == dsp_count(cfg, family)

@@ -128,7 +128,7 @@ def multipliers(config: AcceleratorConfig) -> tuple[Multiplier, ...]:
             Multiplier("vector unit requantisation, high partial", vec_high, coefficient, vec_high + coefficient,
                        True, S),
         ]
-    if template.vector_products == "dsp":
+    if template.vector_products == "dsp":  # serial: shift-add
         found.append(Multiplier("vector unit (x - zx) * multiplier", widths.activation + 1, coefficient,
                                 widths.activation + coefficient, True, S))
     if template.address_steps == "hardware":  # compiler steps: fields and shift-adds
