@@ -20,10 +20,12 @@ from hwgen.dma import Dma, DmaParams
 from hwgen.dma_units import (LOAD_TARGETS, DescriptorReader, DmaArbiter, TransferUnit, assign_descriptor,
                               descriptor_halfwords, descriptor_table_params, dma_params)
 from hwgen.fetch import check_program
+from hwgen.layout import bank_bytes
 from hwgen.memory_port import MemoryPort
 from hwgen.program import Program
 from hwgen.sequencer import COUNTERS_LAYOUT, DESCRIPTOR_BASE, HALFWORDS, Sequencer, program_write_signature
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
+from hwgen.steps import FIELD_BITS
 from planner.errors import ConfigError
 
 
@@ -39,6 +41,10 @@ def check_generatable(config: AcceleratorConfig) -> None:
     if config.template.param_bank_channels < pe.rows:
         raise ConfigError(f"template.param_bank_channels: {config.template.param_bank_channels} must be at least "
                           f"pe.rows ({pe.rows}) to generate hardware")
+    pixels = bank_bytes(config, "input") // pe.simd
+    if config.template.address_steps == "compiler" and pixels > 1 << FIELD_BITS:
+        raise ConfigError(f"template.address_steps: compiler needs input banks of at most 2**{FIELD_BITS} pixels "
+                          f"(the CONVCFG step fields); this one has {pixels}: use hardware or a smaller input buffer")
     bus = config.dram.bus_width_bits // 8
     for kind in LOAD_TARGETS.values():
         word, _ = bank_shape(config, kind)

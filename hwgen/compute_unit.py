@@ -3,7 +3,8 @@
 CONVCFG is latched into a register both engines read, and its pointer steps are derived from
 it (`hwgen.steps`) while the unit stays busy for `CONVCFG_CYCLES` in all (a CONVCFG waits for
 both engines to be idle, as every command does); CONV goes to the convolution engine, VEC to
-the vector unit. The buffer ports of the engine that is running reach the buffers; the bank
+the vector unit. The buffer ports of the engine that is running reach the buffers (and with
+`template.postprocess: serial`, the one requantization lane both engines share); the bank
 selects come from the running instruction.
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ from hwgen.buffers import bank_shape
 from hwgen.config import AcceleratorConfig
 from hwgen.conv_engine import ConvEngine
 from hwgen.isa import INSTRUCTION_LAYOUT, Opcode
+from hwgen.serial_post import SerialPostProcess, is_serial
 from hwgen.steps import LATENCY as STEPS_LATENCY
 from hwgen.steps import ConvSteps
 from hwgen.vector_unit import VectorUnit
@@ -55,7 +57,7 @@ class ComputeUnit(wiring.Component):
         m.submodules.conv = conv = ConvEngine(self.config)
         m.submodules.vec = vec = VectorUnit(self.config)
         assert conv.pixel_bits == vec.pixel_bits
-        m.submodules.steps = steps = ConvSteps(conv.pixel_bits)
+        m.submodules.steps = steps = ConvSteps(conv.pixel_bits, self.config.template.address_steps == "compiler")
         convcfg = Signal(INSTRUCTION_LAYOUT)
         running_vec = Signal()
         banks = Signal(4)
@@ -96,6 +98,14 @@ class ComputeUnit(wiring.Component):
                 m.d.comb += [outer.addr.eq(vec_port.addr), outer.en.eq(vec_port.en)]
             with m.Else():
                 m.d.comb += [outer.addr.eq(conv_port.addr), outer.en.eq(conv_port.en)]
+        if is_serial(self.config):  # one requantization lane, driven by the engine that runs
+            m.submodules.post = post = SerialPostProcess.shared(self.config)
+            m.d.comb += [conv.post.o.payload.eq(post.o.payload), vec.post.o.payload.eq(post.o.payload),
+                         conv.post.i.ready.eq(post.i.ready), vec.post.i.ready.eq(post.i.ready)]
+            for engine, selected in ((conv, ~running_vec), (vec, running_vec)):
+                with m.If(selected):
+                    m.d.comb += [post.i.valid.eq(engine.post.i.valid), post.i.payload.eq(engine.post.i.payload),
+                                 post.o.ready.eq(engine.post.o.ready), engine.post.o.valid.eq(post.o.valid)]
         with m.If(running_vec):
             m.d.comb += [self.acc_write.addr.eq(vec.acc.addr), self.acc_write.data.eq(vec.acc.data),
                          self.acc_write.en.eq(vec.acc.en)]

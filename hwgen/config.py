@@ -204,7 +204,13 @@ class Template:
     only the `cycles` counter (the per-queue counters then read 0); `dma`: a `separate`
     load DMA and store DMA, or one `shared` DMA (loads and stores take turns) whose walker keeps
     one pointer per quantity and adds compiler-precomputed steps (`hwgen.dma_walker`);
-    `dram_address_bits`: the width of the DMA's DRAM addresses (the main memory must fit).
+    `dram_address_bits`: the width of the DMA's DRAM addresses (the main memory must fit);
+    `postprocess`: a
+    requantizer per engine with `lanes` in parallel on DSP multipliers, or one DSP-free `serial`
+    lane both engines share (`hwgen.serial_post`); `address_steps`: the CONVCFG pointer-step
+    products computed by `hardware` multipliers or precomputed by the `compiler` (CONVCFG
+    `plane_step`, `flat_plane_step`); `vector_products`: the vector unit's coefficient products
+    on `dsp` multipliers or `serial` (shift-add, 4 coefficient bits per cycle).
     """
 
     loops_and_registers: bool = True
@@ -217,6 +223,9 @@ class Template:
     counters: str = "all"
     dma: str = "separate"
     dram_address_bits: int = 32
+    postprocess: str = "lanes"
+    address_steps: str = "hardware"
+    vector_products: str = "dsp"
 
 
 @dataclass(frozen=True)
@@ -284,6 +293,9 @@ _SCHEMA: dict[str, dict[str, dict]] = {
         "counters": {"range": _Choice(("all", "cycles"))},
         "dma": {"range": _Choice(("separate", "shared"))},
         "dram_address_bits": _field(12, 32),
+        "postprocess": {"range": _Choice(("lanes", "serial"))},
+        "address_steps": {"range": _Choice(("hardware", "compiler"))},
+        "vector_products": {"range": _Choice(("dsp", "serial"))},
     },
 }
 _TOP = {"clock_mhz": _field(1, 2000, integer=False)}

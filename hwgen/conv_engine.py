@@ -24,14 +24,16 @@ Read ports are used with `en`; their data holds while `en` is low (one word of t
 staging lives there). Timing: the cycle after a command is accepted, group 0 starts (with
 `init_from_acc`, `C` cycles later: its `C` partial-sum words are read first). Group `k + 1`'s
 partial sums are read during group `k`, so a group's reads precede the previous group's writes.
-Successive groups start `P = max(T, C)` cycles apart (`T = ic_groups * kernel_h * kernel_w`
-reduction steps; the drain bank needs `C` cycles per group). The command takes
+Successive groups start `P = max(T, C * I)` cycles apart (`T = ic_groups * kernel_h * kernel_w`
+reduction steps; the drain bank sends its `C` beats one every `I` cycles: `I = 1` with a
+requantizer per engine, `I = hwgen.serial_post.serial_interval(R)` with the shared serial lane
+of `template.postprocess: serial`, which is then a port, `post`). The command takes
 
-    cycles = (C if init_from_acc else 1) + (N - 1) * P + T + array latency + C + post latency
+    cycles = (C if init_from_acc else 1) + (N - 1) * P + T + array latency + (C - 1) * I + 1 + post latency
 
 from the accepting cycle to the first cycle `idle` is high again (all results written), with
 `N = out_rows * ow_groups * oc_groups`, array latency `5 + log2 S`
-(`hwgen.pe_array.array_latency`), post latency `hwgen.postprocess.LATENCY`
+(`hwgen.pe_array.array_latency`), post latency `hwgen.serial_post.beat_latency`
 (`cycle_count`). Fields are assumed non-zero, `stride >= 1`, `last_group_cols` in `1..C`.
 
 In-place requantisation (`init_from_acc` and `requantize`): the int8 results written so far
@@ -52,8 +54,9 @@ from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Opcode
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
 from hwgen.pe import register
 from hwgen.pe_array import PEArray, array_latency
-from hwgen.postprocess import LATENCY as POST_LATENCY
 from hwgen.postprocess import SHIFT_BITS, PostProcess
+from hwgen.serial_post import beat_interval, beat_latency, is_serial, shared_signature
+from hwgen.shift_add import shift_add
 from hwgen.steps import steps_layout
 
 PARAM_RECORD = data.StructLayout({"bias": signed(32), "multiplier": unsigned(16), "shift": unsigned(8), "spare": 8})
@@ -81,7 +84,9 @@ def cycle_count(config: AcceleratorConfig, conv: dict, convcfg: dict) -> int:
     steps = conv["ic_groups"] * convcfg["kernel_h"] * convcfg["kernel_w"]
     groups = conv["out_rows"] * conv["ow_groups"] * conv["oc_groups"]
     start = pe.cols if conv["init_from_acc"] else 1
-    return start + (groups - 1) * max(steps, pe.cols) + steps + array_latency(pe.simd) + pe.cols + POST_LATENCY
+    interval = beat_interval(config)
+    return (start + (groups - 1) * max(steps, pe.cols * interval) + steps + array_latency(pe.simd)
+            + (pe.cols - 1) * interval + 1 + beat_latency(config))
 
 
 class ConvEngine(wiring.Component):
@@ -94,7 +99,8 @@ class ConvEngine(wiring.Component):
         self.config = config
         self.rows, self.cols, self.simd = config.pe.rows, config.pe.cols, config.pe.simd
         self._array = PEArray(config)
-        self._post = PostProcess(self.rows, self._array.acc_shape)
+        self._post = None if is_serial(config) else PostProcess(self.rows, self._array.acc_shape)
+        self.interval, self.post_latency = beat_interval(config), beat_latency(config)
         R, C, S = self.rows, self.cols, self.simd
         input_words = bank_bytes(config, "input") // (C * S)
         self.pixel_bits = ceil_log2(bank_bytes(config, "input") // S)
@@ -104,7 +110,9 @@ class ConvEngine(wiring.Component):
         def read(depth: int, word_bytes: int) -> In:
             return In(ReadPort.Signature(addr_width=ceil_log2(depth), shape=unsigned(8 * word_bytes)))
 
+        members = {"post": Out(shared_signature(config).flip())} if self._post is None else {}
         super().__init__({
+            **members,
             "cmd": In(stream.Signature(INSTRUCTION_LAYOUT)),
             "convcfg": In(INSTRUCTION_LAYOUT),
             "steps": In(steps_layout(self.pixel_bits)),
@@ -130,7 +138,11 @@ class ConvEngine(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         m.submodules.array = array = self._array
-        m.submodules.post = post = self._post
+        if self._post is None:
+            post = self.post
+        else:
+            m.submodules.post = post = self._post
+        interval, post_latency = self.interval, self.post_latency
         R, C, S = self.rows, self.cols, self.simd
         log_c = exact_log2(C)
         cfg = self.convcfg.payload.convcfg
@@ -148,13 +160,17 @@ class ConvEngine(wiring.Component):
         partials = Signal(self.acc_bits)      # word offset of the int32 partial sums (hwgen.layout)
         # loop bounds as last indices, so that the wrap tests are comparisons of registers
         last_ocg, last_owg, last_oh, last_icg, last_kh = Signal(8), Signal(8), Signal(10), Signal(8), Signal(4)
+        if self.config.template.address_steps == "compiler":  # last_group_cols <= C: a few adders
+            last_records_product = shift_add(new.oc_groups, new.last_group_cols[:ceil_log2(C + 1)])
+        else:
+            last_records_product = new.last_group_cols * new.oc_groups
         with m.If(accept):
             m.d.sync += [
                 conv.eq(new),
                 last_ocg.eq(new.oc_groups - 1), last_owg.eq(new.ow_groups - 1), last_oh.eq(new.out_rows - 1),
                 last_icg.eq(new.ic_groups - 1), last_kh.eq(cfg.kernel_h - 1),
                 set_records.eq(new.oc_groups << log_c),
-                last_records.eq(new.last_group_cols * new.oc_groups),
+                last_records.eq(last_records_product),
                 partials.eq(((new.oc_groups << log_c) + ACC_BYTES - 1) >> exact_log2(ACC_BYTES)),
             ]
         depthwise_step = plane << exact_log2(R // S) if R >= S else plane
@@ -189,8 +205,9 @@ class ConvEngine(wiring.Component):
         phase_ptr, pixel_ptr = Signal(pixel), Signal(pixel)    # of (icg, kh, phase, q = 0), of the step
         weight_row = Signal(self.weight_bits)  # weight word of (ocg, icg, kh, 0)
         running, at_first = Signal(), Signal()
-        gap = Signal(range(C))  # cycles until the next group may start
-        flush = Signal(range(self.latency + C + POST_LATENCY + 1))
+        gap = Signal(range(C * interval))  # cycles until the next group may start
+        drain = (C - 1) * interval + 1 + post_latency  # from a group's first drain beat to its last write
+        flush = Signal(range(self.latency + drain + 1))
         q_wrap = kw + cfg.stride >= cfg.kernel_w
         phase_wrap = (phase + 1 >= cfg.stride) | (phase + 1 >= cfg.kernel_w)
         kh_wrap = kh == last_kh
@@ -213,7 +230,7 @@ class ConvEngine(wiring.Component):
         with m.If(issue):
             m.d.sync += at_first.eq(0)
             with m.If(at_first):
-                m.d.sync += gap.eq(C - 1)
+                m.d.sync += gap.eq(C * interval - 1)
             with m.If(~q_wrap):
                 m.d.sync += [kw.eq(kw + cfg.stride), pixel_ptr.eq(pixel_ptr + 1)]
             with m.Elif(~phase_wrap):
@@ -239,7 +256,7 @@ class ConvEngine(wiring.Component):
                     with m.If(ocg_wrap):
                         m.d.sync += weight_row.eq(0)
                     with m.If(done):
-                        m.d.sync += [running.eq(0), flush.eq(self.latency + C + POST_LATENCY)]
+                        m.d.sync += [running.eq(0), flush.eq(self.latency + drain)]
 
         # ---- stage 0: buffer reads; stage 1: funnel shift into the PE array
         word = pixel_ptr >> log_c
@@ -312,7 +329,7 @@ class ConvEngine(wiring.Component):
         record_bytes = Const((1 << R) - 1, ACC_BYTES * R) << (drain_record[:2] * R)
         enable = Mux(beat & (drain_col < drain_cols), Mux(conv.requantize, record_bytes, full), 0)
         address = Mux(conv.requantize, drain_record >> 2, drain_record + partials)
-        for stage in range(POST_LATENCY):
+        for stage in range(post_latency):
             enable = register(m, enable, f"write_enable_{stage}", reset_less=False)
             address = register(m, address, f"write_address_{stage}")
         results = post.o.payload

@@ -30,24 +30,35 @@ NARROW_BITS = 12
 LAYER = data.StructLayout({"zero_point": signed(8), "low": signed(8), "high": signed(8), "raw": 1})
 
 
+def postprocess_signature(lanes: int, acc_shape: Shape, raw_shape: Shape) -> wiring.Signature:
+    """A requantizer's ports: the input beat stream `i` (per lane `acc`, `bias`, `multiplier`,
+    `shift`; the shared `layer`) and the result stream `o` (`raw_shape` per lane)."""
+    return wiring.Signature({
+        "i": In(stream.Signature(data.StructLayout({
+            "acc": data.ArrayLayout(acc_shape, lanes), "bias": data.ArrayLayout(signed(32), lanes),
+            "multiplier": data.ArrayLayout(unsigned(MULTIPLIER_BITS), lanes),
+            "shift": data.ArrayLayout(unsigned(SHIFT_BITS), lanes), "layer": LAYER}))),
+        "o": Out(stream.Signature(data.ArrayLayout(raw_shape, lanes))),
+    })
+
+
+def clamp(narrow: Value, up: Value, fits: Value, negative: Value, layer: data.View) -> Value:
+    """`clamp(quotient + up + zero_point, low, high)` from the quotient's low `NARROW_BITS` bits
+    (`narrow`), whether the quotient `fits` them as a signed number and its sign: a quotient
+    beyond them is beyond any 8-bit bound whatever `up` and the zero point add, so it clamps by
+    its sign alone."""
+    value = narrow.as_signed() + up + layer.zero_point
+    return Mux(fits, Mux(value < layer.low, layer.low, Mux(value > layer.high, layer.high, value)),
+               Mux(negative, layer.low, layer.high))
+
+
 class PostProcess(wiring.Component):
     """`lanes` requantizers with per-lane channel parameters; `i` and `o` are streams."""
 
     def __init__(self, lanes: int, acc_shape: Shape, raw_shape: Shape = signed(32)) -> None:
         self.lanes = lanes
         self.raw_shape = raw_shape
-        super().__init__({
-            "i": In(stream.Signature(data.StructLayout({
-                "acc": data.ArrayLayout(acc_shape, lanes), "bias": data.ArrayLayout(signed(32), lanes),
-                "multiplier": data.ArrayLayout(unsigned(MULTIPLIER_BITS), lanes),
-                "shift": data.ArrayLayout(unsigned(SHIFT_BITS), lanes), "layer": LAYER}))),
-            "o": Out(stream.Signature(data.ArrayLayout(raw_shape, lanes))),
-        })
-
-    @property
-    def latency(self) -> int:
-        """Cycles from an accepted input beat to its output beat when the output never stalls."""
-        return LATENCY
+        super().__init__(postprocess_signature(lanes, acc_shape, raw_shape))
 
     def elaborate(self, platform) -> Module:
         m = Module()
@@ -92,13 +103,8 @@ class PostProcess(wiring.Component):
 
         m.d.comb += self.o.valid.eq(stage(valid, "valid_out", reset_less=False))
         for lane, (quotient, up) in enumerate(rounded):
-            # The clamp works on the low NARROW_BITS bits: a quotient beyond them is beyond any
-            # 8-bit bound whatever `up` and `zy` add, so it clamps by its sign alone.
             top = quotient[NARROW_BITS - 1:]
-            fits = top.all() | ~top.any()
-            value = quotient[:NARROW_BITS].as_signed() + up + layer.zero_point
-            clamped = Mux(fits, Mux(value < layer.low, layer.low, Mux(value > layer.high, layer.high, value)),
-                          Mux(quotient[-1], layer.low, layer.high))
+            clamped = clamp(quotient[:NARROW_BITS], up, top.all() | ~top.any(), quotient[-1], layer)
             result = Mux(layer.raw, quotient, clamped)[:self.raw_shape.width]
             m.d.comb += self.o.payload[lane].eq(stage(result, f"out_{lane}"))
         return m

@@ -18,6 +18,7 @@ from amaranth.lib.wiring import In, Out
 from hwgen.config import Template
 from hwgen.isa import INSTRUCTION_BITS, INSTRUCTION_LAYOUT, OPCODE_BITS, PAYLOADS, REGISTERS, SEMAPHORES, Opcode, Queue
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS, SinglePortBank
+from hwgen.steps import unread_fields
 
 LOOP_DEPTH = 4
 SEMAPHORE_BITS = 8
@@ -60,13 +61,15 @@ def program_write_signature(depth: int, width: int = INSTRUCTION_BITS) -> wiring
     })
 
 
-def used_bits(queue: str) -> list[tuple[int, int]]:
+def used_bits(queue: str, template: Template = Template()) -> list[tuple[int, int]]:
     """The instruction bit ranges `[start, stop)` a queue's entries need: the opcode and the
-    fields its opcodes' unit and head logic read (WAIT/SIGNAL: the semaphore only)."""
+    fields its opcodes' unit and head logic read (WAIT/SIGNAL: the semaphore only; CONVCFG:
+    the fields `template`'s pointer steps read, `hwgen.steps.unread_fields`)."""
     bits = set(range(OPCODE_BITS))
     for opcode in QUEUE_OPCODES[queue]:
+        skipped = unread_fields(template) if opcode == Opcode.CONVCFG else frozenset()
         for name, member in PAYLOADS[opcode]:
-            if name in REGISTER_FIELDS or name == "queue":
+            if name in REGISTER_FIELDS or name == "queue" or name in skipped:
                 continue
             start = OPCODE_BITS + member.offset
             bits.update(range(start, start + member.shape.width))
@@ -134,7 +137,7 @@ class Sequencer(wiring.Component):
             loop_left = Array(Signal(16, name=f"loop_left{i}") for i in range(LOOP_DEPTH))
             loop_sp = Signal(range(LOOP_DEPTH + 1))
 
-        fields = {q: used_bits(q) if self.template.queue_fields == "used" else [(0, INSTRUCTION_BITS)] for q in QUEUES}
+        fields = {q: used_bits(q, self.template) if self.template.queue_fields == "used" else [(0, INSTRUCTION_BITS)] for q in QUEUES}
         fifos = {q: fifo.SyncFIFOBuffered(width=sum(stop - start for start, stop in fields[q]), depth=self.template.queue_depth)
                  for q in QUEUES}
         for q, queue_fifo in fifos.items():

@@ -7,6 +7,10 @@ in_row_pitch (one channel group at stride 1). They are computed modulo `2**bits`
 address width: only in-bank positions matter) in `LATENCY` register stages of one multiplier
 each, so no path chains two multipliers; the compute unit holds the next command back until
 they are ready (`hwgen.compute_unit.CONVCFG_CYCLES`).
+
+With `template.address_steps: compiler` the compiler writes the two long products into the
+CONVCFG word (`plane_step`, `flat_plane_step`, modulo `2**16`: `compiler_fields`) and the
+short ones, by the 3-bit stride, are shift-add (`hwgen.shift_add`): no multiplier at all.
 """
 from __future__ import annotations
 
@@ -14,10 +18,28 @@ from amaranth.hdl import Module, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from hwgen.config import Template
 from hwgen.isa import INSTRUCTION_LAYOUT
+from hwgen.shift_add import shift_add
 
 LATENCY = 2
 NAMES = ("row", "oh", "plane", "flat_plane")
+FIELD_BITS = 16
+"""Width of the CONVCFG step fields: pixel addresses up to 16 bits."""
+
+
+def compiler_fields(template: Template, stride: int, in_rows: int, in_row_pitch: int) -> dict[str, int]:
+    """The CONVCFG step fields the compiler emits: the products with `address_steps: compiler`,
+    none (zero) otherwise."""
+    if template.address_steps != "compiler":
+        return {}
+    mask = (1 << FIELD_BITS) - 1
+    return {"plane_step": in_rows * stride * in_row_pitch & mask, "flat_plane_step": in_rows * in_row_pitch & mask}
+
+
+def unread_fields(template: Template) -> frozenset[str]:
+    """CONVCFG fields the hardware of `template` never reads."""
+    return frozenset({"in_rows"} if template.address_steps == "compiler" else {"plane_step", "flat_plane_step"})
 
 
 def steps_layout(bits: int) -> data.StructLayout:
@@ -35,10 +57,12 @@ def pointer_steps(convcfg: dict, bits: int) -> dict[str, int]:
 
 
 class ConvSteps(wiring.Component):
-    """`steps` of the CONVCFG word on `convcfg`, `LATENCY` cycles after it appears."""
+    """`steps` of the CONVCFG word on `convcfg`, `LATENCY` cycles after it appears; with
+    `from_fields`, the long products come from its step fields."""
 
-    def __init__(self, bits: int) -> None:
+    def __init__(self, bits: int, from_fields: bool = False) -> None:
         self.bits = bits
+        self.from_fields = from_fields
         super().__init__({"convcfg": In(INSTRUCTION_LAYOUT), "steps": Out(steps_layout(bits))})
 
     def elaborate(self, platform) -> Module:
@@ -50,11 +74,16 @@ class ConvSteps(wiring.Component):
             m.d.sync += reg.eq(value)
             return reg
 
+        out = self.steps
+        if self.from_fields:
+            row, stride = stage(shift_add(cfg.in_row_pitch, cfg.stride), "row"), stage(cfg.stride, "stride")
+            m.d.sync += [out.row.eq(row), out.oh.eq(shift_add(row, stride[:3])), out.plane.eq(cfg.plane_step),
+                         out.flat_plane.eq(cfg.flat_plane_step)]
+            return m
         row, pitch = stage(cfg.stride * cfg.in_row_pitch, "row"), stage(cfg.in_row_pitch, "pitch")
         stride_squared = stage(cfg.stride * cfg.stride, "stride_squared")
         rows_stride = stage(cfg.in_rows * cfg.stride, "rows_stride")
         flat_plane = stage(cfg.in_rows * cfg.in_row_pitch, "flat_plane_product")
-        out = self.steps
         m.d.sync += [out.row.eq(row), out.oh.eq(stride_squared * pitch), out.plane.eq(rows_stride * pitch),
                      out.flat_plane.eq(flat_plane)]
         return m

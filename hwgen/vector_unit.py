@@ -21,11 +21,17 @@ kw, operand`, so the results are consecutive `S`-byte chunks of the accumulator 
 (nothing stalls): read issue → select the pixel in the word, the zero point and the coefficient
 (a register right after the block RAM's output and the word selection) → subtract the zero
 point → product → accumulate (max or sum) and read the parameters → post-processing →
-byte-enabled write. A VEC keeps `idle` low for exactly `vec_cycles(vec, convcfg)` cycles.
+byte-enabled write. With `template.postprocess: serial` the post-processing is the lane the
+engines share (a port, `post`: the unit fills its first `S` lanes) and an output window
+starts at least `hwgen.serial_post.serial_interval(R)` cycles after the previous one; with
+`template.vector_products: serial` the products of COPY and ADD take `DIGITS` cycles each (4
+bits of the coefficient per cycle, shift-add: no DSP), so their reads are that many cycles
+apart (MAX and SUM, whose coefficient is 1, keep one read per cycle). A VEC keeps `idle` low
+for exactly `vec_cycles(config, vec, convcfg)` cycles.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Shape, Signal, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
@@ -35,16 +41,15 @@ from hwgen.config import AcceleratorConfig
 from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Instruction, Opcode, VecOp
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
 from hwgen.pe import register
-from hwgen.postprocess import LATENCY as POSTPROCESS_LATENCY
 from hwgen.postprocess import PostProcess
+from hwgen.serial_post import DIGIT_BITS, DIGITS, beat_interval, beat_latency, is_serial, shared_signature
+from hwgen.shift_add import shift_add
 from hwgen.steps import steps_layout
 from planner.quant import MULTIPLIER_BITS
 
 ACCUMULATE_LATENCY = 5
 """Cycles from a window's last read to its post-processing input: read, select, subtract, product,
 accumulate."""
-OVERHEAD = ACCUMULATE_LATENCY + POSTPROCESS_LATENCY
-"""Cycles of a VEC beyond its reads (one per cycle from the cycle after the accept on)."""
 
 MAX_KERNEL = 15
 MAX_DIFF = 255  # |x - zero point| for int8 x and zero point
@@ -69,11 +74,28 @@ def reads_per_output(vec: Instruction, convcfg: Instruction) -> int:
     return 2 if op == VecOp.ADD else 1
 
 
-def vec_cycles(vec: Instruction, convcfg: Instruction) -> int:
-    """Cycles `idle` is low for one VEC: `out_rows * out_cols * channel_groups *
-    reads_per_output + OVERHEAD`, or 0 when it has no outputs."""
+def read_spacing(config: AcceleratorConfig, window: bool) -> int:
+    """Cycles between the reads of a window (MAX, SUM) or a COPY / ADD output: `DIGITS` for the
+    latter with serial products, else 1."""
+    return DIGITS if config.template.vector_products == "serial" and not window else 1
+
+
+def busy_cycles(config: AcceleratorConfig, outputs: int, slots: int) -> int:
+    """Cycles `idle` is low for `outputs` outputs of `slots` read cycles each (reads times
+    `read_spacing`, from the cycle after the accept on; outputs starting at least
+    `hwgen.serial_post.beat_interval` cycles apart), then the product's last digits, the
+    accumulation and the post-processing; 0 without outputs."""
+    if not outputs:
+        return 0
+    return (outputs - 1) * max(slots, beat_interval(config)) + slots + ACCUMULATE_LATENCY + beat_latency(config)
+
+
+def vec_cycles(config: AcceleratorConfig, vec: Instruction, convcfg: Instruction) -> int:
+    """Cycles `idle` is low for one VEC: `busy_cycles` of its `out_rows * out_cols *
+    channel_groups` outputs of `reads_per_output` reads, `read_spacing` apart."""
     outputs = vec["out_rows"] * vec["out_cols"] * vec["channel_groups"]
-    return outputs * reads_per_output(vec, convcfg) + OVERHEAD if outputs else 0
+    spacing = read_spacing(config, VecOp(vec["op"]) in (VecOp.MAX, VecOp.SUM))
+    return busy_cycles(config, outputs, reads_per_output(vec, convcfg) * spacing)
 
 
 def _log2(name: str, value: int) -> int:
@@ -101,10 +123,13 @@ class VectorUnit(wiring.Component):
             raise ValueError(f"pe.simd: {pe.simd} exceeds pe.rows = {pe.rows} (a pixel's S results must fit "
                              "one accumulator word)")
         self.simd = pe.simd
+        self.config = config
         input_word, param_word, acc_word = pe.cols * pe.simd, pe.rows * PARAM_BYTES, pe.rows * ACC_BYTES
         input_addr = ceil_log2(bank_bytes(config, "input") // (2 * input_word))
         self.pixel_bits = input_addr + 1 + self._log_cols
+        members = {"post": Out(shared_signature(config).flip())} if is_serial(config) else {}
         super().__init__({
+            **members,
             "cmd": In(stream.Signature(INSTRUCTION_LAYOUT)),
             "convcfg": In(INSTRUCTION_LAYOUT),
             "steps": In(steps_layout(self.pixel_bits)),
@@ -117,12 +142,37 @@ class VectorUnit(wiring.Component):
                                           shape=unsigned(8 * acc_word), granularity=8)),
         })
 
+    @staticmethod
+    def _serial_products(m: Module, diffs: list, coefficient: Signal, control: data.View,
+                         window: Value) -> tuple[list[Value], data.View]:
+        """The products of held `diffs` and `coefficient` over `DIGITS` cycles (top digit
+        first, shift-add) from the cycle `control` is valid, with the control delayed to match;
+        a window op's coefficient is 1: its `diffs` pass on the next cycle."""
+        step = Signal(range(DIGITS))
+        now = Mux(control.valid, 0, step)
+        m.d.sync += step.eq(Mux(now == DIGITS - 1, now, now + 1))
+        digit = coefficient.word_select((DIGITS - 1 - now).as_unsigned(), DIGIT_BITS)
+        products = []
+        for lane, diff in enumerate(diffs):
+            total = Signal((diff * coefficient).shape(), name=f"product_{lane}", reset_less=True)
+            m.d.sync += total.eq(Mux(control.valid, 0, total << DIGIT_BITS) + shift_add(diff, digit))
+            products.append(Mux(window, register(m, diff, f"window_value_{lane}"), total))
+        passed = register(m, control, "control_product", reset_less=False)
+        delayed = control
+        for stage in range(DIGITS):
+            delayed = register(m, delayed, f"control_digit_{stage}", reset_less=False)
+        return products, CONTROL(Mux(window, passed.as_value(), delayed.as_value()))
+
     def elaborate(self, platform) -> Module:
         m = Module()
         S, log_cols = self.simd, self._log_cols
         pixel = unsigned(self.pixel_bits)
         cfg = self.convcfg.payload.convcfg
-        m.submodules.postprocess = post = PostProcess(S, ACC_SHAPE, raw_shape=signed(8))
+        if is_serial(self.config):
+            post = self.post
+        else:
+            m.submodules.postprocess = post = PostProcess(S, ACC_SHAPE, raw_shape=signed(8))
+        interval = beat_interval(self.config)
 
         busy, running = Signal(), Signal()  # busy: until the last write; running: reads to issue
         m.d.comb += [self.idle.eq(~busy), self.cmd.ready.eq(~busy)]
@@ -165,9 +215,25 @@ class VectorUnit(wiring.Component):
         phase = Signal(3)  # kw % stride
         at_last = {name: count[name] == last[name] for name in LOOPS}
         steps = {**step, "kw": Mux(phase == stride - 1, kw_wrap, step["kw"])}
+        first = (count["kh"] == 0) & (count["kw"] == 0) & (count["operand"] == 0)
+        go = running  # a read this cycle
+        serial_products = self.config.template.vector_products == "serial"
+        # serial products: COPY / ADD reads DIGITS cycles apart; the shared lane: windows start
+        # at least `interval` cycles apart
+        pauses = ([(Signal(range(DIGITS), name="read_pause"), Const(1), Mux(window, 0, DIGITS - 1))]
+                  if serial_products else [])
+        if interval > 1:
+            pauses.append((Signal(range(interval), name="window_pause"), first, interval - 1))
+        for pause, applies, _ in pauses:
+            go = go & (~applies | (pause == 0))
+        for pause, applies, length in pauses:
+            with m.If(go & applies):
+                m.d.sync += pause.eq(length)
+            with m.Elif(pause != 0):
+                m.d.sync += pause.eq(pause - 1)
         with m.If(self.cmd.valid & self.cmd.ready):
             m.d.sync += [phase.eq(0), *(c.eq(0) for c in count.values()), *(b.eq(0) for b in base.values())]
-        with m.Elif(running):
+        with m.Elif(go):
             for level in reversed(range(len(LOOPS))):
                 name, inner = LOOPS[level], LOOPS[level + 1:]
                 with (m.If if level == len(LOOPS) - 1 else m.Elif)(~at_last[name]):
@@ -185,15 +251,14 @@ class VectorUnit(wiring.Component):
         word = pointer[log_cols:]
         issue = Signal(CONTROL)
         m.d.comb += [
-            issue.valid.eq(running),
-            issue.first.eq((count["kh"] == 0) & (count["kw"] == 0) & (count["operand"] == 0)),
+            issue.valid.eq(go), issue.first.eq(first),
             issue.last.eq(at_last["kh"] & at_last["kw"] & at_last["operand"]),
             issue.final.eq(Cat(*at_last.values()).all()),
             issue.operand.eq(count["operand"]), issue.group.eq(count["group"]),
             issue.slice.eq(pointer[:log_cols]), issue.odd.eq(word[0]),
         ]
         for port, odd in ((self.input_even, 0), (self.input_odd, 1)):
-            m.d.comb += [port.addr.eq(word[1:]), port.en.eq(running & (word[0] == odd))]
+            m.d.comb += [port.addr.eq(word[1:]), port.en.eq(go & (word[0] == odd))]
 
         # ---- select the pixel, pick the zero point and the coefficient; subtract the zero point
         read = register(m, issue, "control_read", reset_less=False)
@@ -204,15 +269,19 @@ class VectorUnit(wiring.Component):
         coefficient = register(m, Mux(window, 1, Mux(read.operand, vec.multiplier_b, vec.multiplier_a)),
                                "coefficient_select")
         control = register(m, read, "control_select", reset_less=False)
-        diffs = [register(m, x[lane] - zero_point, f"diff_{lane}") for lane in range(S)]
-        coefficient = register(m, coefficient, "coefficient")
+        held = control.valid if serial_products else 1  # serial: the operands stay for the digits
+        diffs = [register(m, x[lane] - zero_point, f"diff_{lane}", held) for lane in range(S)]
+        coefficient = register(m, coefficient, "coefficient", held)
         control = register(m, control, "control_diff", reset_less=False)
 
         # ---- product, then accumulate; a window's last value reads the channels' parameters
         # The product registers keep a reset (the ice40_dsp workaround of `hwgen.pe`).
-        products = [register(m, diff * coefficient, f"product_{lane}", reset_less=False)
-                    for lane, diff in enumerate(diffs)]
-        control = register(m, control, "control_product", reset_less=False)
+        if serial_products:
+            products, control = self._serial_products(m, diffs, coefficient, control, window)
+        else:
+            products = [register(m, diff * coefficient, f"product_{lane}", reset_less=False)
+                        for lane, diff in enumerate(diffs)]
+            control = register(m, control, "control_product", reset_less=False)
         total = Signal(data.ArrayLayout(ACC_SHAPE, S), reset_less=True)
         for lane, product in enumerate(products):
             combined = Mux(vec.op == VecOp.MAX, Mux(product > total[lane], product, total[lane]), total[lane] + product)
@@ -237,11 +306,11 @@ class VectorUnit(wiring.Component):
 
         # ---- write the S results as the next S-byte chunk of the accumulator bank
         final = done.valid & done.last & done.final
-        for stage in range(post.latency):
+        for stage in range(beat_latency(self.config)):
             final = register(m, final, f"final_{stage}", reset_less=False)
         chunk_bits = exact_log2(len(self.acc.en) // S)
         out_chunk = Signal(len(self.acc.addr) + chunk_bits)
-        result = Cat(*(post.o.payload[lane] for lane in range(S)))
+        result = Cat(*(post.o.payload[lane][:8] for lane in range(S)))
         m.d.comb += [
             self.acc.addr.eq(out_chunk[chunk_bits:]),
             self.acc.data.eq(result.replicate(1 << chunk_bits)),

@@ -28,7 +28,7 @@ import numpy as np
 from hwgen.config import AcceleratorConfig, Energy
 from hwgen.layout import ACC_BYTES, PARAM_BYTES
 from hwgen.pe_array import array_latency
-from hwgen.postprocess import LATENCY as POST_LATENCY
+from hwgen.serial_post import beat_interval, beat_latency
 from planner.schedule import DIMS, ConvShape, Schedule, axis_tiles, input_extents
 from planner.transfer_work import offer_cycles, transfer_cycles
 
@@ -132,13 +132,23 @@ def results(config: AcceleratorConfig, channels, pixels):
     return channels * pixels, fixed, port, use
 
 
+def group_interval(config: AcceleratorConfig) -> int:
+    """Fewest cycles between the starts of a CONV's groups: the drain of `pe.cols` beats."""
+    return config.pe.cols * beat_interval(config)
+
+
+def drain_cycles(config: AcceleratorConfig) -> int:
+    """Cycles of a CONV after its last group's reduction: array latency, drain, requantization."""
+    pe = config.pe
+    return array_latency(pe.simd) + (pe.cols - 1) * beat_interval(config) + 1 + beat_latency(config)
+
+
 def conv_cycles(config: AcceleratorConfig, shape: ConvShape, oc_groups, ic_groups, rows, col_groups, init):
     """`hwgen.conv_engine.cycle_count` of CONVs of these sizes (arrays broadcast)."""
-    pe = config.pe
     steps = ic_groups * shape.kh * shape.kw
     groups = rows * col_groups * oc_groups
-    return (np.where(init, pe.cols, 1) + (groups - 1) * np.maximum(steps, pe.cols) + steps
-            + array_latency(pe.simd) + pe.cols + POST_LATENCY)
+    return (np.where(init, config.pe.cols, 1) + (groups - 1) * np.maximum(steps, group_interval(config)) + steps
+            + drain_cycles(config))
 
 
 # ---------------------------------------------------------------- reloads
@@ -276,10 +286,10 @@ def sum_tables(shape: ConvShape, config: AcceleratorConfig, tiles: dict) -> SumT
 
     # compute: one CONV per step; cycle_count summed over the grid in closed form
     t_sum = total("IC", lambda a: a.groups * k)
-    gap_sum = total("IC", lambda a: np.maximum(a.groups * k, pe.cols))
+    gap_sum = total("IC", lambda a: np.maximum(a.groups * k, group_interval(config)))
     n_sum = og * shape.oh * col_groups  # sum over (OC, OH, OW) tiles of the CONV's groups
     compute = (tiles_out * (1 + (trip["IC"] - 1) * pe.cols) + gap_sum * (n_sum - tiles_out) + t_sum * tiles_out
-               + tiles_out * trip["IC"] * (array_latency(pe.simd) + pe.cols + POST_LATENCY + SYNC_CYCLES))
+               + tiles_out * trip["IC"] * (drain_cycles(config) + SYNC_CYCLES))
     array_cycles = og * ig * k * shape.oh * col_groups
 
     f_in = input_tile(config, input_groups(shape, config, first("OC", "groups"), first("IC", "groups")),

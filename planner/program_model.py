@@ -201,7 +201,7 @@ class _Replay:
         elif ins.opcode == Opcode.CONV:
             cycles = cycle_count(self.config, ins, self._require_convcfg(ins))
         elif ins.opcode == Opcode.VEC:
-            cycles = vec_cycles(ins, self._require_convcfg(ins))
+            cycles = vec_cycles(self.config, ins, self._require_convcfg(ins))
         else:
             flow, work = _flow(step, self.config)
             self.bytes_read += work.bytes_read

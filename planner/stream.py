@@ -16,7 +16,7 @@ import numpy as np
 
 from hwgen.config import AcceleratorConfig
 from hwgen.layout import PARAM_BYTES
-from hwgen.vector_unit import OVERHEAD as VEC_OVERHEAD
+from hwgen.vector_unit import busy_cycles, read_spacing
 from planner.compile.vector import concat_part, vector_tile, vector_window
 from planner.cost import SYNC_CYCLES, Steps, input_tile, results, step_cycles
 from planner.ir import POOL_OPS, Layer, Op, ceil_div
@@ -79,7 +79,8 @@ def _part_steps(part: Layer, config: AcceleratorConfig, operands: int) -> tuple[
             load = param_load + operands * (fixed + port) + SYNC_CYCLES
             load_use = param_use + operands * use
             param_load = param_use = 0
-            compute = hn * out_w * groups * _reads(part) + VEC_OVERHEAD + SYNC_CYCLES
+            slots = _reads(part) * read_spacing(config, part.op in POOL_OPS)
+            compute = busy_cycles(config, hn * out_w * groups, slots) + SYNC_CYCLES
             nbytes, fixed, port, use = results(config, cn, hn * out_w)
             out_bytes += int(nbytes)
             steps.append((compute, load, load_use, fixed + port + SYNC_CYCLES, use))

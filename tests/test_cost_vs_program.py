@@ -30,6 +30,7 @@ def configs(draw):
     bus = draw(st.sampled_from([8, 16]))
     data["dram"] = {"bus_width_bits": bus, "bandwidth_bytes_per_cycle": draw(st.sampled_from([0.5, bus // 8])),
                     "latency_cycles": draw(st.integers(1, 20)), "burst_beats": draw(st.sampled_from([2, 8]))}
+    data["template"] = {"postprocess": draw(st.sampled_from(["lanes", "serial"]))}
     return config_from_dict(data)
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 from amaranth.hdl import Module
+from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
 
@@ -15,6 +16,7 @@ from hwgen.conv_engine import ConvEngine, check_config, cycle_count
 from hwgen.isa import Buffer, Instruction, Opcode
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes, input_offset, partial_sums_offset, phase_row_pitch
 from hwgen.program import Program
+from hwgen.serial_post import SerialPostProcess, is_serial
 from hwgen.steps import pointer_steps
 from planner.compile.packing import expand_depthwise, param_block, weight_block
 from sim.golden import kernels
@@ -23,12 +25,13 @@ from sim.isa_sim import IsaSimulator
 BUFFERS = {"input": Buffer.INPUT, "weight": Buffer.WEIGHT, "param": Buffer.PARAM, "acc": Buffer.ACC}
 
 
-def make_config(rows: int, cols: int, simd: int, **widths: int) -> AcceleratorConfig:
+def make_config(rows: int, cols: int, simd: int, template: dict | None = None, **widths: int) -> AcceleratorConfig:
     return config_from_dict({
         "clock_mhz": 10, "pe": {"rows": rows, "cols": cols, "simd": simd},
         "widths": {"activation": 8, "weight": 8, "accumulator": 32, **widths},
         "buffers": {"input_bytes": 8192, "weight_bytes": 4096, "output_bytes": 4096},
         "dram": {"bus_width_bits": 8, "bandwidth_bytes_per_cycle": 1, "latency_cycles": 1, "burst_beats": 1},
+        "template": template or {},
     })
 
 
@@ -65,6 +68,9 @@ def run_engine(config: AcceleratorConfig, cases: list[Case]) -> list[tuple[np.nd
     word_bytes = {"input": C * S, "weight": R * S, "param": PARAM_BYTES * R, "acc": ACC_BYTES * R}
     m = Module()
     m.submodules.dut = dut = ConvEngine(config)
+    if is_serial(config):  # the lane the compute unit would share with the vector unit
+        m.submodules.post = post = SerialPostProcess.shared(config)
+        wiring.connect(m, dut.post, post)
     mems = {}
     for name, port in (("input_even", dut.input_even), ("input_odd", dut.input_odd), ("weight", dut.weight),
                        ("param", dut.param), ("acc", dut.acc_read)):
@@ -171,6 +177,7 @@ def random_case(config: AcceleratorConfig, rng: np.random.Generator, **fixed: in
 
 
 SMALL = make_config(2, 2, 2)
+SERIAL = {"postprocess": "serial"}
 
 
 @pytest.mark.parametrize("rows, cols, simd, count", [(2, 2, 2, 40), (2, 4, 4, 20), (4, 2, 2, 20), (2, 1, 4, 10)])
@@ -180,17 +187,28 @@ def test_random_convolutions(rows: int, cols: int, simd: int, count: int) -> Non
     check(config, [random_case(config, rng) for _ in range(count)])
 
 
-def test_modes_and_edges() -> None:
+@pytest.mark.parametrize("template", [{}, SERIAL])
+def test_modes_and_edges(template: dict) -> None:
     """Every (init_from_acc, requantize) pair, stride 2 with 1x1 and with kernels wider than the
-    stride, depthwise, a single column, and one group per oc group shorter than the drain."""
+    stride, depthwise, a single column, and one group per oc group shorter than the drain; with
+    a requantizer per engine and with the serial lane (groups then paced by its beats)."""
+    config = make_config(2, 2, 2, template)
     rng = np.random.default_rng(7)
-    cases = [random_case(SMALL, rng, init_from_acc=init, requantize=requant, oc_groups=3)
+    cases = [random_case(config, rng, init_from_acc=init, requantize=requant, oc_groups=3)
              for init in (0, 1) for requant in (0, 1)]
-    cases += [random_case(SMALL, rng, kernel_h=1, kernel_w=1, stride=2, ic_groups=1),
-              random_case(SMALL, rng, kernel_h=3, kernel_w=3, stride=2, depthwise=1),
-              random_case(SMALL, rng, ow_groups=1, last_group_cols=1, init_from_acc=1),
-              random_case(SMALL, rng, kernel_h=2, kernel_w=3, stride=1, depthwise=1, requantize=1)]
-    check(SMALL, cases)
+    cases += [random_case(config, rng, kernel_h=1, kernel_w=1, stride=2, ic_groups=1),
+              random_case(config, rng, kernel_h=3, kernel_w=3, stride=2, depthwise=1),
+              random_case(config, rng, ow_groups=1, last_group_cols=1, init_from_acc=1),
+              random_case(config, rng, kernel_h=2, kernel_w=3, stride=1, depthwise=1, requantize=1)]
+    check(config, cases)
+
+
+@pytest.mark.parametrize("rows, cols, simd", [(2, 2, 2), (4, 2, 2), (2, 4, 2)])
+def test_serial_lane_random_convolutions(rows: int, cols: int, simd: int) -> None:
+    """Random CONVs through the shared serial lane, against the ISA simulator and the cycle formula."""
+    config = make_config(rows, cols, simd, SERIAL)
+    rng = np.random.default_rng(rows * 100 + cols * 10 + simd + 5)
+    check(config, [random_case(config, rng) for _ in range(12)])
 
 
 def packed_case(config: AcceleratorConfig, rng: np.random.Generator, ic: int, oc: int, size: int, kernel: int,

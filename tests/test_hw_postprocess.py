@@ -1,19 +1,24 @@
-"""Post-processing lanes against `sim.golden.kernels.requantize` and an exact rational reference."""
+"""Post-processing against `sim.golden.kernels.requantize` and an exact rational reference: the
+parallel lanes (`hwgen.postprocess`) and the serial lane (`hwgen.serial_post`, whose consumer
+never stalls)."""
 from __future__ import annotations
 
 from fractions import Fraction
 
 import numpy as np
+import pytest
 from amaranth.hdl import signed
 from amaranth.sim import Simulator
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hwgen.postprocess import PostProcess
+from hwgen.serial_post import SerialPostProcess, serial_interval, serial_latency
 from sim.golden.kernels import requantize
 
 ACC = signed(33)
 ACC_MAX = 2**32 - 1
+UNITS = {"lanes": PostProcess, "serial": SerialPostProcess}
 
 
 async def send(ctx, stream, payloads: list, rng: np.random.Generator, gap_rate: float) -> None:
@@ -42,9 +47,12 @@ async def receive(ctx, stream, count: int, rng: np.random.Generator, stall_rate:
     return received
 
 
-def run_postprocess(lanes: int, beats: list[dict], seed: int = 0, gap_rate: float = 0.3, stall_rate: float = 0.3):
-    """Stream `beats` through a `PostProcess` with random gaps and stalls; the output rows."""
-    dut = PostProcess(lanes, ACC)
+def run_postprocess(lanes: int, beats: list[dict], seed: int = 0, gap_rate: float = 0.3, stall_rate: float = 0.3,
+                    unit: str = "lanes"):
+    """Stream `beats` through a requantizer with random gaps and stalls (none for the serial
+    lane, whose consumer never stalls); the output rows."""
+    dut = UNITS[unit](lanes, ACC)
+    stall_rate = stall_rate if unit == "lanes" else 0.0
     rng = np.random.default_rng(seed)
     out: list = []
 
@@ -100,17 +108,20 @@ def random_beat(rng: np.random.Generator, lanes: int) -> tuple[dict, list[int]]:
     return beat(acc.tolist(), bias, m, s, zy, int(lo), int(hi)), expected
 
 
+@pytest.mark.parametrize("unit", UNITS)
 @settings(max_examples=8, deadline=None)
 @given(lanes=st.integers(1, 3), count=st.integers(1, 40), seed=st.integers(0, 2**32 - 1),
        gap_rate=st.sampled_from([0.0, 0.4]), stall_rate=st.sampled_from([0.0, 0.4]))
-def test_matches_golden_requantize(lanes: int, count: int, seed: int, gap_rate: float, stall_rate: float) -> None:
+def test_matches_golden_requantize(unit: str, lanes: int, count: int, seed: int, gap_rate: float,
+                                   stall_rate: float) -> None:
     """Random parameters, ReLU-style bounds, raw spills mixed in, input gaps and output stalls."""
     rng = np.random.default_rng(seed)
     beats, expected = zip(*(random_beat(rng, lanes) for _ in range(count)))
-    assert run_postprocess(lanes, list(beats), seed, gap_rate, stall_rate) == list(expected)
+    assert run_postprocess(lanes, list(beats), seed, gap_rate, stall_rate, unit) == list(expected)
 
 
-def test_corners_match_exact_rationals() -> None:
+@pytest.mark.parametrize("unit", UNITS)
+def test_corners_match_exact_rationals(unit: str) -> None:
     """Ties both ways and both signs, shifts 0 and 62, the widest operands (products beyond
     int64, where the golden model's int64 product would wrap), saturation at both bounds."""
     cases = [
@@ -124,7 +135,7 @@ def test_corners_match_exact_rationals() -> None:
     ]
     expected = [[exact(a + b, m, s, c["layer"]["zero_point"], c["layer"]["low"], c["layer"]["high"])
                  for a, b, m, s in zip(c["acc"], c["bias"], c["multiplier"], c["shift"])] for c in cases]
-    assert run_postprocess(3, cases) == expected
+    assert run_postprocess(3, cases, unit=unit) == expected
 
 
 def test_rational_reference_agrees_with_golden() -> None:
@@ -136,7 +147,8 @@ def test_rational_reference_agrees_with_golden() -> None:
     assert golden.tolist() == [exact(int(t), int(a), int(b), 3, -100, 120) for t, a, b in zip(totals, m, s)]
 
 
-def test_pass_through_and_back_to_back() -> None:
+@pytest.mark.parametrize("unit", UNITS)
+def test_pass_through_and_back_to_back(unit: str) -> None:
     """Raw spills (`acc + bias` as int32, its extremes included; `m` and `s` ignored) between
     requantized beats, with no gaps or stalls."""
     cases = [
@@ -145,10 +157,11 @@ def test_pass_through_and_back_to_back() -> None:
         beat([-1, 1, 0], -(2**31) + 1, 5, 3, raw=1),
     ]
     expected = [[2**31 - 1, -(2**31) + 5, 10], [50, -50, 0], [-(2**31), -(2**31) + 2, -(2**31) + 1]]
-    assert run_postprocess(3, cases, gap_rate=0.0, stall_rate=0.0) == expected
+    assert run_postprocess(3, cases, gap_rate=0.0, stall_rate=0.0, unit=unit) == expected
 
 
-def test_clamp_around_the_narrow_width() -> None:
+@pytest.mark.parametrize("unit", UNITS)
+def test_clamp_around_the_narrow_width(unit: str) -> None:
     """Quotients on both sides of the clamp's narrow width (`NARROW_BITS`: 2**11) and of the
     8-bit range, with the zero points and rounding that push them across a bound."""
     quotients = [2**11 - 1, 2**11, 2**11 + 1, -(2**11), -(2**11) - 1, 127, 128, -128, -129, 2**20, -(2**20)]
@@ -156,4 +169,39 @@ def test_clamp_around_the_narrow_width() -> None:
              for q in quotients for up in (0, 1) for zy, lo, hi in ((-128, -128, 127), (127, -5, 127), (0, 0, 0))]
     expected = [[exact(a + b, m, s, c["layer"]["zero_point"], c["layer"]["low"], c["layer"]["high"])
                  for a, b, m, s in zip(c["acc"], c["bias"], c["multiplier"], c["shift"])] for c in cases]
-    assert run_postprocess(3, cases) == expected
+    assert run_postprocess(3, cases, unit=unit) == expected
+
+
+@pytest.mark.parametrize("lanes", [1, 2, 4])
+def test_serial_lane_timing(lanes: int) -> None:
+    """Offered back to back, beats are accepted every `lanes` x (1 + 16 / 4) cycles (the sum,
+    then one cycle per 4-bit multiplier digit) and each leaves 3 cycles after its last lane's
+    product (rounding, clamp, output register)."""
+    dut = SerialPostProcess(lanes, ACC)
+    rng = np.random.default_rng(lanes)
+    beats = [random_beat(rng, lanes)[0] for _ in range(5)]
+    accepted, produced = [], []
+
+    async def testbench(ctx):
+        ctx.set(dut.o.ready, 1)
+        ctx.set(dut.i.valid, 1)
+        sent = 0
+        for edge in range(1, 5 * lanes * 5 + 20):
+            if sent < len(beats):
+                ctx.set(dut.i.payload, beats[sent])
+            ctx.set(dut.i.valid, int(sent < len(beats)))
+            _, _, ready, valid, out_valid = await ctx.tick().sample(dut.i.ready, dut.i.valid, dut.o.valid)
+            if ready and valid:
+                accepted.append(edge)
+                sent += 1
+            if out_valid:
+                produced.append(edge)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(testbench)
+    sim.run()
+    interval = lanes * 5
+    assert serial_interval(lanes) == interval and serial_latency(lanes) == interval + 3
+    assert accepted == [1 + k * interval for k in range(len(beats))]
+    assert produced == [edge + interval + 3 for edge in accepted]

@@ -246,3 +246,7 @@ def test_used_queue_bits_cover_each_units_fields_and_drop_the_rest():
     buf_addr (1+10+32+16), the compute queue the opcode and the widest payload, VEC's (91)."""
     widths = {q: sum(stop - start for start, stop in used_bits(q)) for q in QUEUES}
     assert widths == {"load": 5 + 85, "store": 5 + 59, "compute": 5 + 91}
+    # compiler pointer steps: CONVCFG's step fields (16 + 16 bits after its first 65) are read,
+    # in_rows is not (it lies inside VEC's fields anyway)
+    compiler = Template(address_steps="compiler")
+    assert sum(stop - start for start, stop in used_bits("compute", compiler)) == 5 + 65 + 32

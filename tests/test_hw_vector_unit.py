@@ -16,18 +16,24 @@ from hwgen.config import AcceleratorConfig, config_from_dict
 from hwgen.isa import Buffer, Instruction, Opcode, VecOp
 from hwgen.layout import PARAM_BYTES, bank_bytes, phase_row_pitch
 from hwgen.program import Program
+from hwgen.serial_post import SerialPostProcess, is_serial
 from hwgen.steps import pointer_steps
 from hwgen.vector_unit import VectorUnit, vec_cycles
 from sim.isa_sim import IsaSimulator
 
 
-def make_config(rows: int, cols: int, simd: int) -> AcceleratorConfig:
+def make_config(rows: int, cols: int, simd: int, template: dict | None = None) -> AcceleratorConfig:
     """A small configuration: 2 KB input banks, 1 KB accumulator banks."""
     return config_from_dict({
         "clock_mhz": 10, "pe": {"rows": rows, "cols": cols, "simd": simd},
         "widths": {"activation": 8, "weight": 8, "accumulator": 32},
         "buffers": {"input_bytes": 4096, "weight_bytes": 64, "output_bytes": 2048},
-        "dram": {"bus_width_bits": 8, "bandwidth_bytes_per_cycle": 1, "latency_cycles": 1, "burst_beats": 1}})
+        "dram": {"bus_width_bits": 8, "bandwidth_bytes_per_cycle": 1, "latency_cycles": 1, "burst_beats": 1},
+        "template": template or {}})
+
+
+COMPACT = {"postprocess": "serial", "vector_products": "serial"}
+"""The DSP-free vector unit: the shared serial lane, digit-serial products."""
 
 
 @dataclass
@@ -115,6 +121,9 @@ def run_rtl(config: AcceleratorConfig, cases: list[Case]) -> list[tuple[np.ndarr
              "param": bank_bytes(config, "param") // word["param"], "acc": bank_bytes(config, "acc") // word["acc"]}
     m = Module()
     m.submodules.dut = dut
+    if is_serial(config):  # the lane the compute unit would share with the conv engine
+        m.submodules.post = post = SerialPostProcess.shared(config)
+        wiring.connect(m, dut.post, post)
     memories = {}
     for name, kind in (("input_even", "input"), ("input_odd", "input"), ("param", "param"), ("acc", "acc")):
         memories[name] = m.submodules[name] = Memory(shape=8 * word[kind], depth=depth[kind], init=[])
@@ -153,7 +162,7 @@ def run_rtl(config: AcceleratorConfig, cases: list[Case]) -> list[tuple[np.ndarr
 def check(config: AcceleratorConfig, cases: list[Case]) -> None:
     for case, (acc, cycles) in zip(cases, run_rtl(config, cases)):
         assert acc.tobytes() == isa_result(config, case).tobytes(), f"{case.convcfg} / {case.vec}"
-        assert cycles == vec_cycles(case.vec, case.convcfg), f"{case.convcfg} / {case.vec}"
+        assert cycles == vec_cycles(config, case.vec, case.convcfg), f"{case.convcfg} / {case.vec}"
 
 
 @pytest.mark.parametrize("pe, field", [((3, 2, 2), "pe.rows"), ((4, 3, 2), "pe.cols"), ((2, 2, 4), "pe.simd")])
@@ -162,10 +171,13 @@ def test_rejects_unsupported_configs(pe: tuple[int, int, int], field: str) -> No
         VectorUnit(make_config(*pe))
 
 
-@pytest.mark.parametrize("rows, cols, simd, seed", [(4, 2, 2, 0), (4, 2, 4, 1), (2, 1, 2, 2), (8, 4, 2, 3)])
-def test_matches_isa_simulator(rows: int, cols: int, simd: int, seed: int) -> None:
-    """Random ops, windows, strides, shapes, zero points, multipliers, shifts and clamps."""
-    config = make_config(rows, cols, simd)
+@pytest.mark.parametrize("rows, cols, simd, seed, template", [(4, 2, 2, 0, {}), (4, 2, 4, 1, {}), (2, 1, 2, 2, {}),
+                                                              (8, 4, 2, 3, {}), (2, 2, 2, 4, COMPACT),
+                                                              (4, 2, 2, 5, COMPACT)])
+def test_matches_isa_simulator(rows: int, cols: int, simd: int, seed: int, template: dict) -> None:
+    """Random ops, windows, strides, shapes, zero points, multipliers, shifts and clamps; with
+    the engine's own requantizer and DSP products, and DSP-free (`COMPACT`)."""
+    config = make_config(rows, cols, simd, template)
     rng = np.random.default_rng(seed)
     cases = [random_case(config, rng) for _ in range(30)]
     ops = {VecOp(case.vec["op"]) for case in cases}
@@ -174,11 +186,12 @@ def test_matches_isa_simulator(rows: int, cols: int, simd: int, seed: int) -> No
     check(config, cases)
 
 
+@pytest.mark.parametrize("template", [{}, COMPACT])
 @pytest.mark.parametrize("x, zero_point", [(-128, 127), (127, -128)])
-def test_extreme_sums(x: int, zero_point: int) -> None:
+def test_extreme_sums(x: int, zero_point: int, template: dict) -> None:
     """The widest accumulator values: ADD of two `x - zp = -+255` tensors with multipliers of
     2**16 - 1, and a 15 x 15 SUM window of them (the largest kernel CONVCFG encodes)."""
-    config = make_config(4, 2, 4)
+    config = make_config(4, 2, 4, template)
     rng = np.random.default_rng(4)
     base = {"in_zero_point": zero_point, "out_zero_point": 0, "act_min": -128, "act_max": 127, "stride": 1}
     add = (Instruction.make(Opcode.CONVCFG, **base, kernel_h=1, kernel_w=1, in_rows=2, in_row_pitch=4),

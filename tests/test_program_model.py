@@ -54,7 +54,8 @@ def test_prediction_matches_rtl_on_digits_layers(digits, config_name, layer):
 def test_prediction_matches_rtl_on_the_compact_icebreaker(digits):
     """The whole digits CNN on the `icebreaker` configuration (the compact template: program
     and descriptors in an SPRAM read 16 bits per cycle, no registers, narrowed queues, segment
-    queues in flip-flops, merged banks): bit-exact, DRAM bytes equal, cycles within 5%."""
+    queues in flip-flops, merged banks, one shared serial post-processing lane, compiler pointer
+    steps, shift-add vector products): bit-exact, DRAM bytes equal, cycles within 5%."""
     net, x = digits
     check_against_rtl(net, load_config("icebreaker"), x)
 

@@ -73,6 +73,18 @@ def test_dsp_count_of_the_whole_accelerator_is_exact(family, shape):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("family", ["ecp5", "ice40"])
+def test_dsp_free_options_leave_only_the_pe_multipliers(family):
+    """Serial post-processing, compiler pointer steps and shift-add vector products: Yosys maps
+    exactly the `rows * cols * simd` PE multipliers to DSPs, and the estimate counts them."""
+    data = config(2, 2, 2, 8192, 8).to_dict()
+    data["template"] = {"postprocess": "serial", "address_steps": "compiler", "vector_products": "serial"}
+    cfg = config_from_dict(data)
+    verilog = convert(Accelerator(cfg, Program()), name="top", platform=Platform(family))
+    assert coarse_cells(family, verilog).get(DSP_CELL[family], 0) == 2 * 2 * 2 == dsp_count(cfg, family)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("family, shape", [
     ("ecp5", (2, 2, 2, 4096, 16)), ("ecp5", (8, 4, 2, 65536, 32)),
     ("ice40", (2, 4, 2, 32768, 8)),

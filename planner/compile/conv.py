@@ -17,6 +17,7 @@ from hwgen.config import AcceleratorConfig
 from hwgen.dma import Descriptor, Dim
 from hwgen.isa import Buffer, Opcode
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes, partial_sums_offset, phase_row_pitch
+from hwgen.steps import compiler_fields
 from planner.compile.emitter import Emitter
 from planner.compile.packing import expand_depthwise, padded_channels, param_block, weight_block
 from planner.errors import PlanningError
@@ -125,7 +126,8 @@ def lower_conv(em: Emitter, tiling: ConvTiling, constants: int, block_offsets: d
     out_cp = padded_channels(out_c, pe.simd)
     em.emit(Opcode.CONVCFG, in_zero_point=q.inputs[0].zero_point, out_zero_point=q.output.zero_point,
             act_min=q.act_min, act_max=q.act_max, kernel_h=shape.kh, kernel_w=shape.kw, stride=s,
-            in_rows=tiling.in_rows, in_row_pitch=tiling.row_pitch)
+            in_rows=tiling.in_rows, in_row_pitch=tiling.row_pitch,
+            **compiler_fields(cfg.template, s, tiling.in_rows, tiling.row_pitch))
     tiles = {dim: tiling.tiles(dim) for dim in DIMS}
     order = tiling.schedule.order
     steps = [dict(zip(order, index)) for index in itertools.product(*[range(len(tiles[d])) for d in order])]

@@ -14,6 +14,7 @@ from hwgen.config import AcceleratorConfig
 from hwgen.dma import Descriptor, Dim
 from hwgen.isa import Buffer, Opcode, VecOp, field_limit
 from hwgen.layout import PARAM_BYTES, bank_bytes, param_bank_channels, phase_row_pitch
+from hwgen.steps import compiler_fields
 from planner.compile.conv import InputWindow
 from planner.compile.emitter import Emitter
 from planner.compile.memory_map import align
@@ -101,7 +102,8 @@ def _emit_tiles(em: Emitter, layer: Layer, config: AcceleratorConfig, sources: l
     out_cp = padded_channels(out_channels_total, pe.simd)
     em.emit(Opcode.CONVCFG, in_zero_point=sources[0].zero_point, out_zero_point=q.output.zero_point,
             act_min=q.act_min, act_max=q.act_max, kernel_h=window.kernel[0], kernel_w=window.kernel[1],
-            stride=window.stride, in_rows=window.in_rows, in_row_pitch=window.row_pitch)
+            stride=window.stride, in_rows=window.in_rows, in_row_pitch=window.row_pitch,
+            **compiler_fields(config.template, window.stride, window.in_rows, window.row_pitch))
     plane = align(groups_per_tile * window.in_rows * window.stride * window.row_pitch * pe.simd)
     waited = not reads_stored_data
     for c0 in range(0, channels, groups_per_tile * pe.simd):

@@ -103,7 +103,7 @@ def _field_bits(opcode: Opcode, name: str) -> int:
 def multipliers(config: AcceleratorConfig) -> tuple[Multiplier, ...]:
     """Every multiplier of the accelerator with the operand widths synthesis sees (after
     Yosys' width reduction), following `hwgen.pe`, `hwgen.postprocess`, `hwgen.conv_engine`,
-    `hwgen.steps` and `hwgen.vector_unit`."""
+    `hwgen.steps` and `hwgen.vector_unit`, without those the template's options make shift-add."""
     pe, widths = config.pe, config.widths
     R, C, S = pe.rows, pe.cols, pe.simd
     coefficient = MULTIPLIER_BITS + 1  # the unsigned requantisation multiplier as a signed operand
@@ -117,25 +117,33 @@ def multipliers(config: AcceleratorConfig) -> tuple[Multiplier, ...]:
     low = (LOW_BITS, MULTIPLIER_BITS, LOW_BITS + MULTIPLIER_BITS, False)  # hwgen.postprocess low partial
     conv_high = conv_sum - LOW_BITS
     vec_high = VECTOR_ACC_SHAPE.width - LOW_BITS  # the vector unit's bias is zero: its sums stay 26 bits
-    return (
-        Multiplier("PE lane (x - zx) * w", widths.activation + 1, widths.weight, widths.activation + widths.weight + 1,
-                   True, R * C * S, primitive=True),
-        Multiplier("convolution requantisation, low partial", *low, R),
-        Multiplier("convolution requantisation, high partial", conv_high, coefficient, conv_high + coefficient - 1,
-                   True, R),
-        Multiplier("vector unit (x - zx) * multiplier", widths.activation + 1, coefficient,
-                   widths.activation + coefficient, True, S),
-        Multiplier("vector unit requantisation, low partial", *low, S),
-        Multiplier("vector unit requantisation, high partial", vec_high, coefficient, vec_high + coefficient, True, S),
-        Multiplier("conv last-set records", *groups, min(sum(groups), records), False),
-        # hwgen.steps: the CONVCFG pointer steps, each product into a `bits`-wide register
-        Multiplier("steps: stride * pitch", stride, pitch, min(stride + pitch, bits), False),
-        Multiplier("steps: stride * stride", stride, stride, min(2 * stride, bits), False),
-        Multiplier("steps: in_rows * stride", in_rows, stride, min(in_rows + stride, bits), False),
-        Multiplier("steps: in_rows * pitch", in_rows, pitch, min(in_rows + pitch, bits), False),
-        Multiplier("steps: stride^2 * pitch register", min(2 * stride, bits), bits, bits, False),
-        Multiplier("steps: in_rows * stride * pitch register", min(in_rows + stride, bits), bits, bits, False),
-    )
+    template = config.template
+    found = [Multiplier("PE lane (x - zx) * w", widths.activation + 1, widths.weight,
+                        widths.activation + widths.weight + 1, True, R * C * S, primitive=True)]
+    if template.postprocess == "lanes":  # the serial lane (hwgen.serial_post) is shift-add
+        found += [
+            Multiplier("convolution requantisation, low partial", *low, R),
+            Multiplier("convolution requantisation, high partial", conv_high, coefficient,
+                       conv_high + coefficient - 1, True, R),
+            Multiplier("vector unit requantisation, low partial", *low, S),
+            Multiplier("vector unit requantisation, high partial", vec_high, coefficient, vec_high + coefficient,
+                       True, S),
+        ]
+    if template.vector_products == "dsp":  # serial: shift-add
+        found.append(Multiplier("vector unit (x - zx) * multiplier", widths.activation + 1, coefficient,
+                                widths.activation + coefficient, True, S))
+    if template.address_steps == "hardware":  # compiler steps: fields and shift-adds
+        found += [
+            Multiplier("conv last-set records", *groups, min(sum(groups), records), False),
+            # hwgen.steps: the CONVCFG pointer steps, each product into a `bits`-wide register
+            Multiplier("steps: stride * pitch", stride, pitch, min(stride + pitch, bits), False),
+            Multiplier("steps: stride * stride", stride, stride, min(2 * stride, bits), False),
+            Multiplier("steps: in_rows * stride", in_rows, stride, min(in_rows + stride, bits), False),
+            Multiplier("steps: in_rows * pitch", in_rows, pitch, min(in_rows + pitch, bits), False),
+            Multiplier("steps: stride^2 * pitch register", min(2 * stride, bits), bits, bits, False),
+            Multiplier("steps: in_rows * stride * pitch register", min(in_rows + stride, bits), bits, bits, False),
+        ]
+    return tuple(found)
 
 
 def dsp_count(config: AcceleratorConfig, family: str) -> int:
