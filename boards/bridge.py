@@ -87,15 +87,18 @@ class Bridge(wiring.Component):
         timed_out = gap == self.gap_cycles
 
         start_addr = arguments[:8 * WRITE_ADDRESS.size]
-        size = Signal(32)  # bytes a READ, WRITE or CHECKSUM covers
+        request_size = Signal(32)  # bytes a READ, WRITE or CHECKSUM covers
         with m.Switch(command):
             with m.Case(Command.READ):
-                m.d.comb += size.eq(arguments[8 * WRITE_ADDRESS.size:8 * READ_REQUEST.size])
+                m.d.comb += request_size.eq(arguments[8 * WRITE_ADDRESS.size:8 * READ_REQUEST.size])
             with m.Case(Command.WRITE, Command.PROGRAM):
-                m.d.comb += size.eq(length - WRITE_ADDRESS.size)
+                m.d.comb += request_size.eq(length - WRITE_ADDRESS.size)
             with m.Case(Command.CHECKSUM):
-                m.d.comb += size.eq(arguments[8 * WRITE_ADDRESS.size:8 * CHECKSUM_REQUEST.size])
-        request_end = start_addr + size
+                m.d.comb += request_size.eq(arguments[8 * WRITE_ADDRESS.size:8 * CHECKSUM_REQUEST.size])
+        # The size and the end of the range through two registers (EXECUTE's checks stay short):
+        # the last argument byte is followed by the two CRC bytes and CHECK before EXECUTE.
+        size, request_end = Signal(32), Signal(33)
+        m.d.sync += [size.eq(request_size), request_end.eq(start_addr + size)]
         in_memory = (size != 0) & (request_end <= self.info.memory_bytes)
         in_program = request_end <= program_bytes
 
