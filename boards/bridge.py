@@ -87,18 +87,21 @@ class Bridge(wiring.Component):
         timed_out = gap == self.gap_cycles
 
         start_addr = arguments[:8 * WRITE_ADDRESS.size]
-        size = Signal(32)  # bytes a READ, WRITE or CHECKSUM covers
+        request_size = Signal(32)  # bytes a READ, WRITE or CHECKSUM covers
         with m.Switch(command):
             with m.Case(Command.READ):
-                m.d.comb += size.eq(arguments[8 * WRITE_ADDRESS.size:8 * READ_REQUEST.size])
+                m.d.comb += request_size.eq(arguments[8 * WRITE_ADDRESS.size:8 * READ_REQUEST.size])
             with m.Case(Command.WRITE, Command.PROGRAM):
-                m.d.comb += size.eq(length - WRITE_ADDRESS.size)
+                m.d.comb += request_size.eq(length - WRITE_ADDRESS.size)
             with m.Case(Command.CHECKSUM):
-                m.d.comb += size.eq(arguments[8 * WRITE_ADDRESS.size:8 * CHECKSUM_REQUEST.size])
-        # The range's end in the width of memory addresses: a wider start or size is out of range.
+                m.d.comb += request_size.eq(arguments[8 * WRITE_ADDRESS.size:8 * CHECKSUM_REQUEST.size])
+        # The size and the end of the range through two registers (EXECUTE's checks stay short):
+        # the last argument byte is followed by the two CRC bytes and CHECK before EXECUTE. The end
+        # in the width of memory addresses: a wider start or size is out of range.
         bits = len(pointer)
-        narrow = (start_addr[bits:] == 0) & (size[bits:] == 0)
-        request_end = start_addr[:bits] + size[:bits]
+        size, request_end, narrow = Signal(32), Signal(bits + 1), Signal()
+        m.d.sync += [size.eq(request_size), narrow.eq((start_addr[bits:] == 0) & (request_size[bits:] == 0)),
+                     request_end.eq(start_addr[:bits] + size[:bits])]
         in_memory = narrow & (size != 0) & (request_end <= self.info.memory_bytes)
         in_program = narrow & (request_end <= program_bytes)
 

@@ -24,6 +24,7 @@ from planner.errors import ConfigError
 
 UP5K_SPRAMS = 4
 READ_FIFO_DEPTH = 4  # read latency 1 + one beat per cycle under back-pressure
+BLOCK_RAM_DATA_BITS = 16384  # an ECP5 DP16KD without its parity bits
 
 
 class HostPort(wiring.Signature):
@@ -49,9 +50,22 @@ def check_size(port: MemoryPort, size_bytes: int) -> None:
         raise ConfigError(f"memory size {size_bytes} bytes must be a positive multiple of the {word}-byte memory word")
 
 
+def slice_bits(word: int, depth: int) -> int:
+    """Bits of each memory a `depth`-word storage of `word` bytes is split into: the widest power
+    of two (at least 1, at most the word) whose `depth` entries fit one block RAM's data bits.
+    Each slice then fills block RAMs in their deepest shape (ECP5 DP16KD: 16K x 1 to 1K x 16)
+    and a read selects among few of them: 32 K words in one memory would be 1K x 16 block RAMs
+    and a 32-way selection from their outputs, as 1-bit slices it is a 2-way one."""
+    bits = 1
+    while bits < 8 * word and 2 * bits * depth <= BLOCK_RAM_DATA_BITS:
+        bits *= 2
+    return bits
+
+
 class WordStorage(wiring.Component):
     """`depth` words of `word` bytes behind one port: a cycle writes (`wr_en`, byte enables) or
-    reads (`rd_en`; `rd_data` the next cycle)."""
+    reads (`rd_en`; `rd_data` the next cycle). Block RAM storage is one memory per
+    `slice_bits` of the word."""
 
     def __init__(self, word: int, depth: int, init: bytes):
         self.word, self.depth, self.init = word, depth, init
@@ -65,10 +79,16 @@ class WordStorage(wiring.Component):
             return self._spram()
         m = Module()
         words = [int.from_bytes(self.init[i:i + self.word], "little") for i in range(0, len(self.init), self.word)]
-        m.submodules.memory = memory = Memory(shape=unsigned(8 * self.word), depth=self.depth, init=words)
-        write, read = memory.write_port(granularity=8), memory.read_port()
-        m.d.comb += [write.addr.eq(self.addr), write.data.eq(self.wr_data), write.en.eq(self.wr_en),
-                     read.addr.eq(self.addr), read.en.eq(self.rd_en), self.rd_data.eq(read.data)]
+        bits = slice_bits(self.word, self.depth)
+        mask = (1 << bits) - 1
+        for index in range(8 * self.word // bits):
+            init = [word >> (index * bits) & mask for word in words]
+            memory = m.submodules[f"slice{index}"] = Memory(shape=unsigned(bits), depth=self.depth, init=init)
+            write, read = memory.write_port(granularity=min(bits, 8)), memory.read_port()
+            m.d.comb += [write.addr.eq(self.addr), write.data.eq(self.wr_data.word_select(index, bits)),
+                         write.en.eq(self.wr_en.bit_select(index * bits // 8, max(bits // 8, 1))),
+                         read.addr.eq(self.addr), read.en.eq(self.rd_en),
+                         self.rd_data.word_select(index, bits).eq(read.data)]
         return m
 
     def _spram(self) -> Module:

@@ -202,14 +202,19 @@ class Dma(wiring.Component):
         m.d.comb += [req.valid.eq(self.busy & load & (src_left != 0)), req.payload.addr.eq(src_addr),
                      req.payload.beats.eq(src_beats)]
 
-        # Stores: buffer reads through a one-deep stage held by the read port's enable.
-        read_valid = Signal()
-        read_lane = Signal(range(p.buf_word_bytes // B))
+        # Stores: buffer reads through two stages: the read port's output (held by its enable),
+        # then a register of the whole word, so the block RAM's output reaches no lane selection.
+        read_valid, word_valid = Signal(), Signal()
+        read_lane, word_lane = Signal(range(p.buf_word_bytes // B)), Signal(range(p.buf_word_bytes // B))
+        word = Signal.like(self.buf_rd.data)
         lane_of = (src_addr >> lb)[:lw - lb]
-        stage_free = ~read_valid | realigner.src.ready
+        word_free = ~word_valid | realigner.src.ready
+        stage_free = ~read_valid | word_free
         m.d.comb += [self.buf_rd.addr.eq(src_addr >> lw), self.buf_rd.en.eq(stage_free)]
         with m.If(stage_free):
             m.d.sync += [read_valid.eq(self.busy & ~load & (src_left != 0)), read_lane.eq(lane_of)]
+        with m.If(word_free):
+            m.d.sync += [word_valid.eq(read_valid), word.eq(self.buf_rd.data), word_lane.eq(read_lane)]
 
         source_moves = Mux(load, req.valid & req.ready, stage_free & self.busy & (src_left != 0))
         m.d.comb += [src_step.eq(source_moves),
@@ -226,9 +231,9 @@ class Dma(wiring.Component):
                          cmd.payload.dst.eq(Mux(load, rel_seg.buf, rel_seg.dram)),
                          cmd.payload.n.eq(rel_seg.n), cmd.payload.fill.eq(rel_seg.fill)]
         rd_data = self.port.rd_data
-        buffer_chunk = self.buf_rd.data.word_select(read_lane, 8 * B) if lw > lb else self.buf_rd.data
+        buffer_chunk = word.word_select(word_lane, 8 * B) if lw > lb else word
         m.d.comb += [
-            realigner.src.valid.eq(Mux(load, rd_data.valid, read_valid)),
+            realigner.src.valid.eq(Mux(load, rd_data.valid, word_valid)),
             realigner.src.payload.eq(Mux(load, rd_data.payload.data, buffer_chunk)),
             rd_data.ready.eq(load & realigner.src.ready),
         ]
@@ -255,7 +260,7 @@ class Dma(wiring.Component):
 
         # Completion and counters.
         working = (started | walker.busy | (to_source.level != 0) | (to_realign.level != 0) | (src_left != 0)
-                   | read_valid | realigner.busy | wr.valid)
+                   | read_valid | word_valid | realigner.busy | wr.valid)
         waiting = (rd_data.ready & ~rd_data.valid) | (wr.valid & ~wr.ready)
         with m.If(self.busy):
             m.d.sync += [self.busy_cycles.eq(self.busy_cycles + 1), self.stall_cycles.eq(self.stall_cycles + waiting)]

@@ -18,7 +18,7 @@ from hwgen.dma import Descriptor
 from hwgen.dma_units import descriptor_table_params, entry_halfwords
 
 LOAD_START_CYCLES = 8     # a LOAD's unit and DMA start-up and drain, beyond latency and transfer
-STORE_START_CYCLES = 10   # the same for a STORE
+STORE_START_CYCLES = 11   # the same for a STORE
 LOOKUP_CYCLES = 3         # a descriptor read from the SPRAM program memory, beyond a cycle per halfword
 OFFER_CYCLES = 1          # from a LOAD's or STORE's issue until its unit offers the descriptor to the DMA
 
