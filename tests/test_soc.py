@@ -1,7 +1,7 @@
 """The SoC core: main memory under bursts, back-pressure and host traffic (against a numpy
-memory), its block-RAM slices, its SPRAM mapping in Icarus with Yosys' SB_SPRAM256KA model, the bridge's answers to
-well-formed and malformed frames (frames built with the standard library's CRC), and the
-SoC's construction errors."""
+memory), its block-RAM slices, its SPRAM mapping in Icarus with Yosys' SB_SPRAM256KA model,
+the bridge's answers to well-formed and malformed frames (frames built with the standard
+library's CRC), and the SoC's construction errors."""
 from __future__ import annotations
 
 import json
