@@ -1,8 +1,9 @@
 """Calibrate the sweep's resource estimate against real Yosys synthesis (prints figures).
 
-Synthesizes the whole accelerator for a set of small configurations per FPGA family, with the
-program `hwgen sweep --synth` builds too (the built-in digits CNN, `boards.synth.default_program`),
-stores the cell counts in planner/sweep/calibration.json (the LUT / flip-flop model is fitted to
+Synthesizes the whole accelerator for a set of small configurations per FPGA family (shapes of
+the PE array and buffers, and the first shape with each option of the compact iCEBreaker
+template alone and all together), with the program `hwgen sweep --synth` builds too (the
+built-in digits CNN, `boards.synth.default_program`), stores the cell counts in planner/sweep/calibration.json (the LUT / flip-flop model is fitted to
 them) and prints measured against estimated LUTs, FFs, DSPs and block RAMs, the LUT / FF
 figures leave-one-out (each configuration predicted by a model fitted to the others).
 Configurations already measured with the same Yosys version are not synthesized again.
@@ -17,6 +18,7 @@ import json
 import subprocess
 import sys
 import time
+from dataclasses import fields
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -27,7 +29,7 @@ from boards.synth import default_program  # noqa: E402
 from boards.toolchain import tool_path  # noqa: E402
 from boards.yosys import synthesize  # noqa: E402
 from hwgen.accelerator import Accelerator  # noqa: E402
-from hwgen.config import config_from_dict  # noqa: E402
+from hwgen.config import Template, config_from_dict, load_config  # noqa: E402
 from planner.files import atomic_write_text  # noqa: E402
 from planner.sweep.resources import (CALIBRATION, STRUCTURE, calibration_points, dsp_count, features, fit,  # noqa: E402
                                      logic_cells, memory_counts)
@@ -41,6 +43,23 @@ SHAPES = {
     "ice40": [(2, 2, 2, 4096, 8, ()), (4, 2, 2, 4096, 16, ()), (2, 4, 2, 8192, 8, ()),
               (2, 2, 2, 65536, 16, ("input", "weight")), (4, 4, 2, 8192, 16, ())],
 }
+
+
+def variants() -> list[dict]:
+    """Template sections calibrated on each family's first shape: every option the compact
+    iCEBreaker configuration sets, alone, then all of them together."""
+    compact = load_config("icebreaker").template
+    chosen = {option.name: list(value) if isinstance(value := getattr(compact, option.name), tuple) else value
+              for option in fields(Template) if getattr(compact, option.name) != option.default}
+    return [{name: value} for name, value in chosen.items()] + [chosen]
+
+
+def calibration_configs(family: str) -> list[dict]:
+    """The configurations synthesized for `family`: its shapes, then its first shape with each
+    template variant."""
+    base = [shape_config(*shape) for shape in SHAPES[family]]
+    return base + [dict(base[0], name=f"{base[0]['name']}-{'-'.join(template) if len(template) == 1 else 'compact'}",
+                        template=template) for template in variants()]
 
 
 class _Platform:
@@ -102,8 +121,7 @@ def main() -> None:
     if (store["yosys"], store.get("program")) != (version, PROGRAM):
         store = fresh
     for family in args.families:
-        for shape in [] if args.report_only else SHAPES[family]:
-            config = shape_config(*shape)
+        for config in [] if args.report_only else calibration_configs(family):
             if any(r["family"] == family and r["config"] == config for r in store["results"]):
                 continue
             store["results"].append(measure(family, config))
