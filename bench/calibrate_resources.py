@@ -3,8 +3,8 @@
 Synthesizes the whole accelerator for a set of small configurations per FPGA family (shapes of
 the PE array and buffers, and the first shape with each option of the compact iCEBreaker
 template alone and all together), with the program `hwgen sweep --synth` builds too (the
-built-in digits CNN, `boards.synth.default_program`), stores the cell counts in planner/sweep/calibration.json (the LUT / flip-flop model is fitted to
-them) and prints measured against estimated LUTs, FFs, DSPs and block RAMs, the LUT / FF
+built-in digits CNN, `boards.synth.default_program`), stores the cell counts in
+planner/sweep/calibration.json (the LUT / flip-flop model is fitted to them) and prints measured against estimated LUTs, FFs, DSPs and block RAMs, the LUT / FF
 figures leave-one-out (each configuration predicted by a model fitted to the others).
 Configurations already measured with the same Yosys version are not synthesized again.
 
@@ -27,14 +27,13 @@ from amaranth.back.verilog import convert  # noqa: E402
 
 from boards.synth import default_program  # noqa: E402
 from boards.toolchain import tool_path  # noqa: E402
-from boards.yosys import synthesize  # noqa: E402
+from boards.yosys import FAMILY_PARTS, PartPlatform, synthesize  # noqa: E402
 from hwgen.accelerator import Accelerator  # noqa: E402
 from hwgen.config import Template, config_from_dict, load_config  # noqa: E402
 from planner.files import atomic_write_text  # noqa: E402
 from planner.sweep.resources import (CALIBRATION, STRUCTURE, calibration_points, dsp_count, features, fit,  # noqa: E402
                                      logic_cells, memory_counts)
 
-PLATFORM_DEVICE = {"ecp5": "LFE5U-85F", "ice40": "iCE40UP5K"}
 PROGRAM = "digits"  # the program in the ROM: boards.synth's default
 # (rows, cols, simd, buffer bytes each, bus bits, SPRAM buffers)
 SHAPES = {
@@ -62,13 +61,6 @@ def calibration_configs(family: str) -> list[dict]:
                         template=template) for template in variants()]
 
 
-class _Platform:
-    """Just enough platform for the template to pick the family's DSP and SPRAM primitives."""
-
-    def __init__(self, device: str):
-        self.device = device
-
-
 def shape_config(rows: int, cols: int, simd: int, buffer_bytes: int, bus: int, spram: tuple[str, ...]) -> dict:
     return {"name": f"cal-{rows}x{cols}x{simd}-{buffer_bytes}", "clock_mhz": 50,
             "pe": {"rows": rows, "cols": cols, "simd": simd},
@@ -87,7 +79,7 @@ def measure(family: str, config: dict) -> dict:
     start = time.perf_counter()
     accelerator = config_from_dict(config)
     verilog = convert(Accelerator(accelerator, default_program(accelerator)), name="top",
-                      platform=_Platform(PLATFORM_DEVICE[family]))
+                      platform=PartPlatform(FAMILY_PARTS[family]))
     cells = synthesize(family, verilog)
     cells.pop("$scopeinfo", None)
     return {"family": family, "config": config, "cells": dict(sorted(cells.items())),

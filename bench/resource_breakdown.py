@@ -26,30 +26,20 @@ from amaranth.back import rtlil  # noqa: E402
 from boards.build import memory_bytes  # noqa: E402
 from boards.platforms import BOARDS  # noqa: E402
 from boards.soc import SocCore  # noqa: E402
-from boards.synth import DEFAULT_MODEL, builtin_calibration, load_network, quantize_network, resolve_model, run_flow  # noqa: E402
-from boards.yosys import SYNTH, family_sources, retype_command, run  # noqa: E402
+from boards.synth import default_network  # noqa: E402
+from boards.yosys import FAMILY_PARTS, SYNTH, PartPlatform, family_sources, retype_command, run  # noqa: E402
 from hwgen.accelerator import Accelerator  # noqa: E402
 from hwgen.config import load_config  # noqa: E402
 from planner.sweep.resources import logic_cells  # noqa: E402
 
-PART = {"ice40": "iCE40UP5K", "ecp5": "LFE5U-85F"}
 COLUMNS = {"BRAM": ("SB_RAM40_4K", "DP16KD"), "DSP": ("SB_MAC16", "MULT18X18D"), "SPRAM": ("SB_SPRAM256KA",),
            "carry": ("SB_CARRY", "CCU2C")}
-
-
-class _Part:
-    """Just enough platform for the template to pick the family's primitives."""
-
-    def __init__(self, device: str):
-        self.device = device
 
 
 def design(config_name: str, soc: bool):
     """The accelerator running the digits CNN, or the iCEBreaker/ULX3S SoC around it."""
     config = load_config(config_name)
-    network = load_network(resolve_model(DEFAULT_MODEL))
-    compiled = run_flow(quantize_network(network, builtin_calibration(DEFAULT_MODEL, network.input_shape)),
-                        config).compiled
+    compiled = default_network(config)
     if not soc:
         return Accelerator(config, compiled.program)
     board = BOARDS[config.board]
@@ -58,7 +48,8 @@ def design(config_name: str, soc: bool):
 
 def block_cells(family: str, top, depth: int) -> dict[str, dict[str, int]]:
     """Cells by type of each block (instance path cut to `depth` levels below `top`)."""
-    sources = {"top.il": rtlil.convert(top, name="top", platform=_Part(PART[family])), **family_sources(family)}
+    il = rtlil.convert(top, name="top", platform=PartPlatform(FAMILY_PARTS[family]))
+    sources = {"top.il": il, **family_sources(family)}
     stub = f"read_verilog -lib {family}_cells.v; " if family_sources(family) else ""
     retype = retype_command(family)
     script = (f"{stub}read_rtlil top.il; hierarchy -top top; proc; splitnets; {SYNTH[family]} -noflatten -top top"
@@ -83,7 +74,7 @@ def row(family: str, cells: dict[str, int]) -> list[int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hw", default="icebreaker", help="hardware configuration (file or shipped name)")
-    parser.add_argument("--family", choices=list(PART), default="ice40", help="FPGA family to synthesize for")
+    parser.add_argument("--family", choices=list(FAMILY_PARTS), default="ice40", help="FPGA family to synthesize for")
     parser.add_argument("--soc", action="store_true", help="the SoC of the configuration's board, not the accelerator alone")
     parser.add_argument("--depth", type=int, default=2, help="instance levels below the top to keep apart")
     args = parser.parse_args()
@@ -91,7 +82,7 @@ def main() -> None:
     blocks = block_cells(args.family, design(args.hw, args.soc), args.depth)
     rows = sorted(((name, row(args.family, cells)) for name, cells in blocks.items()), key=lambda r: -r[1][0])
     header = ["LUT", "FF", *COLUMNS]
-    print(f"{args.hw} {'SoC' if args.soc else 'accelerator'} on {args.family} ({PART[args.family]}), "
+    print(f"{args.hw} {'SoC' if args.soc else 'accelerator'} on {args.family} ({FAMILY_PARTS[args.family]}), "
           f"{time.perf_counter() - start:.0f} s")
     print(f"{'block':48s}" + "".join(f"{h:>8s}" for h in header))
     for name, values in rows:

@@ -19,6 +19,7 @@ from boards.shell import AcceleratorShell
 from hwgen.accelerator import Accelerator
 from hwgen.config import AcceleratorConfig
 from hwgen.program import Program
+from planner.compile.network import CompiledNetwork
 from planner.calibrate import quantize_network
 from planner.frontend import load_network
 from planner.pipeline import run_flow
@@ -39,11 +40,16 @@ class PinnedShell(Elaboratable):
         return m
 
 
-def default_program(config: AcceleratorConfig) -> Program:
-    """The built-in digits CNN compiled for `config`."""
+def default_network(config: AcceleratorConfig) -> CompiledNetwork:
+    """The built-in digits CNN compiled for `config` (program and memory image)."""
     network = load_network(resolve_model(DEFAULT_MODEL))
     quantized = quantize_network(network, builtin_calibration(DEFAULT_MODEL, network.input_shape))
-    return run_flow(quantized, config).compiled.program
+    return run_flow(quantized, config).compiled
+
+
+def default_program(config: AcceleratorConfig) -> Program:
+    """The built-in digits CNN's program for `config`."""
+    return default_network(config).program
 
 
 def synth_report(device: str, config: AcceleratorConfig, workdir: Path, program: Program | None = None) -> BuildReport:

@@ -10,6 +10,16 @@ from pathlib import Path
 from boards.toolchain import tool_path
 
 SYNTH_OPTIONS = {"ecp5": "", "ice40": "-dsp"}
+FAMILY_PARTS = {"ecp5": "LFE5U-85F", "ice40": "iCE40UP5K"}
+"""The part a family's designs are elaborated for when synthesized without a board."""
+
+
+class PartPlatform:
+    """Just enough platform for the template to pick a part's DSP and SPRAM primitives."""
+
+    def __init__(self, device: str):
+        self.device = device
+
 SYNTH = {family: f"synth_{family} {options}".strip() for family, options in SYNTH_OPTIONS.items()}
 
 
