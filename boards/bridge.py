@@ -69,6 +69,8 @@ class Bridge(wiring.Component):
         pointer = Signal(span)           # the next memory access
         end = Signal(span)               # the end of the request's memory range
         returned = Signal(span)          # CHECKSUM: the end of the words added to the CRC
+        summed_word = Signal(8 * word)   # CHECKSUM: the word read last, registered before the CRC
+        summed_valid = Signal()          # (the memory's output straight into the CRC was a long path)
         status = Signal(8)
         reply_length = Signal(range(MAX_DATA + 1))
         from_memory = Signal()           # READ: the reply payload comes from memory
@@ -260,17 +262,19 @@ class Bridge(wiring.Component):
                         m.d.sync += count.eq(0)
                         m.next = "REPLY"
 
-            with m.State("SUM"):  # CHECKSUM: a word read per cycle, each word into the CRC as it returns
+            with m.State("SUM"):  # CHECKSUM: a word read per cycle, each word registered, then into the CRC
                 m.d.comb += [memory.req.valid.eq(pointer != end), memory.req.payload.addr.eq(pointer),
-                             region_crc.valid.eq(memory.rd_valid), region_crc.data.eq(memory.rd_data)]
+                             region_crc.valid.eq(summed_valid), region_crc.data.eq(summed_word)]
+                m.d.sync += [summed_valid.eq(memory.rd_valid), summed_word.eq(memory.rd_data)]
                 with m.If(memory.req.valid & memory.req.ready):
                     m.d.sync += pointer.eq(pointer + word)
                 with m.If(memory.rd_valid):
                     m.d.sync += returned.eq(returned + word)
                     with m.If(returned + word == end):
                         m.next = "SUM_DONE"
-            with m.State("SUM_DONE"):  # the CRC register has taken the last word
-                m.d.sync += reply_length.eq(REPLY_BYTES[Command.CHECKSUM])
+            with m.State("SUM_DONE"):  # the last word goes from its register into the CRC
+                m.d.comb += [region_crc.valid.eq(summed_valid), region_crc.data.eq(summed_word)]
+                m.d.sync += [summed_valid.eq(0), reply_length.eq(REPLY_BYTES[Command.CHECKSUM])]
                 m.next = "REPLY"
 
             with m.State("REPLY"):
