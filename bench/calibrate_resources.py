@@ -1,11 +1,12 @@
 """Calibrate the sweep's resource estimate against real Yosys synthesis (prints figures).
 
 Synthesizes the whole accelerator for a set of small configurations per FPGA family (shapes of
-the PE array and buffers, and the first shape with each option of the compact iCEBreaker
-template alone and all together), with the program `hwgen sweep --synth` builds too (the
-built-in digits CNN, `boards.synth.default_program`), stores the cell counts in
-planner/sweep/calibration.json (the LUT / flip-flop model is fitted to them) and prints measured against estimated LUTs, FFs, DSPs and block RAMs, the LUT / FF
-figures leave-one-out (each configuration predicted by a model fitted to the others).
+the PE array and buffers, the first shape with each option of the compact iCEBreaker template
+alone and with all of them, the second shape with all of them), with the program `hwgen sweep
+--synth` builds too (the built-in digits CNN, `boards.synth.default_program`), stores the cell
+counts in planner/sweep/calibration.json (the LUT / flip-flop model is fitted to them) and
+prints measured against estimated LUTs, FFs, DSPs and block RAMs, the LUT / FF figures
+leave-one-out (each configuration predicted by a model fitted to the others).
 Configurations already measured with the same Yosys version are not synthesized again.
 
 Usage: python bench/calibrate_resources.py [--families ecp5 ice40] [--report-only]
@@ -55,10 +56,13 @@ def variants() -> list[dict]:
 
 def calibration_configs(family: str) -> list[dict]:
     """The configurations synthesized for `family`: its shapes, then its first shape with each
-    template variant."""
+    template variant, then its second shape with all of them (options do not add up exactly:
+    a second combined point spreads the difference over their terms)."""
     base = [shape_config(*shape) for shape in SHAPES[family]]
-    return base + [dict(base[0], name=f"{base[0]['name']}-{'-'.join(template) if len(template) == 1 else 'compact'}",
-                        template=template) for template in variants()]
+    variant_names = ['-'.join(template) if len(template) == 1 else 'compact' for template in variants()]
+    return (base + [dict(base[0], name=f"{base[0]['name']}-{name}", template=template)
+                    for name, template in zip(variant_names, variants())]
+            + [dict(base[1], name=f"{base[1]['name']}-compact", template=variants()[-1])])
 
 
 def shape_config(rows: int, cols: int, simd: int, buffer_bytes: int, bus: int, spram: tuple[str, ...]) -> dict:
@@ -89,16 +93,14 @@ def measure(family: str, config: dict) -> dict:
 def report(family: str) -> None:
     points = [(config_from_dict(c), cells) for c, cells in calibration_points(family)]
     print(f"{family}: {len(points)} configurations   measured / estimated (LUT and FF leave-one-out)")
-    print(f"  {'rows x cols x simd, buffers':30s} {'LUT':>13s} {'FF':>13s} {'DSP':>9s} {'BRAM':>9s}")
+    print(f"  {'rows x cols x simd-buffer bytes':30s} {'LUT':>13s} {'FF':>13s} {'DSP':>9s} {'BRAM':>9s}")
     for i, (config, cells) in enumerate(points):
         lut, ff = logic_cells(family, cells)
         others = [(c, logic_cells(family, k)) for j, (c, k) in enumerate(points) if j != i]
         loo = fit(others).predict(features(config)) if len(others) >= len(STRUCTURE) else (float("nan"),) * 2
         dsp = cells.get("MULT18X18D", 0) + cells.get("SB_MAC16", 0)
         bram = cells.get("DP16KD", 0) + cells.get("SB_RAM40_4K", 0)
-        pe = config.pe
-        label = f"{pe.rows}x{pe.cols}x{pe.simd}, {config.buffers.input_bytes} B"
-        print(f"  {label:30s} {lut:6d}/{loo[0]:6.0f} {ff:6d}/{loo[1]:6.0f} {dsp:4d}/{dsp_count(config, family):4d} "
+        print(f"  {config.name.removeprefix('cal-'):30s} {lut:6d}/{loo[0]:6.0f} {ff:6d}/{loo[1]:6.0f} {dsp:4d}/{dsp_count(config, family):4d} "
               f"{bram:4d}/{memory_counts(config, family)[0]:4d}")
 
 

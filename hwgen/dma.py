@@ -28,6 +28,19 @@ from hwgen.memory_port import MemoryPort
 
 __all__ = ["OUTER_DIMS", "Descriptor", "DescriptorError", "Dim", "DmaParams", "Dma", "Realigner", "Walker"]
 
+def realign_command_layout(params: DmaParams) -> data.StructLayout:
+    """A realigner command: `n` bytes from byte `src_off` of the first source word to `dst`."""
+    return data.StructLayout({"src_off": params.lb, "dst": params.dst_width, "n": params.count_width, "fill": 1})
+
+
+def segment_queue_layouts(params: DmaParams) -> tuple[data.StructLayout, data.StructLayout]:
+    """The entries of the walker's two segment queues (source side, realigner side): with
+    `narrow_queues` (source address, n) and the realigner's command; otherwise whole segments."""
+    if params.narrow_queues:
+        return data.StructLayout({"addr": params.dst_width, "n": params.count_width}), realign_command_layout(params)
+    return params.segment_layout(), params.segment_layout()
+
+
 class Realigner(wiring.Component):
     """Shifts a byte range from source-aligned words to destination-aligned words with masks.
 
@@ -39,10 +52,9 @@ class Realigner(wiring.Component):
 
     def __init__(self, params: DmaParams):
         self.params = params
-        B, lb = params.bus_bytes, params.lb
+        B = params.bus_bytes
         super().__init__({
-            "cmd": In(stream.Signature(data.StructLayout({
-                "src_off": lb, "dst": params.dst_width, "n": params.count_width, "fill": 1}))),
+            "cmd": In(stream.Signature(realign_command_layout(params))),
             "src": In(stream.Signature(8 * B)),
             "dst": Out(stream.Signature(data.StructLayout({
                 "addr": params.dst_width, "data": 8 * B, "mask": B, "last": 1}))),
@@ -142,11 +154,7 @@ class Dma(wiring.Component):
         lw = exact_log2(p.buf_word_bytes)
         m.submodules.walker = walker = Walker(p)
         m.submodules.realigner = realigner = Realigner(p)
-        seg_layout = p.segment_layout()
-        # With `narrow_queues` the source queue holds (source address, n) and the realign queue
-        # the realigner's command; otherwise both hold whole segments.
-        source_layout = data.StructLayout({"addr": p.dst_width, "n": p.count_width}) if p.narrow_queues else seg_layout
-        realign_layout = realigner.cmd.payload.shape() if p.narrow_queues else seg_layout
+        source_layout, realign_layout = segment_queue_layouts(p)
         # A FIFO read asynchronously cannot map to block RAM, so `registers` puts it in flip-flops
         # (and lets a segment through a cycle earlier).
         queue = fifo.SyncFIFO if p.segment_fifos == "registers" else fifo.SyncFIFOBuffered

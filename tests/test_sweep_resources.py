@@ -6,9 +6,11 @@ import pytest
 from amaranth.back.verilog import convert
 
 from boards.yosys import SYNTH, cell_counts, family_sources, retype_command, synthesize
-from hwgen.accelerator import Accelerator
+from hwgen.accelerator import Accelerator, load_dma_params
 from hwgen.buffers import DoubleBuffer
 from hwgen.config import config_from_dict
+from hwgen.dma import Dma
+from hwgen.dma_units import descriptor_table_params, dma_params
 from hwgen.program import Program
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS, SinglePortBank
 from planner.errors import HwgenError
@@ -91,13 +93,16 @@ def test_dsp_free_options_leave_only_the_pe_multipliers(family):
     ("ice40", (2, 2, 2, 65536, 16, ("input", "weight"))),
     ("ice40", (2, 2, 2, 4096, 8, (), {"merged_banks": ["input", "param"], "param_bank_channels": 64,
                                       "program_memory": "spram"})),
-    ("ecp5", (2, 2, 2, 8192, 16, (), {"merged_banks": ["weight"], "program_memory": "spram"})),
+    ("ecp5", (2, 2, 2, 8192, 16, (), {"merged_banks": ["weight"], "program_memory": "spram", "dma": "shared"})),
 ])
 def test_buffer_ram_blocks_are_exact(family, shape):
     cfg = config(*shape)
     blocks = spram = 0
     parts = [(DoubleBuffer.from_config(cfg, kind, halves=halves), copies)
              for kind, halves, copies in (("input", 2, 2), ("weight", 1, 1), ("param", 1, 1), ("acc", 1, 1))]
+    parts.append((Dma(load_dma_params(cfg, descriptor_table_params(cfg))), 1))  # hwgen.accelerator's DMAs
+    if cfg.template.dma == "separate":
+        parts.append((Dma(dma_params(cfg, "acc")), 1))
     if cfg.template.program_memory == "spram":
         parts.append((SinglePortBank(SPRAM_BITS // 8, SPRAM_WORDS), 1))
     for part, copies in parts:

@@ -81,9 +81,10 @@ def test_hw_overrides_the_space_base(tmp_path):
     assert config.device == "iCE40UP5K" and config.pe.rows == 2 and config.pe.cols == 2
 
 
-def test_shipped_default_space_loads_by_name():
-    space = load_space("default")
-    assert space.size == 108 and all(config_from_dict(p.config) for p in space.points())
+@pytest.mark.parametrize("name, size", [("default", 3 * 3 * 3 * 2 * 2), ("icebreaker", 2 * 2 * 2 * 2 * 2)])
+def test_shipped_spaces_load_by_name(name, size):
+    space = load_space(name)
+    assert space.size == size and all(config_from_dict(p.config) for p in space.points())
 
 
 @pytest.mark.parametrize("text, culprit, allowed", [

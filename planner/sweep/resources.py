@@ -5,12 +5,14 @@
   products and the address products of both engines, as Yosys merges them), each split into
   DSP cells by the rules of Yosys' `mul2dsp` techmap with the family's DSP size (`DSP_RULES`).
 - Block RAMs and SPRAMs are counted from the buffer banks (`hwgen.buffers.bank_shape`), each
-  bank in the cheapest RAM aspect ratio that keeps byte write enables.
+  bank in the cheapest RAM aspect ratio that keeps byte write enables, and the DMAs' segment
+  queues.
 - LUTs and flip-flops come from a linear model over structural counts (`features`), fitted by
   least squares to real Yosys synthesis of small configurations (`calibration.json`, written
   by `bench/calibrate_resources.py`).
 
-Totals cover the accelerator with an empty program ROM; a network's program adds its ROM.
+Totals cover the accelerator with an empty program ROM; a network's program adds its ROMs
+(instructions and DMA descriptors).
 """
 from __future__ import annotations
 
@@ -22,12 +24,16 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+from amaranth.hdl import Shape
 from amaranth.utils import ceil_log2
 
 from boards.devices import Resources
 from hwgen.accumulator import accumulator_shape
+from hwgen.accelerator import load_dma_params
 from hwgen.buffers import bank_shape
 from hwgen.config import _SCHEMA, AcceleratorConfig, Template, _Choice, _Choices
+from hwgen.dma import DmaParams, segment_queue_layouts
+from hwgen.dma_units import descriptor_table_params, dma_params
 from hwgen.isa import PAYLOADS, Opcode
 from hwgen.layout import ACC_BYTES, bank_bytes
 from hwgen.postprocess import LOW_BITS
@@ -58,6 +64,7 @@ BRAM_SHAPES = {
     "ice40": ((16, 256), (8, 512), (4, 1024), (2, 2048)),  # SB_RAM40_4K
 }
 SPRAM_BITS, SPRAM_WORDS = 16, 16384  # SB_SPRAM256KA
+DISTRIBUTED_RAM_FAMILIES = ("ecp5",)  # Yosys puts shallow memories (the segment queues) in LUT RAM there
 SPRAM_FAMILY = "ice40"
 
 
@@ -162,11 +169,28 @@ def _rams(word_bits: int, depth: int, shapes: tuple[tuple[int, int], ...]) -> in
     return min(math.ceil(word_bits / bits) * math.ceil(depth / words) for bits, words in shapes)
 
 
+def dma_units(config: AcceleratorConfig) -> list[DmaParams]:
+    """The parameters of the accelerator's DMAs: the load DMA, and the store DMA unless
+    `template.dma` is shared (`hwgen.accelerator`)."""
+    loads = load_dma_params(config, descriptor_table_params(config))
+    return [loads] if config.template.dma == "shared" else [loads, dma_params(config, "acc")]
+
+
+def segment_queue_memories(config: AcceleratorConfig) -> list[tuple[int, int]]:
+    """(bits, words) of each memory behind the DMAs' segment queues: `SyncFIFOBuffered` keeps
+    all but one entry in a memory; with `template.segment_fifos: registers` there is none."""
+    if config.template.segment_fifos == "registers":
+        return []
+    return [(Shape.cast(layout).width, params.queue_depth - 1)
+            for params in dma_units(config) for layout in segment_queue_layouts(params)]
+
+
 def memory_counts(config: AcceleratorConfig, family: str) -> tuple[int, int]:
-    """(block RAMs, SPRAMs) of the buffer banks and an SPRAM program memory: two banks per
-    buffer, the input buffer as even and odd word halves, both banks of a merged buffer in one
-    memory of twice the (power-of-two) depth; SPRAMs (`buffers.spram`, `template.program_memory`)
-    only on iCE40, elsewhere block RAM."""
+    """(block RAMs, SPRAMs) of the buffer banks, the DMAs' segment queues (not on families with
+    distributed RAM) and an SPRAM program memory: two banks per buffer, the input buffer as even and odd word halves, both banks of a
+    merged buffer in one memory of twice the (power-of-two) depth; SPRAMs (`buffers.spram`,
+    `template.program_memory`) only on iCE40, elsewhere block RAM. The program's own ROMs
+    (instructions, DMA descriptors) depend on the network and are not counted."""
     bram = spram = 0
     shapes = BRAM_SHAPES[family]
     for kind, halves in (("input", 2), ("weight", 1), ("param", 1), ("acc", 1)):
@@ -178,6 +202,8 @@ def memory_counts(config: AcceleratorConfig, family: str) -> tuple[int, int]:
             bram += halves * _rams(8 * word, 2 << ceil_log2(depth // halves), shapes)
         else:
             bram += banks * _rams(8 * word, depth // halves, shapes)
+    if family not in DISTRIBUTED_RAM_FAMILIES:
+        bram += sum(_rams(bits, words, shapes) for bits, words in segment_queue_memories(config))
     if config.template.program_memory == "spram":
         if family == SPRAM_FAMILY:
             spram += 1
