@@ -31,14 +31,17 @@ class Bridge(wiring.Component):
     on a memory of `word_bytes`-byte words. `gap_cycles`: clock cycles of silence that abandon a
     partly received request. `error` is high from a refused request until the next request is
     served. With `program_memory`, PROGRAM requests write halfwords into the accelerator's
-    program memory through `program` (`SPRAM_WORDS` halfwords)."""
+    program memory through `program` (`SPRAM_WORDS` halfwords). Without `queue_counters` only
+    the cycle counter is read from `counters`; COUNTERS replies 0 for the per-queue counters."""
 
-    def __init__(self, info: DeviceInfo, gap_cycles: int, word_bytes: int, *, program_memory: bool = False):
+    def __init__(self, info: DeviceInfo, gap_cycles: int, word_bytes: int, *, program_memory: bool = False,
+                 queue_counters: bool = True):
         if CHECKSUM_ALIGNMENT % word_bytes:
             raise ValueError(f"a {word_bytes}-byte memory word does not divide CHECKSUM_ALIGNMENT")
         self.info = info
         self.gap_cycles = gap_cycles
         self.word_bytes = word_bytes
+        self.queue_counters = queue_counters
         members = {
             "rx": In(stream.Signature(8)), "tx": Out(stream.Signature(8)),
             "memory": Out(HostPort(word_bytes)),
@@ -54,7 +57,7 @@ class Bridge(wiring.Component):
         word = self.word_bytes
         # One frame CRC unit: requests and replies never overlap.
         m.submodules.frame_crc = frame_crc = FRAME_CRC.create()
-        m.submodules.region_crc = region_crc = REGION_CRC.algorithm(data_width=8 * word).create()
+        m.submodules.region_crc = region_crc = REGION_CRC.create()
         m.submodules.buffer = buffer = Memory(shape=8, depth=MAX_REQUEST_PAYLOAD, init=[])
         buffer_write, buffer_read = buffer.write_port(), buffer.read_port()
 
@@ -65,17 +68,18 @@ class Bridge(wiring.Component):
         length_low = Signal(8)
         length = Signal(payload_range)
         count = Signal(payload_range)    # payload bytes received / copied; reply bytes sent
-        arguments = Signal(8 * ARGUMENT_BYTES)
         pointer = Signal(span)           # the next memory access
         end = Signal(span)               # the end of the request's memory range
-        returned = Signal(span)          # CHECKSUM: the end of the words added to the CRC
-        summed_word = Signal(8 * word)   # CHECKSUM: the word read last, registered before the CRC
-        summed_valid = Signal()          # (the memory's output straight into the CRC was a long path)
+        bits = len(pointer)
+        # The arguments in the width of memory addresses; a set bit above it puts them out of range.
+        address, size_argument = Signal(bits), Signal(bits)
+        wide_address, wide_size = Signal(), Signal()
         status = Signal(8)
         reply_length = Signal(range(MAX_DATA + 1))
         from_memory = Signal()           # READ: the reply payload comes from memory
-        out_byte = Signal(8)
-        fetch_lane = Signal(range(word))  # READ: the byte of the fetched word
+        out_byte = Signal(8)             # the next reply byte; CHECKSUM: the byte read last
+        summing = Signal()               # CHECKSUM: `out_byte` waits to go into the region CRC
+        fetch_lane = Signal(range(word))  # READ, CHECKSUM: the byte of the fetched word
         gap = Signal(range(self.gap_cycles + 1))
 
         rx, tx, memory = self.rx, self.tx, self.memory
@@ -88,22 +92,19 @@ class Bridge(wiring.Component):
             m.d.sync += gap.eq(gap + 1)
         timed_out = gap == self.gap_cycles
 
-        start_addr = arguments[:8 * WRITE_ADDRESS.size]
-        request_size = Signal(32)  # bytes a READ, WRITE or CHECKSUM covers
+        data_bytes = Signal(payload_range)  # WRITE, PROGRAM: the data after the address
+        m.d.comb += data_bytes.eq(length - WRITE_ADDRESS.size)
+        request_size, request_wide = Signal(bits), Signal()  # bytes a READ, WRITE or CHECKSUM covers
         with m.Switch(command):
-            with m.Case(Command.READ):
-                m.d.comb += request_size.eq(arguments[8 * WRITE_ADDRESS.size:8 * READ_REQUEST.size])
+            with m.Case(Command.READ, Command.CHECKSUM):
+                m.d.comb += [request_size.eq(size_argument), request_wide.eq(wide_size)]
             with m.Case(Command.WRITE, Command.PROGRAM):
-                m.d.comb += request_size.eq(length - WRITE_ADDRESS.size)
-            with m.Case(Command.CHECKSUM):
-                m.d.comb += request_size.eq(arguments[8 * WRITE_ADDRESS.size:8 * CHECKSUM_REQUEST.size])
+                m.d.comb += [request_size.eq(data_bytes), request_wide.eq(data_bytes[bits:] != 0)]
         # The size and the end of the range through two registers (EXECUTE's checks stay short):
-        # the last argument byte is followed by the two CRC bytes and CHECK before EXECUTE. The end
-        # in the width of memory addresses: a wider start or size is out of range.
-        bits = len(pointer)
-        size, request_end, narrow = Signal(32), Signal(bits + 1), Signal()
-        m.d.sync += [size.eq(request_size), narrow.eq((start_addr[bits:] == 0) & (request_size[bits:] == 0)),
-                     request_end.eq(start_addr[:bits] + size[:bits])]
+        # the last argument byte is followed by the two CRC bytes and CHECK before EXECUTE.
+        size, request_end, narrow = Signal(bits), Signal(bits + 1), Signal()
+        m.d.sync += [size.eq(request_size), narrow.eq(~wide_address & ~request_wide),
+                     request_end.eq(address + size)]
         in_memory = narrow & (size != 0) & (request_end <= self.info.memory_bytes)
         in_program = narrow & (request_end <= program_bytes)
 
@@ -112,7 +113,7 @@ class Bridge(wiring.Component):
             m.next = "REPLY"
 
         def accept_range(next_state: str) -> None:
-            m.d.sync += [pointer.eq(start_addr), returned.eq(start_addr), end.eq(request_end)]
+            m.d.sync += [pointer.eq(address), end.eq(request_end)]
             m.next = next_state
 
         def receive(next_state: str) -> None:
@@ -130,12 +131,22 @@ class Bridge(wiring.Component):
             with m.If(sent):
                 m.next = next_state
 
+        def fetch(next_state: str) -> None:
+            """Request the word holding byte `pointer`; on to the next byte."""
+            m.d.comb += [memory.req.valid.eq(1), memory.req.payload.addr.eq(pointer)]
+            with m.If(memory.req.ready):
+                m.d.sync += [fetch_lane.eq(pointer[:exact_log2(word)]), pointer.eq(pointer + 1)]
+                m.next = next_state
+
+        fetched = memory.rd_data.word_select(fetch_lane, 8)
+
         with m.FSM():
             with m.State("SYNC"):
                 m.d.comb += rx.ready.eq(1)
                 with m.If(got & (byte == REQUEST_SYNC)):
                     m.d.comb += frame_crc.start.eq(1)
-                    m.d.sync += [status.eq(Status.OK), reply_length.eq(0), from_memory.eq(0), count.eq(0)]
+                    m.d.sync += [status.eq(Status.OK), reply_length.eq(0), from_memory.eq(0), count.eq(0),
+                                 address.eq(0), size_argument.eq(0), wide_address.eq(0), wide_size.eq(0)]
                     m.next = "COMMAND"
             with m.State("COMMAND"):
                 receive("LENGTH_LOW")
@@ -163,7 +174,10 @@ class Bridge(wiring.Component):
                     with m.Switch(count):
                         for index in range(ARGUMENT_BYTES):
                             with m.Case(index):
-                                m.d.sync += arguments.word_select(index, 8).eq(byte)
+                                if index < WRITE_ADDRESS.size:
+                                    self._capture(m, address, wide_address, index, byte)
+                                else:
+                                    self._capture(m, size_argument, wide_size, index - WRITE_ADDRESS.size, byte)
                     with m.If(count + 1 == length):
                         m.next = "CRC_HIGH"
             with m.State("CRC_HIGH"):
@@ -211,7 +225,7 @@ class Bridge(wiring.Component):
                             refuse(Status.BAD_LENGTH)
                         with m.Elif(~in_memory):
                             refuse(Status.OUT_OF_RANGE)
-                        with m.Elif((start_addr | size)[:exact_log2(CHECKSUM_ALIGNMENT)] != 0):
+                        with m.Elif((address | size)[:exact_log2(CHECKSUM_ALIGNMENT)] != 0):
                             refuse(Status.UNALIGNED)
                         with m.Else():
                             m.d.comb += region_crc.start.eq(1)
@@ -220,7 +234,7 @@ class Bridge(wiring.Component):
                         with m.Case(Command.PROGRAM):
                             with m.If((length <= WRITE_ADDRESS.size) | size[0]):
                                 refuse(Status.BAD_LENGTH)
-                            with m.Elif(start_addr[0]):
+                            with m.Elif(address[0]):
                                 refuse(Status.UNALIGNED)
                             with m.Elif(~in_program):
                                 refuse(Status.OUT_OF_RANGE)
@@ -262,20 +276,18 @@ class Bridge(wiring.Component):
                         m.d.sync += count.eq(0)
                         m.next = "REPLY"
 
-            with m.State("SUM"):  # CHECKSUM: a word read per cycle, each word registered, then into the CRC
-                m.d.comb += [memory.req.valid.eq(pointer != end), memory.req.payload.addr.eq(pointer),
-                             region_crc.valid.eq(summed_valid), region_crc.data.eq(summed_word)]
-                m.d.sync += [summed_valid.eq(memory.rd_valid), summed_word.eq(memory.rd_data)]
-                with m.If(memory.req.valid & memory.req.ready):
-                    m.d.sync += pointer.eq(pointer + word)
+            with m.State("SUM"):  # CHECKSUM: a byte per memory read, registered, then into the CRC
+                m.d.comb += [region_crc.valid.eq(summing), region_crc.data.eq(out_byte)]
+                m.d.sync += summing.eq(0)
+                with m.If(pointer == end):
+                    m.d.sync += reply_length.eq(REPLY_BYTES[Command.CHECKSUM])
+                    m.next = "REPLY"
+                with m.Else():
+                    fetch("SUM_WAIT")
+            with m.State("SUM_WAIT"):
                 with m.If(memory.rd_valid):
-                    m.d.sync += returned.eq(returned + word)
-                    with m.If(returned + word == end):
-                        m.next = "SUM_DONE"
-            with m.State("SUM_DONE"):  # the last word goes from its register into the CRC
-                m.d.comb += [region_crc.valid.eq(summed_valid), region_crc.data.eq(summed_word)]
-                m.d.sync += [summed_valid.eq(0), reply_length.eq(REPLY_BYTES[Command.CHECKSUM])]
-                m.next = "REPLY"
+                    m.d.sync += [out_byte.eq(fetched), summing.eq(1)]
+                    m.next = "SUM"
 
             with m.State("REPLY"):
                 m.d.sync += self.error.eq(status != Status.OK)
@@ -292,16 +304,13 @@ class Bridge(wiring.Component):
                     m.next = "REPLY_CRC_HIGH"
             with m.State("FETCH"):
                 with m.If(from_memory):
-                    m.d.comb += [memory.req.valid.eq(1), memory.req.payload.addr.eq(pointer)]
-                    with m.If(memory.req.ready):
-                        m.d.sync += [fetch_lane.eq(pointer[:exact_log2(word)]), pointer.eq(pointer + 1)]
-                        m.next = "FETCH_WAIT"
+                    fetch("FETCH_WAIT")
                 with m.Else():
                     m.d.sync += out_byte.eq(self._reply_byte(m, command, count[:REPLY_INDEX_BITS], region_crc.crc))
                     m.next = "SEND"
             with m.State("FETCH_WAIT"):
                 with m.If(memory.rd_valid):
-                    m.d.sync += out_byte.eq(memory.rd_data.word_select(fetch_lane, 8))
+                    m.d.sync += out_byte.eq(fetched)
                     m.next = "SEND"
             with m.State("SEND"):
                 send(out_byte, "FETCH")
@@ -314,6 +323,17 @@ class Bridge(wiring.Component):
             with m.State("REPLY_CRC_LOW"):
                 send(frame_crc.crc[:8], "SYNC", checked=False)
         return m
+
+    @staticmethod
+    def _capture(m: Module, target: Signal, wide: Signal, index: int, byte) -> None:
+        """Byte `index` of a little-endian argument into `target`; its bits beyond set `wide`."""
+        low = 8 * index
+        if low < len(target):
+            m.d.sync += target[low:low + 8].eq(byte)
+        beyond = byte[max(len(target) - low, 0):]
+        if len(beyond):
+            with m.If(beyond != 0):
+                m.d.sync += wide.eq(1)
 
     def _execute_without_arguments(self, m: Module, command, refuse, reply_length) -> None:
         """IDENTIFY, STATUS, COUNTERS: set the reply length; START: pulse `start` unless busy."""
@@ -331,9 +351,12 @@ class Bridge(wiring.Component):
         """Byte `index` of a reply that does not come from memory, read when it is sent: the
         counters only change while the accelerator runs, the CRC only during a CHECKSUM."""
         info = self.info.pack()
+        counters = self.counters.as_value()
+        if not self.queue_counters:
+            counters = Cat(self.counters.cycles, Const(0, len(counters) - len(self.counters.cycles)))
         flags = Mux(self.busy, STATUS_BUSY, 0) | Mux(self.done, STATUS_DONE, 0)
         sources = {Command.IDENTIFY: Const(int.from_bytes(info, "little"), 8 * len(info)),
-                   Command.STATUS: flags.as_unsigned(), Command.COUNTERS: self.counters.as_value(),
+                   Command.STATUS: flags.as_unsigned(), Command.COUNTERS: counters,
                    Command.CHECKSUM: region_crc}
         byte = Signal(8)
         with m.Switch(command):

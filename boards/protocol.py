@@ -33,6 +33,9 @@ MAX_DATA = 256
 MAX_REQUEST_PAYLOAD = 4 + MAX_DATA
 CHECKSUM_ALIGNMENT = 64
 """CHECKSUM regions start and end on this many bytes, so the device sums whole memory words."""
+CHECKSUM_CYCLES_PER_BYTE = 4
+"""Clock cycles a CHECKSUM takes per byte at most while the accelerator leaves main memory to the
+host (the device reads a byte per memory access: two cycles)."""
 FRAME_GAP_BYTE_TIMES = 64
 """A request whose next byte is this many byte times late is abandoned (reply TRUNCATED)."""
 

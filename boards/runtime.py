@@ -137,7 +137,7 @@ class Runtime:
         """CRC-32 (as `zlib.crc32`) of `count` bytes of main memory from `address` (both multiples
         of `CHECKSUM_ALIGNMENT`)."""
         payload = wire.CHECKSUM_REQUEST.pack(address, count)
-        reply = self.exchange(Command.CHECKSUM, payload, processing=count / self.info.clk_hz)
+        reply = self.exchange(Command.CHECKSUM, payload, processing=count * wire.CHECKSUM_CYCLES_PER_BYTE / self.info.clk_hz)
         return wire.CHECKSUM_REPLY.unpack(reply)[0]
 
     def status(self) -> tuple[bool, bool]:

@@ -66,8 +66,10 @@ class SocCore(wiring.Component):
         m.submodules.uart_rx = uart_rx = UartRx(self.divisor)
         m.submodules.uart_tx = uart_tx = UartTx(self.divisor)
         gap_cycles = FRAME_GAP_BYTE_TIMES * FRAME_BITS * self.divisor
+        queue_counters = self.config.template.counters == "all"
         m.submodules.bridge = bridge = Bridge(self.info, gap_cycles, word_bytes(accelerator.port.signature),
-                                              program_memory="program_write" in accelerator.signature.members)
+                                              program_memory="program_write" in accelerator.signature.members,
+                                              queue_counters=queue_counters)
         if "program_write" in accelerator.signature.members:
             wiring.connect(m, bridge.program, accelerator.program_write)
         wiring.connect(m, uart_rx.data, bridge.rx)
@@ -76,8 +78,10 @@ class SocCore(wiring.Component):
         m.d.comb += [uart_rx.rx.eq(self.rx), self.tx.eq(uart_tx.tx), accelerator.start.eq(bridge.start)]
         # The bridge reads the status and counters through registers (placed next to it: its
         # reply multiplexer need not reach across the chip); they lag the accelerator by a cycle.
+        # With the cycle counter alone, only it is registered (the bridge replies 0 for the rest).
+        counted = accelerator.counters if queue_counters else accelerator.counters.cycles
         m.d.sync += [bridge.busy.eq(accelerator.busy), bridge.done.eq(accelerator.done),
-                     bridge.counters.eq(accelerator.counters)]
+                     (bridge.counters if queue_counters else bridge.counters.cycles).eq(counted)]
 
         hold = max(1, int(self.clk_hz * ACTIVITY_SECONDS))
         activity = Signal(range(hold + 1))

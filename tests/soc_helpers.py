@@ -31,9 +31,11 @@ TINY = config_from_dict({
 
 
 COMPACT = {"loops_and_registers": False, "queue_fields": "used", "program_memory": "spram",
-           "segment_fifos": "registers", "param_bank_channels": 16, "merged_banks": ["input", "param"]}
+           "segment_fifos": "registers", "param_bank_channels": 16, "merged_banks": ["input", "param"],
+           "counters": "cycles"}
 TINY_COMPACT = config_from_dict({**TINY.to_dict(), "name": "tiny-compact", "template": COMPACT})
-"""TINY with the compact template of the iCEBreaker configuration (host-loaded SPRAM program)."""
+"""TINY with the compact template of the iCEBreaker configuration (host-loaded SPRAM program, the
+cycle counter alone)."""
 
 TINY_INPUT = (2, 3, 3)
 

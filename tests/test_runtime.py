@@ -88,13 +88,15 @@ def test_tiny_network_full_load_readback_and_inference():
 def test_tiny_network_with_a_host_loaded_program_memory():
     """The compact template: `load` writes the instructions and the descriptor table into the
     SPRAM program memory over PROGRAM requests; inference equals the golden model and the
-    counters those of the bare accelerator; malformed PROGRAM requests are refused, and a SoC
+    counters those of the bare accelerator (the cycle counter alone, the others read 0); malformed PROGRAM requests are refused, and a SoC
     without a writable program memory does not know the command."""
     compiled, net = tiny_compiled(TINY_COMPACT), tiny_network()
     link = simulated(compiled)
     runtime = Runtime(link)
     assert runtime.load(compiled) is False  # the image is in the memory's initial contents
     assert_inference_is_golden(runtime, compiled, net, tiny_input(4))
+    counters = runtime.counters()
+    assert counters["cycles"] > 0 and not any(value for name, value in counters.items() if name != "cycles")
     for payload, status in ((b"\x00\x00\x00\x00\x01", "BAD_LENGTH"), (b"\x01\x00\x00\x00\x01\x02", "UNALIGNED"),
                             (b"\xfe\x7f\x00\x00\x01\x02\x03\x04", "OUT_OF_RANGE")):  # 32766 + 4 > 32 KiB
         with pytest.raises(DeviceError, match=f"device refused PROGRAM: {status}"):
