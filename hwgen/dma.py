@@ -23,7 +23,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
 from hwgen.dma_descriptor import OUTER_DIMS, Descriptor, DescriptorError, Dim, DmaParams
-from hwgen.dma_walker import Walker
+from hwgen.dma_walker import BASES, Walker
 from hwgen.memory_port import MemoryPort
 
 __all__ = ["OUTER_DIMS", "Descriptor", "DescriptorError", "Dim", "DmaParams", "Dma", "Realigner", "Walker"]
@@ -168,8 +168,13 @@ class Dma(wiring.Component):
         m.d.sync += started.eq(accept)
         m.d.comb += [self.desc.ready.eq(~self.busy), walker.desc.eq(desc), walker.start.eq(started),
                      realigner.fill_byte.eq(desc.fill)]
+        if p.walker == "pointer":  # the walker's pointers take the base fields: `desc` holds none of them
+            m.d.comb += [getattr(walker.bases, name).eq(getattr(self.desc.payload, name)) for name in BASES]
+            m.d.comb += walker.load_bases.eq(accept)
+        held = [name for name, _ in desc.shape() if p.walker != "pointer" or name not in BASES]
         with m.If(accept):
-            m.d.sync += [desc.eq(self.desc.payload), self.busy.eq(1), self.busy_cycles.eq(0), self.stall_cycles.eq(0)]
+            m.d.sync += [getattr(desc, name).eq(getattr(self.desc.payload, name)) for name in held]
+            m.d.sync += [self.busy.eq(1), self.busy_cycles.eq(0), self.stall_cycles.eq(0)]
 
         # Walker -> both queues (the source queue gets data segments only).
         seg = walker.seg.payload

@@ -19,8 +19,19 @@ QUANTITIES = ("dram", "buf", "y", "x")
 """What the loops advance, in the order of `STEPPED` and of the descriptor's base fields."""
 
 
+BASES = ("dram_addr", "buf_addr", "y0", "x0")
+"""The descriptor's base fields, one per quantity: the `pointer` walker takes them a cycle
+before it starts (`Walker.bases`)."""
+
+
 def _bases(desc: data.View) -> tuple:
-    return desc.dram_addr, desc.buf_addr, desc.y0, desc.x0
+    return tuple(getattr(desc, name) for name in BASES)
+
+
+def bases_layout(p: DmaParams) -> data.StructLayout:
+    """The `pointer` walker's `bases` input: the descriptor's base fields."""
+    layout = p.descriptor_layout()
+    return data.StructLayout({name: layout[name].shape for name in BASES})
 
 
 def _shapes(p: DmaParams) -> tuple:
@@ -47,8 +58,10 @@ def levels_loop(m: Module, p: DmaParams, desc: data.View, start, take) -> tuple[
     return tuple(level[0] for level in levels), Cat(*last).all()
 
 
-def pointer_loop(m: Module, p: DmaParams, desc: data.View, start, take) -> tuple[tuple, Signal]:
-    """The `pointer` loop stage: one pointer per quantity plus the selected level's step."""
+def pointer_loop(m: Module, p: DmaParams, desc: data.View, start, take, bases: tuple, load_bases) -> tuple[tuple, Signal]:
+    """The `pointer` loop stage: one pointer per quantity plus the selected level's step; the
+    pointers take `bases` when `load_bases` pulses (the cycle before `start`), so the DMA need
+    not hold the descriptor's base fields."""
     dims = desc.dims
     left = [Signal(p.count_width, name=f"left{d}") for d in range(OUTER_DIMS)]  # advances left per level
     pointers = [Signal(shape, name=q) for q, shape in zip(QUANTITIES, _shapes(p))]
@@ -64,7 +77,8 @@ def pointer_loop(m: Module, p: DmaParams, desc: data.View, start, take) -> tuple
             m.d.sync += pointer.eq(pointer + (selected[0] | selected[1] | selected[2] | selected[3]))
     with m.If(start):
         m.d.sync += [left[d].eq(dims[d].repeats) for d in range(OUTER_DIMS)]
-        m.d.sync += [pointer.eq(base) for pointer, base in zip(pointers, _bases(desc))]
+    with m.If(load_bases):
+        m.d.sync += [pointer.eq(base) for pointer, base in zip(pointers, bases)]
     return tuple(pointers), Cat(*last).all()
 
 
@@ -76,12 +90,16 @@ class Walker(wiring.Component):
     data, fill suffix (empty ones skipped; for stores fill segments are skipped too), or spends
     one cycle on a run without any. The loop stage refills the register in the cycle the split
     stage finishes, so runs follow each other without a gap; the first segment leaves two
-    cycles after `start` (one cycle) loads the loop state from `desc`.
+    cycles after `start` (one cycle) loads the loop state from `desc`. The `pointer` walker
+    takes the base fields from `bases` instead, when `load_bases` pulses in the cycle before
+    `start` (the DMA does not hold them).
     """
 
     def __init__(self, params: DmaParams):
         self.params = params
+        bases = {} if params.walker != "pointer" else {"bases": In(bases_layout(params)), "load_bases": In(1)}
         super().__init__({
+            **bases,
             "desc": In(params.descriptor_layout()),
             "start": In(1),
             "seg": Out(stream.Signature(params.segment_layout())),
@@ -93,8 +111,10 @@ class Walker(wiring.Component):
         p, desc = self.params, self.desc
         walking = Signal()  # the loop stage has runs left
         take = Signal()
-        loop = pointer_loop if p.walker == "pointer" else levels_loop
-        (a, b, y, x), final = loop(m, p, desc, self.start, take)
+        if p.walker == "pointer":
+            (a, b, y, x), final = pointer_loop(m, p, desc, self.start, take, _bases(self.bases), self.load_bases)
+        else:
+            (a, b, y, x), final = levels_loop(m, p, desc, self.start, take)
 
         # ---- loop stage: in-bounds bytes [lo, hi) of the run at the pointers
         n = desc.run_bytes
