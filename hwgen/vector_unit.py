@@ -28,6 +28,11 @@ starts at least `hwgen.serial_post.serial_interval(R)` cycles after the previous
 bits of the coefficient per cycle, shift-add: no DSP), so their reads are that many cycles
 apart (MAX and SUM, whose coefficient is 1, keep one read per cycle). A VEC keeps `idle` low
 for exactly `vec_cycles(config, vec, convcfg)` cycles.
+
+`template.vector_ops` generates only the listed operations (`vector_ops`): without ADD and COPY
+no coefficient (the product stage only delays), without ADD no operand loop, without MAX and
+SUM no kernel-window loops, and an accumulator of `acc_shape` (the listed operations' largest
+value). A VEC with an operation left out gives undefined results (the compiler never emits one).
 """
 from __future__ import annotations
 
