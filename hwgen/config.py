@@ -87,6 +87,8 @@ class _Choice:
 
 SPRAM_BUFFERS = ("input", "weight")
 """Buffers whose banks may live in iCE40UP5K SPRAM (single-ported: one side at a time)."""
+VECTOR_OPS = ("max", "sum", "add", "copy")
+"""The VEC operations (`hwgen.isa.VecOp`, lower case) `template.vector_ops` may list."""
 MERGEABLE_BUFFERS = ("input", "weight", "param")
 """Buffers the DMA only writes and the compute side only reads: their two banks can share one
 simple dual-port memory."""
@@ -210,7 +212,9 @@ class Template:
     lane both engines share (`hwgen.serial_post`); `address_steps`: the CONVCFG pointer-step
     products computed by `hardware` multipliers or precomputed by the `compiler` (CONVCFG
     `plane_step`, `flat_plane_step`); `vector_products`: the vector unit's coefficient products
-    on `dsp` multipliers or `serial` (shift-add, 4 coefficient bits per cycle).
+    on `dsp` multipliers or `serial` (shift-add, 4 coefficient bits per cycle); `vector_ops`: the
+    VEC operations the vector unit implements (at least one; a network needing another one does
+    not compile).
     """
 
     loops_and_registers: bool = True
@@ -226,6 +230,7 @@ class Template:
     postprocess: str = "lanes"
     address_steps: str = "hardware"
     vector_products: str = "dsp"
+    vector_ops: tuple[str, ...] = VECTOR_OPS
 
 
 @dataclass(frozen=True)
@@ -296,6 +301,7 @@ _SCHEMA: dict[str, dict[str, dict]] = {
         "postprocess": {"range": _Choice(("lanes", "serial"))},
         "address_steps": {"range": _Choice(("hardware", "compiler"))},
         "vector_products": {"range": _Choice(("dsp", "serial"))},
+        "vector_ops": {"range": _Choices(VECTOR_OPS)},
     },
 }
 _TOP = {"clock_mhz": _field(1, 2000, integer=False)}
@@ -360,6 +366,8 @@ def config_from_dict(data: dict, source: str = "<dict>") -> AcceleratorConfig:
     if both:
         raise ConfigError(f"template.merged_banks: {both[0]!r} is also in buffers.spram; a single-ported SPRAM bank "
                           f"cannot be merged; allowed: buffers not in buffers.spram")
+    if not template.vector_ops:
+        raise ConfigError(f"template.vector_ops: [] is not allowed; expected at least one of: {', '.join(VECTOR_OPS)}")
     name = data.get("name") or Path(source).stem
     return AcceleratorConfig(name, data.get("device", "generic"), data.get("board", "none"), clock, pe, widths, buffers,
                              dram, energy, template)

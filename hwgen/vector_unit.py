@@ -28,6 +28,11 @@ starts at least `hwgen.serial_post.serial_interval(R)` cycles after the previous
 bits of the coefficient per cycle, shift-add: no DSP), so their reads are that many cycles
 apart (MAX and SUM, whose coefficient is 1, keep one read per cycle). A VEC keeps `idle` low
 for exactly `vec_cycles(config, vec, convcfg)` cycles.
+
+`template.vector_ops` generates only the listed operations (`vector_ops`): without ADD and COPY
+no coefficient (the product stage only delays), without ADD no operand loop, without MAX and
+SUM no kernel-window loops, and an accumulator of `acc_shape` (the listed operations' largest
+value). A VEC with an operation left out gives undefined results (the compiler never emits one).
 """
 from __future__ import annotations
 
@@ -53,8 +58,9 @@ accumulate."""
 
 MAX_KERNEL = 15
 MAX_DIFF = 255  # |x - zero point| for int8 x and zero point
-ACC_BOUND = max(2 * MAX_DIFF * (2**MULTIPLIER_BITS - 1), MAX_KERNEL * MAX_KERNEL * MAX_DIFF)
-ACC_SHAPE = Shape.cast(range(-ACC_BOUND, ACC_BOUND + 1))
+OP_BOUNDS = {VecOp.MAX: MAX_DIFF, VecOp.SUM: MAX_KERNEL * MAX_KERNEL * MAX_DIFF,
+             VecOp.ADD: 2 * MAX_DIFF * (2**MULTIPLIER_BITS - 1), VecOp.COPY: MAX_DIFF * (2**MULTIPLIER_BITS - 1)}
+"""The largest |accumulated value| of each operation."""
 LOOPS = ("oh", "ow", "group", "kh", "kw", "operand")
 """The read loops, outermost first."""
 PARAM_RECORD = data.StructLayout({"bias": signed(32), "multiplier": unsigned(MULTIPLIER_BITS),
@@ -64,6 +70,21 @@ CONTROL = data.StructLayout({"valid": 1, "first": 1, "last": 1, "final": 1, "ope
                              "group": unsigned(8), "slice": unsigned(8), "odd": 1})
 """What travels with a read through the pipeline: window first/last, last of the command,
 operand (ADD's second), channel group, pixel within the input word, odd word."""
+
+
+def vector_ops(config: AcceleratorConfig) -> frozenset[VecOp]:
+    """The VEC operations the unit implements (`template.vector_ops`)."""
+    return frozenset(VecOp[name.upper()] for name in config.template.vector_ops)
+
+
+def acc_shape(ops: frozenset[VecOp]) -> Shape:
+    """The accumulator lane shape for `ops`."""
+    bound = max(OP_BOUNDS[op] for op in ops)
+    return Shape.cast(range(-bound, bound + 1))
+
+
+ACC_SHAPE = acc_shape(frozenset(VecOp))
+"""The accumulator lane shape of the full unit."""
 
 
 def reads_per_output(vec: Instruction, convcfg: Instruction) -> int:
@@ -168,10 +189,15 @@ class VectorUnit(wiring.Component):
         S, log_cols = self.simd, self._log_cols
         pixel = unsigned(self.pixel_bits)
         cfg = self.convcfg.payload.convcfg
+        ops = vector_ops(self.config)
+        windows = bool(ops & {VecOp.MAX, VecOp.SUM})  # ops over a kernel window, coefficient 1
+        scaled = bool(ops & {VecOp.ADD, VecOp.COPY})  # ops with a coefficient
+        loops = tuple(name for name in LOOPS if (windows or name not in ("kh", "kw"))
+                      and (VecOp.ADD in ops or name != "operand"))
         if is_serial(self.config):
             post = self.post
         else:
-            m.submodules.postprocess = post = PostProcess(S, ACC_SHAPE, raw_shape=signed(8))
+            m.submodules.postprocess = post = PostProcess(S, acc_shape(ops), raw_shape=signed(8))
         interval = beat_interval(self.config)
 
         busy, running = Signal(), Signal()  # busy: until the last write; running: reads to issue
@@ -180,13 +206,12 @@ class VectorUnit(wiring.Component):
         # ---- the command, latched on accept: loop bounds (count of the last iteration) and
         # pointer steps in pixels (modulo the bank: only in-bank reads are meaningful)
         vec = Signal(PAYLOADS[Opcode.VEC])
-        window = ~vec.op[1]  # MAX or SUM
-        bound_shapes = {"oh": 10, "ow": 12, "group": 8, "kh": 4, "kw": 4, "operand": 1}
-        last = {name: Signal(width, name=f"{name}_last") for name, width in bound_shapes.items()}
-        step = {name: Signal(pixel, name=f"{name}_step") for name in LOOPS}
-        stride, kw_wrap = Signal(3), Signal(pixel)
         new = self.cmd.payload.payload.vec
-        new_window = ~new.op[1]
+        window, new_window = (~vec.op[1], ~new.op[1]) if windows and scaled else (Const(windows), Const(windows))
+        bound_shapes = {"oh": 10, "ow": 12, "group": 8, "kh": 4, "kw": 4, "operand": 1}
+        last = {name: Signal(bound_shapes[name], name=f"{name}_last") for name in loops}
+        step = {name: Signal(pixel, name=f"{name}_step") for name in loops}
+        stride, kw_wrap = Signal(3), Signal(pixel)
         # Steps from CONVCFG alone (`hwgen.steps`, registers), chosen by the command. A window op
         # (MAX, SUM) strides by cfg.stride, others by 1.
         steps = self.steps
@@ -194,30 +219,30 @@ class VectorUnit(wiring.Component):
         oh_step = Mux(new_window, steps.oh, cfg.in_row_pitch)
         group_step = Mux(new_window, steps.plane, steps.flat_plane)
         new_kw_wrap = Mux(new_window, 1 + cfg.in_row_pitch - steps.row, 1)  # 1 - (stride - 1) * pitch
+        latched = {"oh": (new.out_rows - 1, oh_step), "ow": (new.out_cols - 1, 1),
+                   "group": (new.channel_groups - 1, group_step),
+                   "kh": (Mux(new_window, cfg.kernel_h - 1, 0), row_step),
+                   "kw": (Mux(new_window, cfg.kernel_w - 1, 0), cfg.in_row_pitch),
+                   "operand": (new.op == VecOp.ADD, new.in2_addr >> self._log_simd)}
         with m.If(self.cmd.valid & self.cmd.ready):
             nonempty = (new.out_rows != 0) & (new.out_cols != 0) & (new.channel_groups != 0)
             m.d.sync += [busy.eq(nonempty), running.eq(nonempty), vec.eq(new),
-                         stride.eq(Mux(new_window, cfg.stride, 1)),
-                         last["oh"].eq(new.out_rows - 1), last["ow"].eq(new.out_cols - 1),
-                         last["group"].eq(new.channel_groups - 1),
-                         last["kh"].eq(Mux(new_window, cfg.kernel_h - 1, 0)),
-                         last["kw"].eq(Mux(new_window, cfg.kernel_w - 1, 0)),
-                         last["operand"].eq(new.op == VecOp.ADD),
-                         step["oh"].eq(oh_step), step["ow"].eq(1),
-                         step["group"].eq(group_step), step["kh"].eq(row_step),
-                         step["kw"].eq(cfg.in_row_pitch), kw_wrap.eq(new_kw_wrap),
-                         step["operand"].eq(new.in2_addr >> self._log_simd)]
+                         *(last[name].eq(latched[name][0]) for name in loops),
+                         *(step[name].eq(latched[name][1]) for name in loops)]
+            if windows:
+                m.d.sync += [stride.eq(Mux(new_window, cfg.stride, 1)), kw_wrap.eq(new_kw_wrap)]
 
         # ---- read issue: nested counters, `base[name]` = the pointer where the current
         # iteration of that loop started (the innermost one is the read address)
-        count = {name: Signal(width, name=f"{name}_count") for name, width in bound_shapes.items()}
-        base = {name: Signal(pixel, name=f"{name}_base") for name in LOOPS}
+        # (a loop the configured ops never run has count 0 and is always at its last iteration)
+        count = {name: Signal(bound_shapes[name], name=f"{name}_count") for name in loops}
+        base = {name: Signal(pixel, name=f"{name}_base") for name in loops}
         phase = Signal(3)  # kw % stride
-        at_last = {name: count[name] == last[name] for name in LOOPS}
-        steps = {**step, "kw": Mux(phase == stride - 1, kw_wrap, step["kw"])}
-        first = (count["kh"] == 0) & (count["kw"] == 0) & (count["operand"] == 0)
+        at_last = {name: count[name] == last[name] if name in loops else Const(1) for name in LOOPS}
+        steps = {**step, "kw": Mux(phase == stride - 1, kw_wrap, step["kw"])} if windows else step
+        first = ~Cat(*(count[name] for name in ("kh", "kw", "operand") if name in loops)).any()
         go = running  # a read this cycle
-        serial_products = self.config.template.vector_products == "serial"
+        serial_products = self.config.template.vector_products == "serial" and scaled
         # serial products: COPY / ADD reads DIGITS cycles apart; the shared lane: windows start
         # at least `interval` cycles apart
         pauses = ([(Signal(range(DIGITS), name="read_pause"), Const(1), Mux(window, 0, DIGITS - 1))]
@@ -234,9 +259,9 @@ class VectorUnit(wiring.Component):
         with m.If(self.cmd.valid & self.cmd.ready):
             m.d.sync += [phase.eq(0), *(c.eq(0) for c in count.values()), *(b.eq(0) for b in base.values())]
         with m.Elif(go):
-            for level in reversed(range(len(LOOPS))):
-                name, inner = LOOPS[level], LOOPS[level + 1:]
-                with (m.If if level == len(LOOPS) - 1 else m.Elif)(~at_last[name]):
+            for level in reversed(range(len(loops))):
+                name, inner = loops[level], loops[level + 1:]
+                with (m.If if level == len(loops) - 1 else m.Elif)(~at_last[name]):
                     target = base[name] + steps[name]
                     m.d.sync += [count[name].eq(count[name] + 1), base[name].eq(target),
                                  *(count[i].eq(0) for i in inner), *(base[i].eq(target) for i in inner)]
@@ -247,14 +272,14 @@ class VectorUnit(wiring.Component):
             with m.Else():
                 m.d.sync += running.eq(0)
 
-        pointer = base[LOOPS[-1]]
+        pointer = base[loops[-1]]
         word = pointer[log_cols:]
         issue = Signal(CONTROL)
         m.d.comb += [
             issue.valid.eq(go), issue.first.eq(first),
             issue.last.eq(at_last["kh"] & at_last["kw"] & at_last["operand"]),
             issue.final.eq(Cat(*at_last.values()).all()),
-            issue.operand.eq(count["operand"]), issue.group.eq(count["group"]),
+            issue.operand.eq(count.get("operand", 0)), issue.group.eq(count["group"]),
             issue.slice.eq(pointer[:log_cols]), issue.odd.eq(word[0]),
         ]
         for port, odd in ((self.input_even, 0), (self.input_odd, 1)):
@@ -265,26 +290,35 @@ class VectorUnit(wiring.Component):
         words = Mux(read.odd, self.input_odd.data, self.input_even.data)
         lanes = data.ArrayLayout(signed(8), S)
         x = register(m, lanes(words.word_select(read.slice[:log_cols], lanes.size)), "pixel")
-        zero_point = register(m, Mux(read.operand, vec.in2_zero_point, cfg.in_zero_point), "zero_point")
-        coefficient = register(m, Mux(window, 1, Mux(read.operand, vec.multiplier_b, vec.multiplier_a)),
-                               "coefficient_select")
+        second = vec.in2_zero_point if VecOp.ADD in ops else cfg.in_zero_point
+        zero_point = register(m, Mux(read.operand, second, cfg.in_zero_point), "zero_point")
         control = register(m, read, "control_select", reset_less=False)
         held = control.valid if serial_products else 1  # serial: the operands stay for the digits
         diffs = [register(m, x[lane] - zero_point, f"diff_{lane}", held) for lane in range(S)]
-        coefficient = register(m, coefficient, "coefficient", held)
-        control = register(m, control, "control_diff", reset_less=False)
 
         # ---- product, then accumulate; a window's last value reads the channels' parameters
-        # The product registers keep a reset (the ice40_dsp workaround of `hwgen.pe`).
+        # The product registers keep a reset (the ice40_dsp workaround of `hwgen.pe`). Without
+        # COPY and ADD the coefficient is 1: the product stage only delays.
+        if scaled:
+            coefficient = register(m, Mux(window, 1, Mux(read.operand, vec.multiplier_b, vec.multiplier_a)),
+                                   "coefficient_select")
+            coefficient = register(m, coefficient, "coefficient", held)
+        control = register(m, control, "control_diff", reset_less=False)
         if serial_products:
             products, control = self._serial_products(m, diffs, coefficient, control, window)
         else:
-            products = [register(m, diff * coefficient, f"product_{lane}", reset_less=False)
+            products = [register(m, diff * coefficient if scaled else diff, f"product_{lane}", reset_less=False)
                         for lane, diff in enumerate(diffs)]
             control = register(m, control, "control_product", reset_less=False)
-        total = Signal(data.ArrayLayout(ACC_SHAPE, S), reset_less=True)
+        total = Signal(data.ArrayLayout(acc_shape(ops), S), reset_less=True)
         for lane, product in enumerate(products):
-            combined = Mux(vec.op == VecOp.MAX, Mux(product > total[lane], product, total[lane]), total[lane] + product)
+            larger = Mux(product > total[lane], product, total[lane])
+            if ops == {VecOp.MAX}:
+                combined = larger
+            elif VecOp.MAX in ops:
+                combined = Mux(vec.op == VecOp.MAX, larger, total[lane] + product)
+            else:
+                combined = total[lane] + product
             with m.If(control.valid):
                 m.d.sync += total[lane].eq(Mux(control.first, product, combined))
         log_groups_per_word = self._log_rows - self._log_simd  # channel groups per parameter word

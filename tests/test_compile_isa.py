@@ -2,6 +2,8 @@
 type, for random legal schedules (tile sizes, loop orders, spills) and several configurations."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -9,6 +11,8 @@ from compile_helpers import compile_and_run, random_schedules
 from hwgen.config import config_from_dict, load_config
 from onnx_factory import pattern_models
 from planner.calibrate import quantize_network
+from planner.compile.network import compile_network
+from planner.errors import PlanningError
 from planner.frontend import load_network
 from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
 from sim.golden import run_quantized
@@ -46,3 +50,26 @@ def test_every_layer_type_bit_exact(name, config_name):
     net = quantize_network(float_net, rng.standard_normal((8, *float_net.input_shape)).astype(np.float32))
     for seed in range(2):
         check(net, CONFIGS[config_name], rng.standard_normal(float_net.input_shape).astype(np.float32), seed)
+
+
+@pytest.mark.parametrize("name, layer, op", [("pools", "averagepool6", "sum"), ("residual_add", "add8", "add"),
+                                             ("concat", "concat9", "copy"), ("gap_fc", "globalaveragepool5", "sum")])
+def test_left_out_vector_op_is_one_clear_error(name, layer, op):
+    """A vector unit with MAX alone cannot run AVGPOOL (SUM), ADD or CONCAT (COPY): the compiler
+    names the layer, the operation and the option."""
+    float_net = load_network(PATTERNS[name])
+    net = quantize_network(float_net, np.random.default_rng(7).standard_normal((8, *float_net.input_shape)).astype(np.float32))
+    config = replace(SMALL, template=replace(SMALL.template, vector_ops=("max",)))
+    with pytest.raises(PlanningError, match=rf"layer '{layer}' \(\w+\) needs the vector operation {op}, which "
+                                            rf"configuration 'small' leaves out \(template\.vector_ops: \[max\]\); "
+                                            rf"add {op} to template\.vector_ops"):
+        compile_network(net, random_schedules(net, config, np.random.default_rng(0)), config)
+
+
+def test_pools_with_the_ops_they_need_stay_bit_exact():
+    """MAX and SUM alone are enough for the pools pattern."""
+    float_net = load_network(PATTERNS["pools"])
+    rng = np.random.default_rng(7)
+    net = quantize_network(float_net, rng.standard_normal((8, *float_net.input_shape)).astype(np.float32))
+    config = replace(SMALL, template=replace(SMALL.template, vector_ops=("max", "sum")))
+    check(net, config, rng.standard_normal(float_net.input_shape).astype(np.float32), 0)

@@ -122,3 +122,17 @@ def test_merged_banks_exclude_spram_banks():
     with pytest.raises(ConfigError, match=r"template\.merged_banks: \['acc'\] is not allowed; expected a list of "
                                           r"distinct names from: input, weight, param"):
         config_from_dict(data)
+
+
+def test_vector_ops_default_to_all_four_and_reject_unknown_or_none():
+    """The full template's vector unit has the four VEC operations of docs/isa.md."""
+    assert load_config("ice40up5k").template.vector_ops == ("max", "sum", "add", "copy")
+    assert load_config("icebreaker").template.vector_ops == ("max",)
+    data = base()
+    data["template"] = {"vector_ops": ["max", "min"]}
+    with pytest.raises(ConfigError, match=r"template\.vector_ops: \['max', 'min'\] is not allowed; expected a list of "
+                                          r"distinct names from: max, sum, add, copy"):
+        config_from_dict(data)
+    data["template"] = {"vector_ops": []}
+    with pytest.raises(ConfigError, match=r"template\.vector_ops: \[\] is not allowed; expected at least one of: max"):
+        config_from_dict(data)

@@ -18,7 +18,7 @@ from hwgen.layout import PARAM_BYTES, bank_bytes, phase_row_pitch
 from hwgen.program import Program
 from hwgen.serial_post import SerialPostProcess, is_serial
 from hwgen.steps import pointer_steps
-from hwgen.vector_unit import VectorUnit, vec_cycles
+from hwgen.vector_unit import VectorUnit, vec_cycles, vector_ops
 from sim.isa_sim import IsaSimulator
 
 
@@ -34,6 +34,8 @@ def make_config(rows: int, cols: int, simd: int, template: dict | None = None) -
 
 COMPACT = {"postprocess": "serial", "vector_products": "serial"}
 """The DSP-free vector unit: the shared serial lane, digit-serial products."""
+MAX_ONLY = {**COMPACT, "vector_ops": ["max"]}
+"""The iCEBreaker's vector unit: MAX alone."""
 
 
 @dataclass
@@ -51,8 +53,9 @@ def random_case(config: AcceleratorConfig, rng: np.random.Generator) -> Case:
     """Random fields (the tensors fit the input bank; `in2_addr` a multiple of S) and bytes; the
     parameter records get multipliers and shifts that keep many results inside the clamp."""
     simd, input_bank = config.pe.simd, bank_bytes(config, "input")
+    ops = sorted(vector_ops(config))
     while True:
-        op = VecOp(int(rng.integers(4)))
+        op = ops[int(rng.integers(len(ops)))]
         rows, cols, groups = (int(v) for v in rng.integers(1, [5, 6, 4]))
         if rng.random() < 0.05:
             groups = 0
@@ -173,16 +176,21 @@ def test_rejects_unsupported_configs(pe: tuple[int, int, int], field: str) -> No
 
 @pytest.mark.parametrize("rows, cols, simd, seed, template", [(4, 2, 2, 0, {}), (4, 2, 4, 1, {}), (2, 1, 2, 2, {}),
                                                               (8, 4, 2, 3, {}), (2, 2, 2, 4, COMPACT),
-                                                              (4, 2, 2, 5, COMPACT)])
+                                                              (4, 2, 2, 5, COMPACT), (2, 2, 2, 6, MAX_ONLY),
+                                                              (4, 2, 4, 7, {"vector_ops": ["max"]}),
+                                                              (4, 2, 2, 8, {"vector_ops": ["sum", "copy"]}),
+                                                              (2, 2, 2, 9, {**COMPACT, "vector_ops": ["max", "add"]})])
 def test_matches_isa_simulator(rows: int, cols: int, simd: int, seed: int, template: dict) -> None:
-    """Random ops, windows, strides, shapes, zero points, multipliers, shifts and clamps; with
-    the engine's own requantizer and DSP products, and DSP-free (`COMPACT`)."""
+    """Random ops (those `template.vector_ops` lists), windows, strides, shapes, zero points,
+    multipliers, shifts and clamps; with the engine's own requantizer and DSP products, and
+    DSP-free (`COMPACT`)."""
     config = make_config(rows, cols, simd, template)
     rng = np.random.default_rng(seed)
     cases = [random_case(config, rng) for _ in range(30)]
     ops = {VecOp(case.vec["op"]) for case in cases}
     strides = {case.convcfg["stride"] for case in cases if case.vec["op"] in (VecOp.MAX, VecOp.SUM)}
-    assert ops == set(VecOp) and strides == {1, 2}
+    assert ops == {VecOp[name.upper()] for name in template.get("vector_ops", [op.name for op in VecOp])}
+    assert strides == ({1, 2} if ops & {VecOp.MAX, VecOp.SUM} else set())
     check(config, cases)
 
 
@@ -203,3 +211,16 @@ def test_extreme_sums(x: int, zero_point: int, template: dict) -> None:
                   random_params(config, rng, vec, convcfg), rng.integers(0, 256, bank_bytes(config, "acc"), dtype=np.uint8))
              for convcfg, vec in (add, total)]
     check(config, cases)
+
+
+@pytest.mark.parametrize("x, zero_point", [(-128, 127), (127, -128)])
+def test_extreme_max(x: int, zero_point: int) -> None:
+    """MAX alone (the narrowest accumulator): windows of `x - zp = -+255` everywhere."""
+    config = make_config(2, 2, 2, MAX_ONLY)
+    rng = np.random.default_rng(5)
+    convcfg = Instruction.make(Opcode.CONVCFG, in_zero_point=zero_point, out_zero_point=0, act_min=-128, act_max=127,
+                               stride=2, kernel_h=2, kernel_w=2, in_rows=4, in_row_pitch=4)
+    vec = Instruction.make(Opcode.VEC, op=VecOp.MAX, channel_groups=2, out_rows=2, out_cols=3)
+    check(config, [Case(convcfg, vec, np.full(bank_bytes(config, "input"), x & 0xFF, np.uint8),
+                        random_params(config, rng, vec, convcfg),
+                        rng.integers(0, 256, bank_bytes(config, "acc"), dtype=np.uint8))])

@@ -12,7 +12,7 @@ from planner.compile.conv import ConvTiling, lower_conv, scratch_bytes, spills, 
 from planner.compile.emitter import Emitter
 from planner.compile.memory_map import MemoryMap, plan_memory
 from planner.compile.packing import activation_from_image, activation_image
-from planner.compile.vector import VecSource, lower_vector, source_fill, vector_constants
+from planner.compile.vector import VecSource, check_vector_op, lower_vector, source_fill, vector_constants
 from planner.errors import PlanningError
 from planner.ir import COMPUTE_OPS, Network, Op
 from planner.schedule import ConvShape, Schedule
@@ -71,6 +71,7 @@ def compile_network(net: Network, schedules: dict[str, Schedule], config: Accele
             if spills(tiling):
                 scratch[layer.name] = scratch_bytes(tiling)
         else:
+            check_vector_op(layer, config)
             constants[layer.name] = (vector_constants(layer, config.pe.rows), {})
     memory = plan_memory(net, config.pe.simd, {name: len(data) for name, (data, _) in constants.items()}, scratch)
     if memory.size > 1 << config.template.dram_address_bits:

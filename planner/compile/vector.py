@@ -15,6 +15,7 @@ from hwgen.dma import Descriptor, Dim
 from hwgen.isa import Buffer, Opcode, VecOp, field_limit
 from hwgen.layout import PARAM_BYTES, bank_bytes, param_bank_channels, phase_row_pitch
 from hwgen.steps import compiler_fields
+from hwgen.vector_unit import vector_ops
 from planner.compile.conv import InputWindow
 from planner.compile.emitter import Emitter
 from planner.compile.memory_map import align
@@ -23,6 +24,8 @@ from planner.errors import PlanningError
 from planner.ir import Layer, Op, ceil_div
 
 INT8_MIN = -128
+LAYER_OPS = {Op.MAXPOOL: VecOp.MAX, Op.AVGPOOL: VecOp.SUM, Op.ADD: VecOp.ADD, Op.CONCAT: VecOp.COPY}
+"""The VEC operation each vector layer lowers to."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,15 @@ def vector_constants(layer: Layer, rows: int) -> np.ndarray:
     """Per-channel requantization records (bias 0)."""
     q = layer.quant
     return param_block(np.zeros(len(q.multiplier), np.int64), q.multiplier, q.shift, rows)
+
+
+def check_vector_op(layer: Layer, config: AcceleratorConfig) -> None:
+    """Reject a vector layer whose VEC operation the configuration's vector unit leaves out."""
+    op = LAYER_OPS[layer.op]
+    if op not in vector_ops(config):
+        raise PlanningError(f"layer {layer.name!r} ({layer.op}) needs the vector operation {op.name.lower()}, which "
+                            f"configuration {config.name!r} leaves out (template.vector_ops: "
+                            f"[{', '.join(config.template.vector_ops)}]); add {op.name.lower()} to template.vector_ops")
 
 
 def vector_window(layer: Layer, config: AcceleratorConfig, out_rows: int) -> InputWindow:
@@ -81,7 +93,7 @@ def lower_vector(em: Emitter, layer: Layer, config: AcceleratorConfig, sources: 
             _emit_tiles(em, part, config, [source], target, constants + offset * PARAM_BYTES, VecOp.COPY,
                         (q.input_multipliers[index], 0), layer.out_shape[0], offset, reads_stored_data and index == 0)
         return
-    op = {Op.MAXPOOL: VecOp.MAX, Op.AVGPOOL: VecOp.SUM, Op.ADD: VecOp.ADD}[layer.op]
+    op = LAYER_OPS[layer.op]
     multipliers = (q.input_multipliers + (0,))[:2] if op == VecOp.ADD else (0, 0)
     _emit_tiles(em, layer, config, sources, target, constants, op, multipliers, layer.out_shape[0], 0, reads_stored_data)
 
