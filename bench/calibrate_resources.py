@@ -9,7 +9,7 @@ prints measured against estimated LUTs, FFs, DSPs and block RAMs, the LUT / FF f
 leave-one-out (each configuration predicted by a model fitted to the others).
 Configurations already measured with the same Yosys version are not synthesized again.
 
-Usage: python bench/calibrate_resources.py [--families ecp5 ice40] [--report-only]
+Usage: python bench/calibrate_resources.py [--families ecp5 ice40] [--report-only] [--only NAME ...]
 Each configuration takes minutes.
 """
 from __future__ import annotations
@@ -108,6 +108,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--families", nargs="+", default=list(SHAPES), choices=list(SHAPES), help="FPGA families")
     parser.add_argument("--report-only", action="store_true", help="print the table without synthesizing")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="synthesize only these configurations (names "
+                        "as printed, e.g. 2x2x2-4096-vector_ops); the others keep their stored results")
     args = parser.parse_args()
     version = yosys_version()
     fresh = {"yosys": version, "program": PROGRAM, "results": []}
@@ -117,6 +119,8 @@ def main() -> None:
     for family in args.families:
         for config in [] if args.report_only else calibration_configs(family):
             if any(r["family"] == family and r["config"] == config for r in store["results"]):
+                continue
+            if args.only and config["name"].removeprefix("cal-") not in args.only:
                 continue
             store["results"].append(measure(family, config))
             print(f"{family} {config['name']}: {store['results'][-1]['seconds']} s", flush=True)

@@ -112,6 +112,13 @@ def test_buffer_ram_blocks_are_exact(family, shape):
     assert memory_counts(cfg, family) == (blocks, spram)
 
 
+@pytest.mark.parametrize("family", ["ecp5", "ice40"])
+def test_dsp_count_matches_every_stored_synthesis(family):
+    # the calibration designs (shapes and template options, bench/calibrate_resources.py) as Yosys mapped them
+    for stored, cells in calibration_points(family):
+        assert dsp_count(config_from_dict(stored), family) == cells.get(DSP_CELL[family], 0), stored["name"]
+
+
 def test_dsp_count_follows_the_template_structure():
     # ECP5: each PE lane one MULT18X18D; requantisation two partial products per row; the vector
     # unit one product and two requantisation partial products per lane; seven address products

@@ -34,10 +34,10 @@ from hwgen.buffers import bank_shape
 from hwgen.config import _SCHEMA, AcceleratorConfig, Template, _Choice, _Choices
 from hwgen.dma import DmaParams, segment_queue_layouts
 from hwgen.dma_units import descriptor_table_params, dma_params
-from hwgen.isa import PAYLOADS, Opcode
+from hwgen.isa import PAYLOADS, Opcode, VecOp
 from hwgen.layout import ACC_BYTES, bank_bytes
 from hwgen.postprocess import LOW_BITS
-from hwgen.vector_unit import ACC_SHAPE as VECTOR_ACC_SHAPE
+from hwgen.vector_unit import acc_shape, vector_ops
 from planner.errors import HwgenError
 from planner.quant import MULTIPLIER_BITS
 
@@ -123,7 +123,8 @@ def multipliers(config: AcceleratorConfig) -> tuple[Multiplier, ...]:
     groups = _field_bits(Opcode.CONV, "last_group_cols"), _field_bits(Opcode.CONV, "oc_groups")
     low = (LOW_BITS, MULTIPLIER_BITS, LOW_BITS + MULTIPLIER_BITS, False)  # hwgen.postprocess low partial
     conv_high = conv_sum - LOW_BITS
-    vec_high = VECTOR_ACC_SHAPE.width - LOW_BITS  # the vector unit's bias is zero: its sums stay 26 bits
+    ops = vector_ops(config)
+    vec_high = acc_shape(ops).width - LOW_BITS  # the vector unit's bias is zero: its sums keep their width
     template = config.template
     found = [Multiplier("PE lane (x - zx) * w", widths.activation + 1, widths.weight,
                         widths.activation + widths.weight + 1, True, R * C * S, primitive=True)]
@@ -136,7 +137,7 @@ def multipliers(config: AcceleratorConfig) -> tuple[Multiplier, ...]:
             Multiplier("vector unit requantisation, high partial", vec_high, coefficient, vec_high + coefficient,
                        True, S),
         ]
-    if template.vector_products == "dsp":  # serial: shift-add
+    if template.vector_products == "dsp" and ops & {VecOp.ADD, VecOp.COPY}:  # serial: shift-add
         found.append(Multiplier("vector unit (x - zx) * multiplier", widths.activation + 1, coefficient,
                                 widths.activation + coefficient, True, S))
     if template.address_steps == "hardware":  # compiler steps: fields and shift-adds
@@ -230,8 +231,9 @@ class TemplateTerm:
 
 
 def _template_terms() -> tuple[TemplateTerm, ...]:
-    """One term per value of a choice option other than its default, the number of merged
-    buffers, and log2(value / default) of each numeric option."""
+    """One term per value of a choice option other than its default, per list option the
+    number of names added to or left out of its default (merged buffers, vector operations
+    left out), and log2(value / default) of each numeric option."""
     terms: list[TemplateTerm] = []
     for option in fields(Template):
         spec, name = _SCHEMA["template"][option.name]["range"], f"template.{option.name}"
@@ -239,7 +241,8 @@ def _template_terms() -> tuple[TemplateTerm, ...]:
             terms += [TemplateTerm(f"{name}={str(v).lower() if isinstance(v, bool) else v}", option.name, v)
                       for v in spec.allowed if v != option.default]
         elif isinstance(spec, _Choices):
-            terms.append(TemplateTerm(f"{name} (buffers)", option.name, measure=len))
+            terms.append(TemplateTerm(f"{name} (names added to or left out of the default)", option.name,
+                                      measure=lambda v, d=option.default: len(set(v) ^ set(d))))
         else:
             terms.append(TemplateTerm(f"{name} (log2 of value / {option.default})", option.name,
                                       measure=lambda v, d=option.default: math.log2(v / d)))
