@@ -59,10 +59,10 @@ def calibration_configs(family: str) -> list[dict]:
     template variant, then its second shape with all of them (options do not add up exactly:
     a second combined point spreads the difference over their terms)."""
     base = [shape_config(*shape) for shape in SHAPES[family]]
-    variant_names = ['-'.join(template) if len(template) == 1 else 'compact' for template in variants()]
-    return (base + [dict(base[0], name=f"{base[0]['name']}-{name}", template=template)
-                    for name, template in zip(variant_names, variants())]
-            + [dict(base[1], name=f"{base[1]['name']}-compact", template=variants()[-1])])
+    templates = variants()
+    return (base + [dict(base[0], name=f"{base[0]['name']}-{'-'.join(t) if len(t) == 1 else 'compact'}", template=t)
+                    for t in templates]
+            + [dict(base[1], name=f"{base[1]['name']}-compact", template=templates[-1])])
 
 
 def shape_config(rows: int, cols: int, simd: int, buffer_bytes: int, bus: int, spram: tuple[str, ...]) -> dict:

@@ -188,10 +188,11 @@ def segment_queue_memories(config: AcceleratorConfig) -> list[tuple[int, int]]:
 
 def memory_counts(config: AcceleratorConfig, family: str) -> tuple[int, int]:
     """(block RAMs, SPRAMs) of the buffer banks, the DMAs' segment queues (not on families with
-    distributed RAM) and an SPRAM program memory: two banks per buffer, the input buffer as even and odd word halves, both banks of a
-    merged buffer in one memory of twice the (power-of-two) depth; SPRAMs (`buffers.spram`,
-    `template.program_memory`) only on iCE40, elsewhere block RAM. The program's own ROMs
-    (instructions, DMA descriptors) depend on the network and are not counted."""
+    distributed RAM) and an SPRAM program memory: two banks per buffer, the input buffer as even
+    and odd word halves, both banks of a merged buffer in one memory of twice the (power-of-two)
+    depth; SPRAMs (`buffers.spram`, `template.program_memory`) only on iCE40, elsewhere block
+    RAM. The program's own ROMs (instructions, DMA descriptors) depend on the network and are
+    not counted."""
     bram = spram = 0
     shapes = BRAM_SHAPES[family]
     for kind, halves in (("input", 2), ("weight", 1), ("param", 1), ("acc", 1)):
