@@ -195,6 +195,8 @@ class Sequencer(wiring.Component):
         decrements = {q: Signal(name=f"{q}_wait_granted") for q in QUEUES}
         waiting = {q: Signal(name=f"{q}_waiting") for q in QUEUES}
         issued = {q: Signal(name=f"{q}_issued") for q in QUEUES}
+        nonzero = Array(Signal(name=f"sem{i}_nonzero") for i in range(SEMAPHORES))
+        m.d.comb += [nonzero[i].eq(sems[i].any()) for i in range(SEMAPHORES)]
         for index, q in enumerate(QUEUES):
             head = heads[q]
             sem = head.payload.wait.sem
@@ -208,20 +210,18 @@ class Sequencer(wiring.Component):
             with m.If(fifos[q].r_rdy):
                 with m.Switch(head.opcode):
                     with m.Case(Opcode.WAIT):
-                        blocked = (sems[sem] == 0)
+                        blocked = ~nonzero[sem]
                         for other in earlier_same_wait:
                             blocked |= other
                         m.d.comb += [waiting[q].eq(blocked), decrements[q].eq(~blocked), fifos[q].r_en.eq(~blocked)]
                     with m.Case(Opcode.SIGNAL):
                         m.d.comb += [increments[q].eq(idle), fifos[q].r_en.eq(idle)]
                     with m.Default():
-                        m.d.comb += [out.valid.eq(1), out.payload.eq(head), fifos[q].r_en.eq(out.ready)]
+                        m.d.comb += [out.valid.eq(1), fifos[q].r_en.eq(out.ready)]
+            m.d.comb += out.payload.eq(head)  # meaningful only while `valid`
         for s in range(SEMAPHORES):
-            change = []
-            for q in QUEUES:
-                hits = heads[q].payload.wait.sem == s
-                change.append(Mux(increments[q] & hits, 1, 0) - Mux(decrements[q] & hits, 1, 0))
-            m.d.sync += sems[s].eq(sems[s] + sum(change[1:], change[0]))
+            self._update_semaphore(m, sems[s], [increments[q] & (heads[q].payload.wait.sem == s) for q in QUEUES],
+                                   [decrements[q] & (heads[q].payload.wait.sem == s) for q in QUEUES])
 
         # ---- fetch FSM (a ROM program ends at END or when the pc runs past its last word)
         ran_off = Const(0) if "program_write" in self.signature.members else pc >= len(self.program)
@@ -232,6 +232,7 @@ class Sequencer(wiring.Component):
         ).all())
         all_counters = self.template.counters == "all"
         kept_counters = self.counters if all_counters else self.counters.cycles
+        m.d.comb += [fifos[q].w_data.eq(packed[q]) for q in QUEUES]  # written only with `w_en`
         with m.FSM():
             with m.State("IDLE"):
                 # The ROM reads word 0 all the while: `start` (from the host side) need not
@@ -254,7 +255,7 @@ class Sequencer(wiring.Component):
                 with m.Elif(target != len(QUEUES)):
                     for index, q in enumerate(QUEUES):
                         with m.If(target == index):
-                            m.d.comb += [fifos[q].w_data.eq(packed[q]), fifos[q].w_en.eq(1)]
+                            m.d.comb += fifos[q].w_en.eq(1)
                             with m.If(fifos[q].w_rdy):
                                 m.d.comb += advance.eq(1)
                                 m.next = "FETCH"
@@ -295,6 +296,14 @@ class Sequencer(wiring.Component):
                 m.d.sync += counters.active.eq(counters.active + active)
                 m.d.sync += counters.waiting.eq(counters.waiting + waiting[q])
         return m
+
+    @staticmethod
+    def _update_semaphore(m: Module, sem: Signal, increments: list, decrements: list) -> None:
+        """Adds this cycle's increments and subtracts its decrements (one-bit each) with a single
+        adder: the queues' net change as one small signed number."""
+        delta = Signal(range(-len(decrements), len(increments) + 1), name=f"{sem.name}_delta")
+        m.d.comb += delta.eq(sum(increments[1:], increments[0]) - sum(decrements[1:], decrements[0]))
+        m.d.sync += sem.eq(sem + delta)
 
     def _rom_fetch(self, m: Module, pc_next, instr) -> None:
         """A word-wide ROM (or RAM) read at the pc's next value, so its output is the word at
