@@ -79,9 +79,9 @@ class SocCore(wiring.Component):
         # The bridge reads the status and counters through registers (placed next to it: its
         # reply multiplexer need not reach across the chip); they lag the accelerator by a cycle.
         # With the cycle counter alone, only it is registered (the bridge replies 0 for the rest).
-        counted = accelerator.counters if queue_counters else accelerator.counters.cycles
-        m.d.sync += [bridge.busy.eq(accelerator.busy), bridge.done.eq(accelerator.done),
-                     (bridge.counters if queue_counters else bridge.counters.cycles).eq(counted)]
+        source, copy = ((accelerator.counters, bridge.counters) if queue_counters
+                        else (accelerator.counters.cycles, bridge.counters.cycles))
+        m.d.sync += [bridge.busy.eq(accelerator.busy), bridge.done.eq(accelerator.done), copy.eq(source)]
 
         hold = max(1, int(self.clk_hz * ACTIVITY_SECONDS))
         activity = Signal(range(hold + 1))
