@@ -69,10 +69,10 @@ def test_we1_reload_factors_match_the_thesis():
 
 def test_step_cycles_overlaps_neighbours():
     """Loads of the next step (slowed by the previous store's port use) and the previous store
-    overlap the current compute."""
+    overlap the current compute; no step is shorter than the dispatch of its instructions."""
     steps = cost.Steps(compute=np.array([5, 6]), load=np.array([10, 7]), store=np.array([3, 4]),
-                       load_use=np.array([4, 2]), store_use=np.array([1, 2]))
-    assert cost.step_cycles(steps) == cost.START_CYCLES + 10 + max(5, 7 + 0, 0) + max(6, 0 + 1, 3) + 4 + cost.END_CYCLES
+                       load_use=np.array([4, 2]), store_use=np.array([1, 2]), issue=np.array([9, 3]))
+    assert cost.step_cycles(steps) == cost.START_CYCLES + 10 + max(5, 7 + 0, 0, 9) + max(6, 0 + 1, 3, 3) + 4 + cost.END_CYCLES
 
 
 @pytest.mark.parametrize("config_name", ["ice40up5k", "setup_a"])
