@@ -75,7 +75,7 @@ def test_step_cycles_overlaps_neighbours():
     assert cost.step_cycles(steps) == cost.START_CYCLES + 10 + max(5, 7 + 0, 0, 9) + max(6, 0 + 1, 3, 3) + 4 + cost.END_CYCLES
 
 
-@pytest.mark.parametrize("config_name", ["ice40up5k", "setup_a"])
+@pytest.mark.parametrize("config_name", ["ice40up5k", "setup_a", "icebreaker"])
 def test_closed_forms_equal_the_step_arrays(config_name):
     """Closed-form totals and the grouped step model equal the enumerated steps; the closed-form
     cycle bound never exceeds the step model (branch and bound relies on it)."""
