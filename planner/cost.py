@@ -32,7 +32,7 @@ from hwgen.config import AcceleratorConfig, Energy
 from hwgen.layout import ACC_BYTES, PARAM_BYTES
 from hwgen.pe_array import array_latency
 from hwgen.serial_post import beat_interval, beat_latency
-from planner.program_model import fetch_cycles
+from planner.program_model import HEAD_DELAY, fetch_cycles
 from planner.schedule import DIMS, ConvShape, Schedule, axis_tiles, input_extents
 from planner.transfer_work import lookup_halfwords, offer_cycles, transfer_cycles
 
@@ -158,11 +158,13 @@ def conv_cycles(config: AcceleratorConfig, shape: ConvShape, oc_groups, ic_group
 # ---------------------------------------------------------------- instruction issue
 
 # Instructions the compiler emits per event (`planner.compile.emitter`), each dispatched by the fetch stage.
-WEIGHT_INSTRUCTIONS = 6  # load queue: WAIT FREE, LOAD params, LOAD block, SIGNAL FULL; compute: SIGNAL FREE, WAIT FULL
-INPUT_INSTRUCTIONS = 4   # the same pairs around an input tile's LOADs (one per stride phase, counted apart)
+SWITCH_INSTRUCTIONS = 2  # compute queue: SIGNAL FREE (the old bank), WAIT FULL (the new one)
+WEIGHT_INSTRUCTIONS = 4 + SWITCH_INSTRUCTIONS  # load queue: WAIT FREE, LOAD params, LOAD block, SIGNAL FULL
+INPUT_INSTRUCTIONS = 2 + SWITCH_INSTRUCTIONS   # WAIT FREE and SIGNAL FULL around one LOAD per stride phase
 OUTPUT_INSTRUCTIONS = 1  # compute: WAIT ACC_FREE (ACC_LOADED after a reload) on entering an output tile
 RELOAD_INSTRUCTIONS = 4  # load: WAIT ACC_FREE, WAIT STORED (the store before it), LOAD, SIGNAL ACC_LOADED
-STORE_INSTRUCTIONS = 5   # compute: SIGNAL ACC_READY; store: WAIT ACC_READY, STORE, SIGNAL ACC_FREE, SIGNAL STORED
+STORE_QUEUE_INSTRUCTIONS = 4  # WAIT ACC_READY, STORE, SIGNAL ACC_FREE, SIGNAL STORED
+STORE_INSTRUCTIONS = 1 + STORE_QUEUE_INSTRUCTIONS  # and compute's SIGNAL ACC_READY before them
 
 
 def issue_cycles(config: AcceleratorConfig, convs, weight_tiles, input_tiles, input_loads, output_tiles, reloads,
@@ -175,6 +177,22 @@ def issue_cycles(config: AcceleratorConfig, convs, weight_tiles, input_tiles, in
                     + OUTPUT_INSTRUCTIONS * output_tiles + RELOAD_INSTRUCTIONS * reloads + STORE_INSTRUCTIONS * stores)
     transfers = 2 * weight_tiles + input_loads + reloads + stores
     return fetch_cycles(config) * instructions + lookup_halfwords(config) * transfers
+
+
+def handover_cycles(config: AcceleratorConfig, leaving, new_weight, new_input, new_output):
+    """Fewest cycles from a CONV's end to the next CONV's issue, given what happens between them
+    (arrays broadcast): the compute queue executes its SIGNALs and WAITs a cycle each; and the
+    fetch stage, which stalls during the CONV on the first instruction that finds its queue full
+    (of `template.queue_depth`: the compute queue, or the store queue held by the WAIT ACC_READY
+    that passes a cycle after the CONV), dispatches the rest up to the next CONV only then, losing
+    a STORE's descriptor lookup on the way, and the CONV reaches its queue's head `HEAD_DELAY` later."""
+    depth = config.template.queue_depth
+    between = leaving + OUTPUT_INSTRUCTIONS * new_output + SWITCH_INSTRUCTIONS * (new_weight + new_input)
+    store_full = leaving & (STORE_QUEUE_INSTRUCTIONS > depth)
+    stalled = np.where(store_full, STORE_QUEUE_INSTRUCTIONS - depth + between - leaving + 1,
+                       np.maximum(between + 1 - depth, 0))  # instructions dispatched after the CONV
+    late = store_full + (stalled - 1) * fetch_cycles(config) + leaving * (stalled > 1) * lookup_halfwords(config)
+    return np.maximum(between, np.where(stalled > 0, late + HEAD_DELAY, 0))
 
 
 # ---------------------------------------------------------------- reloads
@@ -376,9 +394,10 @@ class Steps:
     """Per-step cycles of a schedule in execution order: `load` (the tiles step i needs that are
     not on chip yet), `compute`, `store` (the output written back after step i), the port use
     of the loads and stores (cycles of bandwidth their beats take; for stores on a shared DMA,
-    the cycles they hold it) and `issue`, the fetch stage's time for the instructions between
+    the cycles they hold it), `issue`, the fetch stage's time for the instructions between
     step i's CONV and step i+1's (`issue_cycles`: the CONV, step i+1's loads and bank switches,
-    step i's store; the vector layers of `planner.stream` leave it 0)."""
+    step i's store) and `handover`, the earliest issue of step i+1's CONV after step i's
+    (`handover_cycles`; 0 for the last step). The vector layers of `planner.stream` leave both 0."""
 
     compute: np.ndarray
     load: np.ndarray
@@ -386,21 +405,24 @@ class Steps:
     load_use: np.ndarray
     store_use: np.ndarray
     issue: np.ndarray | float = 0.0
+    handover: np.ndarray | float = 0.0
 
 
 def step_cycles(steps: Steps) -> int:
     """The double-buffered step model: the loads of step i+1 and the store of step i-1 run while
     step i computes, each on its own unit; the store's port use (or DMA time) delays the loads;
-    the fetch stage dispatches step i's instructions meanwhile::
+    the fetch stage dispatches step i's instructions meanwhile, and step i+1's CONV issues no
+    earlier than the queues let it::
 
-        cycles = START + load[0] + sum_i max(compute[i], load[i+1] + store_use[i-1], store[i-1], issue[i])
-                 + store[n-1] + END
+        cycles = START + load[0] + sum_i max(compute[i], load[i+1] + store_use[i-1], store[i-1], issue[i],
+                                             handover[i]) + store[n-1] + END
     """
     ahead = np.zeros_like(steps.compute, dtype=np.float64)
     ahead[:-1] = steps.load[1:]
     behind, behind_use = np.zeros_like(ahead), np.zeros_like(ahead)
     behind[1:], behind_use[1:] = steps.store[:-1], steps.store_use[:-1]
-    middle = np.maximum(np.maximum.reduce([steps.compute, ahead + behind_use, behind]), steps.issue)
+    middle = np.maximum(np.maximum.reduce([steps.compute, ahead + behind_use, behind]),
+                        np.maximum(steps.issue, steps.handover))
     return round(START_CYCLES + steps.load[0] + middle.sum() + steps.store[-1] + END_CYCLES)
 
 
@@ -474,7 +496,9 @@ def step_arrays(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig)
     issue = issue_cycles(config, 1, ahead(new_weight), ahead(new_input),
                          ahead(new_input) * np.append(ax["OW"].phases[cur["OW"]][1:], 0), ahead(new_output),
                          ahead(reload), leaving)
-    return Steps(compute, load, leaving * store, load_use, leaving * store_use, issue)
+    handover = ahead(np.ones_like(leaving)) * (compute - SYNC_CYCLES + handover_cycles(
+        config, leaving, ahead(new_weight), ahead(new_input), ahead(new_output)))
+    return Steps(compute, load, leaving * store, load_use, leaving * store_use, issue, handover)
 
 
 @dataclass(frozen=True)
@@ -560,13 +584,15 @@ def grouped_step_cycles(shape: ConvShape, schedule: Schedule, config: Accelerato
     new_output = differs(nxt, cur, out_dims) & has_next
     reload = new_output & (nxt["IC"] > 0)
     load_next, _ = _loads(shape, config, ax, nxt, new_weight, new_input, reload)
+    leaving = new_output | ~has_next
     issue = issue_cycles(config, 1, new_weight, new_input, new_input * ax["OW"].phases[nxt["OW"]], new_output, reload,
-                         new_output | ~has_next)
+                         leaving)
+    handover = has_next * (compute - SYNC_CYCLES + handover_cycles(config, leaving, new_weight, new_input, new_output))
     # the previous step's store: when the output tile changed between it and this step
     store_prev, use_prev = _stores(config, ax, prv, prv["IC"] == n["IC"] - 1)
     leaving_prev = differs(prv, cur, out_dims) & has_prev
     middle = np.maximum.reduce([compute, np.where(has_next, load_next, 0) + np.where(leaving_prev, use_prev, 0),
-                                np.where(leaving_prev, store_prev, 0), issue])
+                                np.where(leaving_prev, store_prev, 0), issue, handover])
     first = {d: np.zeros(1, np.int64) for d in DIMS}
     last = {d: np.full(1, n[d] - 1) for d in DIMS}
     load_first, _ = _loads(shape, config, ax, first, True, True, False)
