@@ -32,12 +32,19 @@ from hwgen.config import AcceleratorConfig, Energy
 from hwgen.layout import ACC_BYTES, PARAM_BYTES
 from hwgen.pe_array import array_latency
 from hwgen.serial_post import beat_interval, beat_latency
-from planner.program_model import HEAD_DELAY, fetch_cycles
+from planner.program_model import HEAD_DELAY, fetch_cycles, fetch_state_cycles
 from planner.schedule import DIMS, ConvShape, Schedule, axis_tiles, input_extents
 from planner.transfer_work import lookup_halfwords, offer_cycles, transfer_cycles
 
 SYNC_CYCLES = 2    # the WAIT / SIGNAL pair around each group of loads, a compute step or a store
-START_CYCLES = 15  # from `start` until the first LOAD: the initial semaphore tokens and CONVCFG
+INITIAL_INSTRUCTIONS = 6  # the SIGNALs of the initial semaphore tokens, dispatched before CONVCFG
+START_CYCLES = 15  # `start_cycles` from the descriptor ROM: `step_cycles`' default
+
+
+def start_cycles(config: AcceleratorConfig) -> int:
+    """From `start` until CONVCFG issues and the first LOAD may: the fetch stage dispatches the
+    initial SIGNALs and CONVCFG, which reaches its queue's head `HEAD_DELAY` later."""
+    return fetch_state_cycles(config) + INITIAL_INSTRUCTIONS * fetch_cycles(config) + HEAD_DELAY
 
 
 # ---------------------------------------------------------------- per-axis tables
@@ -376,7 +383,7 @@ def layer_totals(shape: ConvShape, config: AcceleratorConfig, tables: SumTables,
         transfers = loads + stores - tables.first_load - tables.last_store - (tiles_out * visits - 1) * offer_cycles(config)
     else:
         transfers = np.maximum(loads - tables.first_load, stores - tables.last_store)
-    lower = START_CYCLES + tables.first_load + tables.last_store + np.maximum(
+    lower = start_cycles(config) + tables.first_load + tables.last_store + np.maximum(
         np.maximum(tables.compute_cycles, transfers), issue)
     accesses = Accesses(input_bytes + weight_bytes + output_bytes,
                         input_bytes + tables.array_cycles * pe.cols * pe.simd * w.activation_bytes,
@@ -408,7 +415,7 @@ class Steps:
     handover: np.ndarray | float = 0.0
 
 
-def step_cycles(steps: Steps) -> int:
+def step_cycles(steps: Steps, start: int = START_CYCLES) -> int:
     """The double-buffered step model: the loads of step i+1 and the store of step i-1 run while
     step i computes, each on its own unit; the store's port use (or DMA time) delays the loads;
     the fetch stage dispatches step i's instructions meanwhile, and step i+1's CONV issues no
@@ -423,7 +430,7 @@ def step_cycles(steps: Steps) -> int:
     behind[1:], behind_use[1:] = steps.store[:-1], steps.store_use[:-1]
     middle = np.maximum(np.maximum.reduce([steps.compute, ahead + behind_use, behind]),
                         np.maximum(steps.issue, steps.handover))
-    return round(START_CYCLES + steps.load[0] + middle.sum() + steps.store[-1] + END_CYCLES)
+    return round(start + steps.load[0] + middle.sum() + steps.store[-1] + END_CYCLES)
 
 
 END_CYCLES = 2  # from the last store to `done`
@@ -597,7 +604,7 @@ def grouped_step_cycles(shape: ConvShape, schedule: Schedule, config: Accelerato
     last = {d: np.full(1, n[d] - 1) for d in DIMS}
     load_first, _ = _loads(shape, config, ax, first, True, True, False)
     store_last, _ = _stores(config, ax, last, True)
-    return round(START_CYCLES + load_first[0] + (middle * count).sum() + store_last[0] + END_CYCLES)
+    return round(start_cycles(config) + load_first[0] + (middle * count).sum() + store_last[0] + END_CYCLES)
 
 
 def _pick(x, index: int):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -112,6 +113,17 @@ def test_issue_counts_the_programs_instructions(spec, config, data):
     reloads = sum(ins.opcode == Opcode.LOAD and ins["buffer"] == Buffer.ACC for ins in ops)
     issue = cost.step_arrays(shape, schedule, config).issue
     assert issue.sum() == fetch_cycles(config) * (len(from_conv) - 2 - (stored_waits - reloads))
+
+
+@pytest.mark.parametrize("config_name", ["default", "icebreaker"])
+def test_start_is_the_programs_convcfg_issue(config_name):
+    """`cost.start_cycles` (descriptor ROM and SPRAM program memory) is when the program model
+    issues the layer's CONVCFG; the ROM's is `cost.START_CYCLES`."""
+    net, _ = conv_network(dict(in_c=2, out_c=2, kernel=1, stride=1, pad=0, size=2, groups=1, relu=True, seed=0))
+    config = load_config(config_name)
+    program = predict(compile_network(net, {net.layers[0].name: Schedule(2, 2, 2, 2)}, config).program, config)
+    assert [start for _, op, start, _ in program.timeline if op == "CONVCFG"] == [cost.start_cycles(config)]
+    assert cost.start_cycles(load_config("default")) == cost.START_CYCLES
 
 
 def test_cost_model_counts_instruction_issue_on_tiny_layers():
