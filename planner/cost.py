@@ -182,8 +182,11 @@ def issue_cycles(config: AcceleratorConfig, convs, weight_tiles, input_tiles, in
     transfer's descriptor lookup from the SPRAM program memory (which hold the fetch up)."""
     instructions = (convs + WEIGHT_INSTRUCTIONS * weight_tiles + INPUT_INSTRUCTIONS * input_tiles + input_loads
                     + OUTPUT_INSTRUCTIONS * output_tiles + RELOAD_INSTRUCTIONS * reloads + STORE_INSTRUCTIONS * stores)
-    transfers = 2 * weight_tiles + input_loads + reloads + stores
-    return fetch_cycles(config) * instructions + lookup_halfwords(config) * transfers
+    cycles = fetch_cycles(config) * instructions
+    halfwords = lookup_halfwords(config)
+    if halfwords:
+        cycles = cycles + halfwords * (2 * weight_tiles + input_loads + reloads + stores)
+    return cycles
 
 
 def handover_cycles(config: AcceleratorConfig, leaving, new_weight, new_input, new_output):
