@@ -10,11 +10,14 @@ the compiler (`planner/compile/conv.py`) emits, tile by tile:
   the pixels inside the map and filling padding on chip;
 * outputs, when the loop order leaves an output tile: a STORE of its int8 results, or of its
   int32 partial sums while input-channel tiles remain (reloaded at its next visit);
-* one CONV per step, taking `hwgen.conv_engine.cycle_count` cycles.
+* one CONV per step, taking `hwgen.conv_engine.cycle_count` cycles;
+* around them the WAITs and SIGNALs of the queues' protocol (`planner.compile.emitter`): every
+  instruction passes the fetch stage, which dispatches one per `fetch_cycles`.
 
 Transfer times come from `planner.transfer_work.transfer_cycles`. The step model overlaps the
 loads of step i+1 and the store of step i-1 with the compute of step i (double buffering); the
-store's bandwidth delays the loads (with `template.dma: shared`, the time it holds the DMA). Closed forms (`layer_totals`) give traffic, energy and a cycle
+store's bandwidth delays the loads (with `template.dma: shared`, the time it holds the DMA); no
+step is shorter than the fetch stage takes to dispatch its instructions. Closed forms (`layer_totals`) give traffic, energy and a cycle
 lower bound for many schedules at once (numpy arrays); `evaluate` adds the step-model cycles.
 `planner.program_model` times the compiled program itself; tests hold the two together.
 """
@@ -29,11 +32,19 @@ from hwgen.config import AcceleratorConfig, Energy
 from hwgen.layout import ACC_BYTES, PARAM_BYTES
 from hwgen.pe_array import array_latency
 from hwgen.serial_post import beat_interval, beat_latency
+from planner.program_model import HEAD_DELAY, fetch_cycles, fetch_state_cycles
 from planner.schedule import DIMS, ConvShape, Schedule, axis_tiles, input_extents
-from planner.transfer_work import offer_cycles, transfer_cycles
+from planner.transfer_work import lookup_halfwords, offer_cycles, transfer_cycles
 
 SYNC_CYCLES = 2    # the WAIT / SIGNAL pair around each group of loads, a compute step or a store
-START_CYCLES = 15  # from `start` until the first LOAD: the initial semaphore tokens and CONVCFG
+INITIAL_INSTRUCTIONS = 6  # the SIGNALs of the initial semaphore tokens, dispatched before CONVCFG
+START_CYCLES = 15  # `start_cycles` from the descriptor ROM: `step_cycles`' default
+
+
+def start_cycles(config: AcceleratorConfig) -> int:
+    """From `start` until CONVCFG issues and the first LOAD may: the fetch stage dispatches the
+    initial SIGNALs and CONVCFG, which reaches its queue's head `HEAD_DELAY` later."""
+    return fetch_state_cycles(config) + INITIAL_INSTRUCTIONS * fetch_cycles(config) + HEAD_DELAY
 
 
 # ---------------------------------------------------------------- per-axis tables
@@ -151,6 +162,49 @@ def conv_cycles(config: AcceleratorConfig, shape: ConvShape, oc_groups, ic_group
             + drain_cycles(config))
 
 
+# ---------------------------------------------------------------- instruction issue
+
+# Instructions the compiler emits per event (`planner.compile.emitter`), each dispatched by the fetch stage.
+SWITCH_INSTRUCTIONS = 2  # compute queue: SIGNAL FREE (the old bank), WAIT FULL (the new one)
+WEIGHT_INSTRUCTIONS = 4 + SWITCH_INSTRUCTIONS  # load queue: WAIT FREE, LOAD params, LOAD block, SIGNAL FULL
+INPUT_INSTRUCTIONS = 2 + SWITCH_INSTRUCTIONS   # WAIT FREE and SIGNAL FULL around one LOAD per stride phase
+OUTPUT_INSTRUCTIONS = 1  # compute: WAIT ACC_FREE (ACC_LOADED after a reload) on entering an output tile
+RELOAD_INSTRUCTIONS = 4  # load: WAIT ACC_FREE, WAIT STORED (the store before it), LOAD, SIGNAL ACC_LOADED
+STORE_QUEUE_INSTRUCTIONS = 4  # WAIT ACC_READY, STORE, SIGNAL ACC_FREE, SIGNAL STORED
+STORE_INSTRUCTIONS = 1 + STORE_QUEUE_INSTRUCTIONS  # and compute's SIGNAL ACC_READY before them
+
+
+def issue_cycles(config: AcceleratorConfig, convs, weight_tiles, input_tiles, input_loads, output_tiles, reloads,
+                 stores):
+    """Cycles the fetch stage takes to dispatch `convs` CONVs and the instructions of loading
+    these weight and input tiles (`input_loads` LOADs), entering these output tiles, reloading
+    and storing (ints or arrays): `fetch_cycles` per instruction, plus the halfwords of every
+    transfer's descriptor lookup from the SPRAM program memory (which hold the fetch up)."""
+    instructions = (convs + WEIGHT_INSTRUCTIONS * weight_tiles + INPUT_INSTRUCTIONS * input_tiles + input_loads
+                    + OUTPUT_INSTRUCTIONS * output_tiles + RELOAD_INSTRUCTIONS * reloads + STORE_INSTRUCTIONS * stores)
+    cycles = fetch_cycles(config) * instructions
+    halfwords = lookup_halfwords(config)
+    if halfwords:
+        cycles = cycles + halfwords * (2 * weight_tiles + input_loads + reloads + stores)
+    return cycles
+
+
+def handover_cycles(config: AcceleratorConfig, leaving, new_weight, new_input, new_output):
+    """Fewest cycles from a CONV's end to the next CONV's issue, given what happens between them
+    (arrays broadcast): the compute queue executes its SIGNALs and WAITs a cycle each; and the
+    fetch stage, which stalls during the CONV on the first instruction that finds its queue full
+    (of `template.queue_depth`: the compute queue, or the store queue held by the WAIT ACC_READY
+    that passes a cycle after the CONV), dispatches the rest up to the next CONV only then, losing
+    a STORE's descriptor lookup on the way, and the CONV reaches its queue's head `HEAD_DELAY` later."""
+    depth = config.template.queue_depth
+    between = leaving + OUTPUT_INSTRUCTIONS * new_output + SWITCH_INSTRUCTIONS * (new_weight + new_input)
+    store_full = leaving & (STORE_QUEUE_INSTRUCTIONS > depth)
+    stalled = np.where(store_full, STORE_QUEUE_INSTRUCTIONS - depth + between - leaving + 1,
+                       np.maximum(between + 1 - depth, 0))  # instructions dispatched after the CONV
+    late = store_full + (stalled - 1) * fetch_cycles(config) + leaving * (stalled > 1) * lookup_halfwords(config)
+    return np.maximum(between, np.where(stalled > 0, late + HEAD_DELAY, 0))
+
+
 # ---------------------------------------------------------------- reloads
 
 def reload_factor(order: tuple[str, ...], trip: dict, relevant: frozenset[str]):
@@ -215,7 +269,7 @@ class Totals:
 class SumTables:
     """Order-independent sums over the tile grid of many tilings at once (arrays indexed like the
     tilings): per sweep of each tensor's tiles, bytes and DMA cycles (a lower bound: fixed parts
-    plus port use), and the compute totals."""
+    plus port use), per sweep of the input tiles their number and LOADs, and the compute totals."""
 
     trip: dict
     input_bytes: np.ndarray
@@ -225,9 +279,12 @@ class SumTables:
     partial_bytes: np.ndarray
     partial_dma: np.ndarray
     result_dma: np.ndarray
+    input_tiles: np.ndarray
+    input_loads: np.ndarray
     compute_cycles: np.ndarray
     array_cycles: np.ndarray
     first_load: np.ndarray
+    first_input_loads: np.ndarray
     last_store: np.ndarray
 
 
@@ -269,8 +326,9 @@ def sum_tables(shape: ConvShape, config: AcceleratorConfig, tiles: dict) -> SumT
                    if shape.depthwise else ig)
     beats = chan_groups * rows_in * cols_in * words
     steps = chan_groups * rows_win * cols_win * words
-    fixed, port, use = transfer_cycles(True, steps, steps - beats, beats, config, trip["OH"] * phases * (
-        trip["OC"] if shape.depthwise else trip["IC"]))
+    chan_trips = trip["OC"] if shape.depthwise else trip["IC"]
+    input_loads = chan_trips * trip["OH"] * phases
+    fixed, port, use = transfer_cycles(True, steps, steps - beats, beats, config, input_loads)
     input_bytes, input_dma = beats * bus, _lower(fixed, port, use)
     # weights: every (OC, IC) tile: parameter records and block
     w_beats = -(-trip["IC"] * og * pe.rows * PARAM_BYTES // bus) + -(-og * pe.rows * ig * pe.simd * k // bus)
@@ -300,7 +358,8 @@ def sum_tables(shape: ConvShape, config: AcceleratorConfig, tiles: dict) -> SumT
     l_res = results(config, last("OC", "sizes"), last("OH", "sizes") * last("OW", "sizes"))
     last_store = l_res[1] + l_res[2]
     return SumTables(trip, input_bytes, input_dma, weight_bytes, weight_dma, partial_bytes, partial_dma, result_dma,
-                     compute, array_cycles, first_load, last_store)
+                     chan_trips * trip["OH"] * trip["OW"], input_loads, compute, array_cycles, first_load,
+                     first("OW", "phases"), last_store)
 
 
 def layer_totals(shape: ConvShape, config: AcceleratorConfig, tables: SumTables, order: tuple[str, ...], macs: int) -> Totals:
@@ -316,13 +375,19 @@ def layer_totals(shape: ConvShape, config: AcceleratorConfig, tables: SumTables,
     weight_bytes = tables.weight_bytes * r_w
     output_bytes = outputs * w.activation_bytes + 2 * (visits - 1) * tables.partial_bytes
     steps = trip["OC"] * trip["IC"] * trip["OH"] * trip["OW"]
+    tiles_out = trip["OC"] * trip["OH"] * trip["OW"]
+    # what the fetch stage dispatches after the first step's loads (those are in `first_load`)
+    issue = issue_cycles(config, steps, trip["OC"] * trip["IC"] * r_w - 1, tables.input_tiles * r_in - 1,
+                         tables.input_loads * r_in - tables.first_input_loads, tiles_out * visits - 1,
+                         tiles_out * (visits - 1), tiles_out * visits)
     loads = tables.input_dma * r_in + tables.weight_dma * r_w + (visits - 1) * tables.partial_dma
     stores = tables.result_dma + (visits - 1) * tables.partial_dma
-    if config.template.dma == "shared":  # one DMA: loads and stores one after another
-        transfers = loads + stores - tables.first_load - tables.last_store
+    if config.template.dma == "shared":  # one DMA: loads and stores one after another (a store holds it after its offer)
+        transfers = loads + stores - tables.first_load - tables.last_store - (tiles_out * visits - 1) * offer_cycles(config)
     else:
         transfers = np.maximum(loads - tables.first_load, stores - tables.last_store)
-    lower = START_CYCLES + tables.first_load + tables.last_store + np.maximum(tables.compute_cycles, transfers)
+    lower = start_cycles(config) + tables.first_load + tables.last_store + np.maximum(
+        np.maximum(tables.compute_cycles, transfers), issue)
     accesses = Accesses(input_bytes + weight_bytes + output_bytes,
                         input_bytes + tables.array_cycles * pe.cols * pe.simd * w.activation_bytes,
                         weight_bytes + tables.array_cycles * pe.rows * pe.simd * w.weight_bytes,
@@ -337,30 +402,38 @@ def layer_totals(shape: ConvShape, config: AcceleratorConfig, tables: SumTables,
 @dataclass(frozen=True)
 class Steps:
     """Per-step cycles of a schedule in execution order: `load` (the tiles step i needs that are
-    not on chip yet), `compute`, `store` (the output written back after step i) and the port use
+    not on chip yet), `compute`, `store` (the output written back after step i), the port use
     of the loads and stores (cycles of bandwidth their beats take; for stores on a shared DMA,
-    the cycles they hold it)."""
+    the cycles they hold it), `issue`, the fetch stage's time for the instructions between
+    step i's CONV and step i+1's (`issue_cycles`: the CONV, step i+1's loads and bank switches,
+    step i's store) and `handover`, the earliest issue of step i+1's CONV after step i's
+    (`handover_cycles`; 0 for the last step). The vector layers of `planner.stream` leave both 0."""
 
     compute: np.ndarray
     load: np.ndarray
     store: np.ndarray
     load_use: np.ndarray
     store_use: np.ndarray
+    issue: np.ndarray | float = 0.0
+    handover: np.ndarray | float = 0.0
 
 
-def step_cycles(steps: Steps) -> int:
+def step_cycles(steps: Steps, start: int = START_CYCLES) -> int:
     """The double-buffered step model: the loads of step i+1 and the store of step i-1 run while
-    step i computes, each on its own unit; the store's port use (or DMA time) delays the loads::
+    step i computes, each on its own unit; the store's port use (or DMA time) delays the loads;
+    the fetch stage dispatches step i's instructions meanwhile, and step i+1's CONV issues no
+    earlier than the queues let it::
 
-        cycles = START + load[0] + sum_i max(compute[i], load[i+1] + store_use[i-1], store[i-1])
-                 + store[n-1] + END
+        cycles = START + load[0] + sum_i max(compute[i], load[i+1] + store_use[i-1], store[i-1], issue[i],
+                                             handover[i]) + store[n-1] + END
     """
     ahead = np.zeros_like(steps.compute, dtype=np.float64)
     ahead[:-1] = steps.load[1:]
     behind, behind_use = np.zeros_like(ahead), np.zeros_like(ahead)
     behind[1:], behind_use[1:] = steps.store[:-1], steps.store_use[:-1]
-    middle = np.maximum.reduce([steps.compute, ahead + behind_use, behind])
-    return round(START_CYCLES + steps.load[0] + middle.sum() + steps.store[-1] + END_CYCLES)
+    middle = np.maximum(np.maximum.reduce([steps.compute, ahead + behind_use, behind]),
+                        np.maximum(steps.issue, steps.handover))
+    return round(start + steps.load[0] + middle.sum() + steps.store[-1] + END_CYCLES)
 
 
 END_CYCLES = 2  # from the last store to `done`
@@ -421,11 +494,21 @@ def step_arrays(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig)
     chan = "OC" if shape.depthwise else "IC"
     out_dims = ("OC", "OH", "OW")
     compute = _compute(shape, config, ax, cur)
-    load, load_use = _loads(shape, config, ax, cur, changed(("OC", "IC"), 1), changed((chan, "OH", "OW"), 1),
-                            changed(out_dims, 1) & (cur["IC"] > 0))
+    new_weight, new_input, new_output = changed(("OC", "IC"), 1), changed((chan, "OH", "OW"), 1), changed(out_dims, 1)
+    reload = new_output & (cur["IC"] > 0)
+    load, load_use = _loads(shape, config, ax, cur, new_weight, new_input, reload)
     store, store_use = _stores(config, ax, cur, cur["IC"] == ax["IC"].trips - 1)
     leaving = changed(out_dims, -1)
-    return Steps(compute, load, leaving * store, load_use, leaving * store_use)
+
+    def ahead(flags):  # the next step's events (none after the last step)
+        return np.append(flags[1:], False)
+
+    issue = issue_cycles(config, 1, ahead(new_weight), ahead(new_input),
+                         ahead(new_input) * np.append(ax["OW"].phases[cur["OW"]][1:], 0), ahead(new_output),
+                         ahead(reload), leaving)
+    handover = ahead(np.ones_like(leaving)) * (compute - SYNC_CYCLES + handover_cycles(
+        config, leaving, ahead(new_weight), ahead(new_input), ahead(new_output)))
+    return Steps(compute, load, leaving * store, load_use, leaving * store_use, issue, handover)
 
 
 @dataclass(frozen=True)
@@ -506,18 +589,25 @@ def grouped_step_cycles(shape: ConvShape, schedule: Schedule, config: Accelerato
     compute = _compute(shape, config, ax, cur)
     has_next, has_prev = carry_next >= 0, carry_prev >= 0
     # the next step's loads: what changes between this step and the next
-    load_next, _ = _loads(shape, config, ax, nxt, differs(nxt, cur, ("OC", "IC")), differs(nxt, cur, (chan, "OH", "OW")),
-                          differs(nxt, cur, out_dims) & (nxt["IC"] > 0))
+    new_weight = differs(nxt, cur, ("OC", "IC")) & has_next
+    new_input = differs(nxt, cur, (chan, "OH", "OW")) & has_next
+    new_output = differs(nxt, cur, out_dims) & has_next
+    reload = new_output & (nxt["IC"] > 0)
+    load_next, _ = _loads(shape, config, ax, nxt, new_weight, new_input, reload)
+    leaving = new_output | ~has_next
+    issue = issue_cycles(config, 1, new_weight, new_input, new_input * ax["OW"].phases[nxt["OW"]], new_output, reload,
+                         leaving)
+    handover = has_next * (compute - SYNC_CYCLES + handover_cycles(config, leaving, new_weight, new_input, new_output))
     # the previous step's store: when the output tile changed between it and this step
     store_prev, use_prev = _stores(config, ax, prv, prv["IC"] == n["IC"] - 1)
     leaving_prev = differs(prv, cur, out_dims) & has_prev
     middle = np.maximum.reduce([compute, np.where(has_next, load_next, 0) + np.where(leaving_prev, use_prev, 0),
-                                np.where(leaving_prev, store_prev, 0)])
+                                np.where(leaving_prev, store_prev, 0), issue, handover])
     first = {d: np.zeros(1, np.int64) for d in DIMS}
     last = {d: np.full(1, n[d] - 1) for d in DIMS}
     load_first, _ = _loads(shape, config, ax, first, True, True, False)
     store_last, _ = _stores(config, ax, last, True)
-    return round(START_CYCLES + load_first[0] + (middle * count).sum() + store_last[0] + END_CYCLES)
+    return round(start_cycles(config) + load_first[0] + (middle * count).sum() + store_last[0] + END_CYCLES)
 
 
 def _pick(x, index: int):

@@ -35,7 +35,15 @@ def lookup_cycles(config: AcceleratorConfig) -> int:
     the SPRAM program memory, a cycle per halfword of the entry plus `LOOKUP_CYCLES`."""
     if config.template.program_memory != "spram":
         return 0
-    return entry_halfwords(descriptor_table_params(config)) + LOOKUP_CYCLES
+    return lookup_halfwords(config) + LOOKUP_CYCLES
+
+
+def lookup_halfwords(config: AcceleratorConfig) -> int:
+    """Halfwords a LOAD or STORE reads from the SPRAM program memory for its descriptor (0 from
+    the descriptor ROM): the fetch stage loses as many cycles to each lookup that overlaps it."""
+    if config.template.program_memory != "spram":
+        return 0
+    return entry_halfwords(descriptor_table_params(config))
 
 
 @dataclass(frozen=True)

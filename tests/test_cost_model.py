@@ -69,13 +69,13 @@ def test_we1_reload_factors_match_the_thesis():
 
 def test_step_cycles_overlaps_neighbours():
     """Loads of the next step (slowed by the previous store's port use) and the previous store
-    overlap the current compute."""
+    overlap the current compute; no step is shorter than the dispatch of its instructions."""
     steps = cost.Steps(compute=np.array([5, 6]), load=np.array([10, 7]), store=np.array([3, 4]),
-                       load_use=np.array([4, 2]), store_use=np.array([1, 2]))
-    assert cost.step_cycles(steps) == cost.START_CYCLES + 10 + max(5, 7 + 0, 0) + max(6, 0 + 1, 3) + 4 + cost.END_CYCLES
+                       load_use=np.array([4, 2]), store_use=np.array([1, 2]), issue=np.array([9, 3]))
+    assert cost.step_cycles(steps) == cost.START_CYCLES + 10 + max(5, 7 + 0, 0, 9) + max(6, 0 + 1, 3, 3) + 4 + cost.END_CYCLES
 
 
-@pytest.mark.parametrize("config_name", ["ice40up5k", "setup_a"])
+@pytest.mark.parametrize("config_name", ["ice40up5k", "setup_a", "icebreaker"])
 def test_closed_forms_equal_the_step_arrays(config_name):
     """Closed-form totals and the grouped step model equal the enumerated steps; the closed-form
     cycle bound never exceeds the step model (branch and bound relies on it)."""
@@ -88,6 +88,6 @@ def test_closed_forms_equal_the_step_arrays(config_name):
         c = cost.evaluate(shape, sched, config, 1)
         assert c.compute_cycles == round(steps.compute.sum())
         assert c.steps == len(steps.compute)
-        assert c.cycles == cost.step_cycles(steps)
+        assert c.cycles == cost.step_cycles(steps, cost.start_cycles(config))
         tables = cost.sum_tables(shape, config, {d: np.array([sched.tile(d)]) for d in DIMS})
         assert cost.layer_totals(shape, config, tables, sched.order, 1).cycles_lower_bound[0] <= c.cycles

@@ -4,17 +4,23 @@ direction equal the compiled program's (counted from its descriptors) and the cy
 to the program timing model's (itself held within 5% of the RTL by test_program_model)."""
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hwgen.accelerator import check_generatable
 from hwgen.config import config_from_dict, load_config
+from hwgen.fetch import dispatched
+from hwgen.isa import Buffer, Opcode
 from planner import cost
+from planner.compile.emitter import Sem
 from planner.compile.network import compile_network
 from planner.errors import ConfigError
 from planner.plan import plan_network
-from planner.program_model import predict
+from planner.program_model import fetch_cycles, predict
 from planner.schedule import DIMS, ORDERS, ConvShape, Schedule, granule, is_legal, tile_candidates
 from test_rtl_property import conv_network
 
@@ -67,12 +73,17 @@ def test_cost_model_with_a_shared_dma_near_the_program(spec, config, data):
 def check_cost_against_program(spec, config, data) -> None:
     """Bytes per direction equal and cycles in `CYCLE_RANGE` for a drawn legal schedule."""
     net, _ = conv_network(spec)
-    layer = net.layers[0]
-    shape = ConvShape.of(layer)
+    shape = ConvShape.of(net.layers[0])
     tiles = [data.draw(st.sampled_from(tile_candidates(shape.bound(d), granule(d, shape, config)))) for d in DIMS]
     schedule = Schedule(*tiles, data.draw(st.sampled_from(ORDERS)))
-    if not is_legal(shape, schedule, config):
-        return
+    if is_legal(shape, schedule, config):
+        check_schedule_against_program(net, schedule, config)
+
+
+def check_schedule_against_program(net, schedule: Schedule, config) -> None:
+    """Bytes per direction equal and cycles in `CYCLE_RANGE` for one schedule of `net`'s layer."""
+    layer = net.layers[0]
+    shape = ConvShape.of(layer)
     c = cost.evaluate(shape, schedule, config, layer.macs)
     program = predict(compile_network(net, {layer.name: schedule}, config).program, config)
     visits = cost.reload_factor(schedule.order, {d: -(-shape.bound(d) // schedule.tile(d)) for d in DIMS},
@@ -82,6 +93,57 @@ def check_cost_against_program(spec, config, data) -> None:
     assert c.output_bytes - reloads == program.bytes_written
     assert (visits > 1) == (reloads > 0)
     assert CYCLE_RANGE[0] <= c.cycles / program.cycles <= CYCLE_RANGE[1], (c.cycles, program.cycles)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(layers(), configs(), st.data())
+def test_issue_counts_the_programs_instructions(spec, config, data):
+    """The instructions the step model has the fetch stage dispatch (`Steps.issue`, at
+    `fetch_cycles` each from the ROM) are the compiled program's from the first CONV on, but the
+    closing SIGNALs that release the banks and the WAIT STOREDs beyond one per partial-sum reload."""
+    net, _ = conv_network(spec)
+    shape = ConvShape.of(net.layers[0])
+    tiles = [data.draw(st.sampled_from(tile_candidates(shape.bound(d), granule(d, shape, config)))) for d in DIMS]
+    schedule = Schedule(*tiles, data.draw(st.sampled_from(ORDERS)))
+    if not is_legal(shape, schedule, config):
+        return
+    ops = [d.instruction for d in dispatched(compile_network(net, {net.layers[0].name: schedule}, config).program)]
+    from_conv = ops[next(i for i, ins in enumerate(ops) if ins.opcode == Opcode.CONV):]
+    stored_waits = sum(ins.opcode == Opcode.WAIT and ins["sem"] == Sem.STORED for ins in ops)
+    reloads = sum(ins.opcode == Opcode.LOAD and ins["buffer"] == Buffer.ACC for ins in ops)
+    issue = cost.step_arrays(shape, schedule, config).issue
+    assert issue.sum() == fetch_cycles(config) * (len(from_conv) - 2 - (stored_waits - reloads))
+
+
+@pytest.mark.parametrize("config_name", ["default", "icebreaker"])
+def test_start_is_the_programs_convcfg_issue(config_name):
+    """`cost.start_cycles` (descriptor ROM and SPRAM program memory) is when the program model
+    issues the layer's CONVCFG; the ROM's is `cost.START_CYCLES`."""
+    net, _ = conv_network(dict(in_c=2, out_c=2, kernel=1, stride=1, pad=0, size=2, groups=1, relu=True, seed=0))
+    config = load_config(config_name)
+    program = predict(compile_network(net, {net.layers[0].name: Schedule(2, 2, 2, 2)}, config).program, config)
+    assert [start for _, op, start, _ in program.timeline if op == "CONVCFG"] == [cost.start_cycles(config)]
+    assert cost.start_cycles(load_config("default")) == cost.START_CYCLES
+
+
+def test_cost_model_counts_instruction_issue_on_tiny_layers():
+    """Regression (issue #6 CI): a 1x1 conv of one channel on a 4x4 map, setup A with a 2x1x1
+    array, 8-bit bus at 0.5 B/cycle, latency 1, burst 2. Its steps compute in 16 cycles but the
+    fetch stage needs 24 to dispatch their 12 instructions; without that the cost model said 357
+    cycles against the program's 473 (tiles 1, 1, 1, 1). Every tiling of the order (OC, IC, OH, OW)."""
+    spec = dict(in_c=1, out_c=1, kernel=1, stride=1, pad=0, size=4, groups=1, relu=True, seed=0)
+    net, _ = conv_network(spec)
+    shape = ConvShape.of(net.layers[0])
+    data = load_config("setup_a").to_dict()
+    data["pe"] = {"rows": 2, "cols": 1, "simd": 1}
+    data["dram"] = {"bus_width_bits": 8, "bandwidth_bytes_per_cycle": 0.5, "latency_cycles": 1, "burst_beats": 2}
+    config = config_from_dict(data)
+    tilings = list(itertools.product(*[tile_candidates(shape.bound(d), granule(d, shape, config)) for d in DIMS]))
+    assert len(tilings) == 9
+    for tiles in tilings:
+        schedule = Schedule(*tiles, ("OC", "IC", "OH", "OW"))
+        assert is_legal(shape, schedule, config)
+        check_schedule_against_program(net, schedule, config)
 
 
 def test_network_plan_bytes_equal_the_compiled_program():
