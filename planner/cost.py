@@ -143,11 +143,12 @@ def drain_cycles(config: AcceleratorConfig) -> int:
     return array_latency(pe.simd) + (pe.cols - 1) * beat_interval(config) + 1 + beat_latency(config)
 
 
-def conv_cycles(config: AcceleratorConfig, shape: ConvShape, oc_groups, ic_groups, rows, col_groups, init):
-    """`hwgen.conv_engine.cycle_count` of CONVs of these sizes (arrays broadcast)."""
+def conv_cycles(config: AcceleratorConfig, shape: ConvShape, oc_groups, ic_groups, rows, col_groups):
+    """`hwgen.conv_engine.cycle_count` of CONVs of these sizes (arrays broadcast; the same with
+    or without `init_from_acc`)."""
     steps = ic_groups * shape.kh * shape.kw
     groups = rows * col_groups * oc_groups
-    return (np.where(init, config.pe.cols, 1) + (groups - 1) * np.maximum(steps, group_interval(config)) + steps
+    return (1 + (groups - 1) * np.maximum(steps, group_interval(config)) + steps
             + drain_cycles(config))
 
 
@@ -369,7 +370,7 @@ END_CYCLES = 2  # from the last store to `done`
 def _compute(shape: ConvShape, config: AcceleratorConfig, ax: dict, cur: dict):
     """Per-step compute cycles for tile indices `cur` (arrays)."""
     return conv_cycles(config, shape, ax["OC"].groups[cur["OC"]], ax["IC"].groups[cur["IC"]], ax["OH"].sizes[cur["OH"]],
-                       ax["OW"].groups[cur["OW"]], cur["IC"] > 0) + SYNC_CYCLES
+                       ax["OW"].groups[cur["OW"]]) + SYNC_CYCLES
 
 
 def _loads(shape: ConvShape, config: AcceleratorConfig, ax: dict, cur: dict, new_weight, new_input, reload):
