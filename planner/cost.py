@@ -289,8 +289,8 @@ def sum_tables(shape: ConvShape, config: AcceleratorConfig, tiles: dict) -> SumT
     t_sum = total("IC", lambda a: a.groups * k)
     gap_sum = total("IC", lambda a: np.maximum(a.groups * k, group_interval(config)))
     n_sum = og * shape.oh * col_groups  # sum over (OC, OH, OW) tiles of the CONV's groups
-    compute = (tiles_out * (1 + (trip["IC"] - 1) * pe.cols) + gap_sum * (n_sum - tiles_out) + t_sum * tiles_out
-               + tiles_out * trip["IC"] * (drain_cycles(config) + SYNC_CYCLES))
+    compute = (gap_sum * (n_sum - tiles_out) + t_sum * tiles_out
+               + tiles_out * trip["IC"] * (1 + drain_cycles(config) + SYNC_CYCLES))
     array_cycles = og * ig * k * shape.oh * col_groups
 
     f_in = input_tile(config, input_groups(shape, config, first("OC", "groups"), first("IC", "groups")),
