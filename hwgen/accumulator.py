@@ -1,7 +1,9 @@
 """Accumulator width of the PEs: wide enough that no layer the configuration admits overflows.
 
 One PE sum covers one tile's reduction, `ic_tile x kh x kw` products `(x - zx) * w`, started
-from an initial value (bias or a spilled partial sum) of `widths.accumulator` bits. Products
+from 0: the initial value (bias or a spilled partial sum, `widths.accumulator` bits) is added
+after the array, by the post-processing (`hwgen.postprocess`: `acc + bias` one bit wider than
+the wider of the two, so exact). Products
 on padding (zero weights of padding channels, `x = zx` outside the image) are 0, so at most
 `max_terms` products are non-zero: the tile's weights (at least one output channel) fit one
 weight bank and its distinct input elements fit one input bank.
@@ -25,8 +27,8 @@ def max_product(config: AcceleratorConfig) -> int:
 
 
 def max_magnitude(config: AcceleratorConfig) -> int:
-    """Largest `|sum + init|`, the initial value being a signed `widths.accumulator` integer."""
-    return max_terms(config) * max_product(config) + 2 ** (config.widths.accumulator - 1)
+    """Largest `|sum|` of one PE."""
+    return max_terms(config) * max_product(config)
 
 
 def accumulator_shape(config: AcceleratorConfig) -> Shape:

@@ -20,26 +20,30 @@ Ports (compute side of the buffers; the caller muxes the banks with the `*_bank`
   words: `hwgen.layout.partial_sums_offset`); the int8 results of that record are bytes
   `(L % 4) * R ...` of word `L // 4`. Bank: `out_bank`.
 
-Read ports are used with `en`; their data holds while `en` is low (one word of the init
-staging lives there). Timing: the cycle after a command is accepted, group 0 starts (with
-`init_from_acc`, `C` cycles later: its `C` partial-sum words are read first). Group `k + 1`'s
-partial sums are read during group `k`, so a group's reads precede the previous group's writes.
+Read ports are used with `en`; their data holds while `en` is low. With `init_from_acc`, the
+PE sums start from 0 as always and the partial sums enter where the bias does: the
+post-processing's `bias` of a beat is its record's partial-sum word (else the parameter bias),
+read from `acc_read` the cycle before the beat is on the drain (at the group's drain metadata
+for its first beat, when a beat is accepted for the next one) and held in the read port until
+the beat is accepted. Timing: the cycle after a command is accepted, group 0 starts.
 Successive groups start `P = max(T, C * I)` cycles apart (`T = ic_groups * kernel_h * kernel_w`
 reduction steps; the drain bank sends its `C` beats one every `I` cycles: `I = 1` with a
 requantizer per engine, `I = hwgen.serial_post.serial_interval(R)` with the shared serial lane
 of `template.postprocess: serial`, which is then a port, `post`). The command takes
 
-    cycles = (C if init_from_acc else 1) + (N - 1) * P + T + array latency + (C - 1) * I + 1 + post latency
+    cycles = 1 + (N - 1) * P + T + array latency + (C - 1) * I + 1 + post latency
 
 from the accepting cycle to the first cycle `idle` is high again (all results written), with
 `N = out_rows * ow_groups * oc_groups`, array latency `5 + log2 S`
 (`hwgen.pe_array.array_latency`), post latency `hwgen.serial_post.beat_latency`
 (`cycle_count`). Fields are assumed non-zero, `stride >= 1`, `last_group_cols` in `1..C`.
 
-In-place requantisation (`init_from_acc` and `requantize`): the int8 results written so far
-end below `(P + C) * G * R` bytes (pixel set `P`) while the partial sums not yet read start at
-`4 * (D + P * G)` words' bytes or later; `D` covers the difference, so no sum is overwritten
-before it is read.
+In-place requantisation (`init_from_acc` and `requantize`): a beat's partial sums are read
+before it is accepted and its results written after it, so when a record of the pixel set
+starting at pixel `p` is read, every result written so far belongs to that set or an earlier
+one and ends below byte `(p + C) * G * R`, while the partial sums not yet read start at byte
+`4 * R * (D + p * G)` or later; `4 * D >= C * G` covers the difference, so no sum is
+overwritten before it is read.
 """
 from __future__ import annotations
 
@@ -83,9 +87,8 @@ def cycle_count(config: AcceleratorConfig, conv: dict, convcfg: dict) -> int:
     pe = config.pe
     steps = conv["ic_groups"] * convcfg["kernel_h"] * convcfg["kernel_w"]
     groups = conv["out_rows"] * conv["ow_groups"] * conv["oc_groups"]
-    start = pe.cols if conv["init_from_acc"] else 1
     interval = beat_interval(config)
-    return (start + (groups - 1) * max(steps, pe.cols * interval) + steps + array_latency(pe.simd)
+    return (1 + (groups - 1) * max(steps, pe.cols * interval) + steps + array_latency(pe.simd)
             + (pe.cols - 1) * interval + 1 + beat_latency(config))
 
 
@@ -197,7 +200,6 @@ class ConvEngine(wiring.Component):
         next_input = Signal(pixel)
         m.d.comb += next_input.eq(next_group_base + next_row_base + next_col_base)
         record = set_record + ocg
-        next_record = next_set_record + next_ocg
 
         # ---- reduction counters (ic group, kh, phase, kw = q * stride + phase) and pointers
         icg, kh, phase, kw = Signal(8), Signal(4), Signal(3), Signal(4)
@@ -222,7 +224,7 @@ class ConvEngine(wiring.Component):
             m.d.sync += flush.eq(flush - 1)
         with m.If(accept):
             m.d.sync += [
-                running.eq(1), at_first.eq(1), gap.eq(Mux(new.init_from_acc, C - 1, 0)),
+                running.eq(1), at_first.eq(1),
                 oh.eq(0), owg.eq(0), ocg.eq(0), row_base.eq(0), col_base.eq(0), group_base.eq(0), set_record.eq(0),
                 icg.eq(0), kh.eq(0), phase.eq(0), kw.eq(0),
                 group_ptr.eq(0), row_ptr.eq(0), phase_ptr.eq(0), pixel_ptr.eq(0), weight_row.eq(0),
@@ -278,25 +280,6 @@ class ConvEngine(wiring.Component):
             array.valid.eq(valid), array.first.eq(first), array.last.eq(last),
         ]
 
-        # ---- partial-sum staging: group k + 1's C words are read during group k (the last
-        # stays in the read port), so that they are complete when group k + 1 starts
-        fetch_left = Signal(range(C + 1))
-        fetch_record = Signal(self.acc_bits)
-        with m.If(fetch_left != 0):
-            m.d.sync += [fetch_left.eq(fetch_left - 1), fetch_record.eq(fetch_record + conv.oc_groups)]
-        with m.If(accept & new.init_from_acc):
-            m.d.sync += [fetch_left.eq(C), fetch_record.eq(0)]
-        with m.If(issue & at_first & conv.init_from_acc):
-            m.d.sync += [fetch_left.eq(C), fetch_record.eq(next_record)]
-        m.d.comb += [self.acc_read.addr.eq(fetch_record + partials), self.acc_read.en.eq(fetch_left != 0)]
-        words = [data.View(data.ArrayLayout(signed(32), R), Signal(32 * R, name=f"staged_{c}")) for c in range(C - 1)]
-        words.append(data.View(data.ArrayLayout(signed(32), R), self.acc_read.data))
-        with m.If(register(m, fetch_left > 1, "fetch_shift", reset_less=False)):
-            m.d.sync += [words[c].eq(words[c + 1]) for c in range(C - 1)]
-        for r in range(R):
-            for c in range(C):
-                m.d.comb += array.init[r][c].eq(Mux(conv.init_from_acc, words[c][r], 0))
-
         # ---- drain: the group's metadata follows its last step by the array latency
         meta = Signal(data.StructLayout({"valid": 1, "ocg": 8, "record": self.acc_bits, "cols": range(C + 1)}))
         m.d.comb += [meta.valid.eq(issue & last_step), meta.ocg.eq(ocg), meta.record.eq(record),
@@ -312,15 +295,25 @@ class ConvEngine(wiring.Component):
             m.d.sync += [drain_record.eq(meta.record), drain_col.eq(0), drain_cols.eq(meta.cols)]
         m.d.comb += [self.param.addr.eq(meta.ocg), self.param.en.eq(meta.valid)]
         params = data.View(data.ArrayLayout(PARAM_RECORD, R), self.param.data)
+        # the beat's partial sums, read the cycle before it is on the drain: the group's first
+        # record at `meta.valid`, the next one whenever a beat is accepted (`read_record`)
+        read_record = Signal(self.acc_bits)
+        with m.If(beat):
+            m.d.sync += read_record.eq(read_record + conv.oc_groups)
+        with m.If(meta.valid):
+            m.d.sync += read_record.eq(meta.record + conv.oc_groups)
+        m.d.comb += [self.acc_read.addr.eq(Mux(meta.valid, meta.record, read_record) + partials),
+                     self.acc_read.en.eq(conv.init_from_acc & (meta.valid | beat))]
+        partial_sums = data.View(data.ArrayLayout(signed(32), R), self.acc_read.data)
         layer = post.i.payload.layer
         m.d.comb += [
             post.i.valid.eq(array.drain.valid), array.drain.ready.eq(post.i.ready), post.o.ready.eq(1),
-            post.i.payload.acc.eq(array.drain.payload.acc),
             layer.zero_point.eq(cfg.out_zero_point), layer.low.eq(cfg.act_min), layer.high.eq(cfg.act_max),
             layer.raw.eq(~conv.requantize),
         ]
         for r in range(R):
-            m.d.comb += [post.i.payload.bias[r].eq(Mux(conv.init_from_acc, 0, params[r].bias)),
+            m.d.comb += [post.i.payload.acc[r].eq(array.drain.payload.acc[r]),  # sign-extended to the post's width
+                         post.i.payload.bias[r].eq(Mux(conv.init_from_acc, partial_sums[r], params[r].bias)),
                          post.i.payload.multiplier[r].eq(params[r].multiplier),
                          post.i.payload.shift[r].eq(params[r].shift[:SHIFT_BITS])]
 

@@ -1,6 +1,6 @@
 """The processing element: an `S`-lane dot product `sum_l (x_l - zx) * w_l` into an accumulator.
 
-Pipeline (one register per stage, controls and the initial value travel with the data):
+Pipeline (one register per stage, the controls travel with the data):
 `x`, `zx` and `w` registers (so that nothing but the subtraction lies between a register and
 the multipliers: `x` comes from block RAM through the window selection) → multiplier input
 registers holding `x - zx` (9-bit signed) and `w` → per-lane product register (both
@@ -37,7 +37,8 @@ class PE(wiring.Component):
     """`S`-lane dot-product PE with a signed accumulator of shape `acc_shape`.
 
     Per valid cycle the sum of the `S` lane products is added to the accumulator; `first` starts
-    the sum from `init` instead, `last` emits the finished sum on `out` (`out_valid`) after
+    the sum from 0 instead (an initial value is added after the array, by the post-processing),
+    `last` emits the finished sum on `out` (`out_valid`) after
     `latency` cycles. `first` and `last` may be set on the same cycle; invalid cycles are bubbles.
     """
 
@@ -48,7 +49,6 @@ class PE(wiring.Component):
             "x": In(data.ArrayLayout(signed(act_bits), simd)),
             "zx": In(signed(act_bits)),
             "w": In(data.ArrayLayout(signed(weight_bits), simd)),
-            "init": In(acc_shape),
             "valid": In(1),
             "first": In(1),
             "last": In(1),
@@ -67,26 +67,23 @@ class PE(wiring.Component):
         control = Signal(CONTROL)
         m.d.comb += [control.valid.eq(self.valid), control.first.eq(self.first), control.last.eq(self.last)]
         control = register(m, control, "control_in", reset_less=False)
-        init = register(m, self.init, "init_in")
         x, zx, w = register(m, self.x, "x_in"), register(m, self.zx, "zx_in"), register(m, self.w, "w_in")
         control = register(m, control, "control_operand", reset_less=False)
-        init = register(m, init, "init_operand")
         level = []
         for lane in range(self.simd):  # input and product registers inside the DSP (hwgen.dsp)
             multiplier = m.submodules[f"multiplier_{lane}"] = RegisteredMultiplier(len(x[lane]) + 1, len(w[lane]))
             m.d.comb += [multiplier.a.eq(x[lane] - zx), multiplier.b.eq(w[lane])]
             level.append(multiplier.p)
-        control, init = register(m, control, "control_product", reset_less=False), register(m, init, "init_product")
+        control = register(m, control, "control_product", reset_less=False)
         depth = 0
         while len(level) > 1:
             depth += 1
             level = [register(m, a + b, f"tree{depth}_{i}") for i, (a, b) in enumerate(zip(level[::2], level[1::2]))]
             control = register(m, control, f"control_tree{depth}", reset_less=False)
-            init = register(m, init, f"init_tree{depth}")
 
         acc = Signal(self.acc_shape, reset_less=True)
         with m.If(control.valid):
-            m.d.sync += acc.eq(Mux(control.first, init, acc) + level[0])
+            m.d.sync += acc.eq(Mux(control.first, 0, acc) + level[0])
         m.d.sync += self.out_valid.eq(control.valid & control.last)
         m.d.comb += self.out.eq(acc)
         return m

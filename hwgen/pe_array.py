@@ -46,7 +46,6 @@ class PEArray(wiring.Component):
             "weights": In(data.ArrayLayout(data.ArrayLayout(weight, self.simd), self.rows)),
             "pixels": In(data.ArrayLayout(data.ArrayLayout(act, self.simd), self.cols)),
             "zx": In(act),
-            "init": In(data.ArrayLayout(data.ArrayLayout(self.acc_shape, self.cols), self.rows)),
             "valid": In(1),
             "first": In(1),
             "last": In(1),
@@ -65,7 +64,7 @@ class PEArray(wiring.Component):
             for c, pe in enumerate(row):
                 m.submodules[f"pe_{r}_{c}"] = pe
                 m.d.comb += [
-                    pe.x.eq(self.pixels[c]), pe.w.eq(self.weights[r]), pe.zx.eq(self.zx), pe.init.eq(self.init[r][c]),
+                    pe.x.eq(self.pixels[c]), pe.w.eq(self.weights[r]), pe.zx.eq(self.zx),
                     pe.valid.eq(self.valid), pe.first.eq(self.first), pe.last.eq(self.last),
                 ]
 

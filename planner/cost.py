@@ -154,11 +154,12 @@ def drain_cycles(config: AcceleratorConfig) -> int:
     return array_latency(pe.simd) + (pe.cols - 1) * beat_interval(config) + 1 + beat_latency(config)
 
 
-def conv_cycles(config: AcceleratorConfig, shape: ConvShape, oc_groups, ic_groups, rows, col_groups, init):
-    """`hwgen.conv_engine.cycle_count` of CONVs of these sizes (arrays broadcast)."""
+def conv_cycles(config: AcceleratorConfig, shape: ConvShape, oc_groups, ic_groups, rows, col_groups):
+    """`hwgen.conv_engine.cycle_count` of CONVs of these sizes (arrays broadcast; the same with
+    or without `init_from_acc`)."""
     steps = ic_groups * shape.kh * shape.kw
     groups = rows * col_groups * oc_groups
-    return (np.where(init, config.pe.cols, 1) + (groups - 1) * np.maximum(steps, group_interval(config)) + steps
+    return (1 + (groups - 1) * np.maximum(steps, group_interval(config)) + steps
             + drain_cycles(config))
 
 
@@ -346,8 +347,8 @@ def sum_tables(shape: ConvShape, config: AcceleratorConfig, tiles: dict) -> SumT
     t_sum = total("IC", lambda a: a.groups * k)
     gap_sum = total("IC", lambda a: np.maximum(a.groups * k, group_interval(config)))
     n_sum = og * shape.oh * col_groups  # sum over (OC, OH, OW) tiles of the CONV's groups
-    compute = (tiles_out * (1 + (trip["IC"] - 1) * pe.cols) + gap_sum * (n_sum - tiles_out) + t_sum * tiles_out
-               + tiles_out * trip["IC"] * (drain_cycles(config) + SYNC_CYCLES))
+    compute = (gap_sum * (n_sum - tiles_out) + t_sum * tiles_out
+               + tiles_out * trip["IC"] * (1 + drain_cycles(config) + SYNC_CYCLES))
     array_cycles = og * ig * k * shape.oh * col_groups
 
     f_in = input_tile(config, input_groups(shape, config, first("OC", "groups"), first("IC", "groups")),
@@ -442,7 +443,7 @@ END_CYCLES = 2  # from the last store to `done`
 def _compute(shape: ConvShape, config: AcceleratorConfig, ax: dict, cur: dict):
     """Per-step compute cycles for tile indices `cur` (arrays)."""
     return conv_cycles(config, shape, ax["OC"].groups[cur["OC"]], ax["IC"].groups[cur["IC"]], ax["OH"].sizes[cur["OH"]],
-                       ax["OW"].groups[cur["OW"]], cur["IC"] > 0) + SYNC_CYCLES
+                       ax["OW"].groups[cur["OW"]]) + SYNC_CYCLES
 
 
 def _loads(shape: ConvShape, config: AcceleratorConfig, ax: dict, cur: dict, new_weight, new_input, reload):

@@ -44,19 +44,18 @@ def run_pe(dut: PE, cycles: list[dict]) -> list[tuple[int, int]]:
     return results
 
 
-def group_stimulus(rng: np.random.Generator, simd: int, groups: list[tuple[int, list[int]]], init_bits: int):
+def group_stimulus(rng: np.random.Generator, simd: int, groups: list[tuple[int, list[int]]]):
     """Cycles for `groups` (terms, bubbles before each term) and their numpy reference sums."""
     cycles, expected = [], []
     for terms, bubbles in groups:
         zx = int(int8(rng, 1)[0])
         x, w = int8(rng, (terms, simd)), int8(rng, (terms, simd))
-        init = int(rng.integers(-(2 ** (init_bits - 1)), 2 ** (init_bits - 1)))
         for k in range(terms):
             cycles += [{"valid": 0, "first": int(rng.integers(2)), "last": int(rng.integers(2)),
                         "x": int8(rng, simd).tolist(), "w": int8(rng, simd).tolist()}] * bubbles[k]
             cycles.append({"valid": 1, "first": int(k == 0), "last": int(k == terms - 1), "zx": zx,
-                           "x": x[k].tolist(), "w": w[k].tolist(), "init": init})
-        expected.append((len(cycles), init + int(np.sum((x - zx) * w))))
+                           "x": x[k].tolist(), "w": w[k].tolist()})
+        expected.append((len(cycles), int(np.sum((x - zx) * w))))
     return cycles, expected
 
 
@@ -71,10 +70,11 @@ def group_stimulus(rng: np.random.Generator, simd: int, groups: list[tuple[int, 
 )
 def test_pe_matches_numpy_dot_products(simd: int, groups, seed: int) -> None:
     """Groups of 1..5 terms (a 1-term group has first and last on one cycle), random bubbles
-    (whose control bits must be ignored), back-to-back groups, per-group zero points and inits."""
+    (whose control bits must be ignored), back-to-back groups (each starting from 0, not from the
+    previous sum), per-group zero points."""
     rng = np.random.default_rng(seed)
     dut = PE(simd, signed(24))
-    cycles, expected = group_stimulus(rng, simd, groups, init_bits=20)
+    cycles, expected = group_stimulus(rng, simd, groups)
     assert run_pe(dut, cycles) == [(cycle - 1 + dut.latency, value) for cycle, value in expected]
 
 
@@ -82,9 +82,9 @@ def test_pe_matches_numpy_dot_products(simd: int, groups, seed: int) -> None:
 def test_latency_is_four_plus_tree_depth(simd: int, latency: int) -> None:
     """A one-term group (first and last together) presented on cycle 0 leaves on cycle `latency`."""
     dut = PE(simd, signed(32))
-    cycles = [{"valid": 1, "first": 1, "last": 1, "x": [5] * simd, "zx": 2, "w": [-3] * simd, "init": 7}]
+    cycles = [{"valid": 1, "first": 1, "last": 1, "x": [5] * simd, "zx": 2, "w": [-3] * simd}]
     assert dut.latency == latency
-    assert run_pe(dut, cycles) == [(latency, 7 - 9 * simd)]
+    assert run_pe(dut, cycles) == [(latency, -9 * simd)]
 
 
 TINY = {"clock_mhz": 10, "pe": {"rows": 2, "cols": 3, "simd": 4},
@@ -94,9 +94,9 @@ TINY = {"clock_mhz": 10, "pe": {"rows": 2, "cols": 3, "simd": 4},
 
 
 def worst_sums(config) -> tuple[int, int]:
-    """The extreme sums: every product at +-255 * 128 (= (-128 - 127) * -128) and the extreme init."""
-    terms, init_bits = max_terms(config), config.widths.accumulator
-    return -terms * 255 * 128 - 2 ** (init_bits - 1), terms * 255 * 128 + 2 ** (init_bits - 1) - 1
+    """The extreme sums: every product at +-255 * 128 (= (-128 - 127) * -128)."""
+    terms = max_terms(config)
+    return -terms * 255 * 128, terms * 255 * 128
 
 
 @pytest.mark.parametrize("name", ["default", "ice40up5k", "setup_a", "setup_b"])
@@ -130,15 +130,15 @@ def test_legal_tiles_stay_within_max_terms(ic: int, kernel: int, size: int, pad:
 
 
 def test_worst_case_stimulus_in_simulation() -> None:
-    """A tiny config (32 terms, int16 init): both extreme sums come out exactly."""
+    """A tiny config (32 terms): both extreme sums come out exactly."""
     config = config_from_dict(TINY)
     simd = config.pe.simd
     dut = PE(simd, accumulator_shape(config))
-    assert max_magnitude(config) == 32 * 255 * 128 + 2**15
+    assert max_magnitude(config) == 32 * 255 * 128
     cycles = []
-    for sign, init in ((1, 2**15 - 1), (-1, -(2**15))):
+    for sign in (1, -1):
         for k in range(max_terms(config) // simd):
             cycles.append({"valid": 1, "first": int(k == 0), "last": int(k == max_terms(config) // simd - 1),
                            "x": [-128 if sign > 0 else 127] * simd, "zx": 127 if sign > 0 else -128,
-                           "w": [-128] * simd, "init": init})
+                           "w": [-128] * simd})
     assert [value for _, value in run_pe(dut, cycles)] == [worst_sums(config)[1], worst_sums(config)[0]]

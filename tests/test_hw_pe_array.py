@@ -23,14 +23,13 @@ def make_groups(rng: np.random.Generator, lengths: list[int]) -> tuple[list[dict
     for terms in lengths:
         zx = int(int8(rng, 1)[0])
         x, w = int8(rng, (terms, C, S)), int8(rng, (terms, R, S))
-        init = rng.integers(-(2**31), 2**31, (R, C))
         for k in range(terms):
             if k and rng.random() < 0.3:
                 cycles.append({"valid": 0, "first": 1, "last": 1, "pixels": int8(rng, (C, S)).tolist(),
-                               "weights": int8(rng, (R, S)).tolist(), "init": int8(rng, (R, C)).tolist()})
+                               "weights": int8(rng, (R, S)).tolist()})
             cycles.append({"valid": 1, "first": int(k == 0), "last": int(k == terms - 1), "zx": zx,
-                           "pixels": x[k].tolist(), "weights": w[k].tolist(), "init": init.tolist()})
-        sums.append(init + np.einsum("kcs,krs->rc", x - zx, w))
+                           "pixels": x[k].tolist(), "weights": w[k].tolist()})
+        sums.append(np.einsum("kcs,krs->rc", x - zx, w))
     return cycles, sums
 
 
