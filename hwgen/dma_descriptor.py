@@ -66,7 +66,9 @@ class DmaParams:
     `walker`: `levels` keeps a pointer per loop level and adds the strides of the descriptor;
     `pointer` keeps one pointer per quantity and adds the step of the level that advances, which
     `encode` precomputes (`hwgen.dma_walker`). `narrow_queues`: each segment queue holds only
-    what its side reads (`hwgen.dma.Dma`)."""
+    what its side reads (`hwgen.dma.Dma`). `entry_held`: the DMA registers only `load` and
+    reads the other fields from its `desc` input while busy, whose source holds them until `done`
+    (`template.dma_descriptor: reader`)."""
 
     bus_bytes: int
     burst_beats: int
@@ -79,6 +81,7 @@ class DmaParams:
     segment_fifos: str = "memory"  # `memory`: block RAM; `registers`: flip-flops (asynchronous read)
     walker: str = "levels"
     narrow_queues: bool = False
+    entry_held: bool = False
 
     def __post_init__(self) -> None:
         exact_log2(self.buf_word_bytes), exact_log2(self.burst_beats)  # raise unless powers of two

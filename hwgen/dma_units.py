@@ -44,12 +44,13 @@ most a quarter of the range, `hwgen.dma_descriptor.pointer_dims`)."""
 def dma_params(config: AcceleratorConfig, kind: str) -> DmaParams:
     """The DMA parameters of one buffer: its word and depth, the configuration's bus and DRAM
     address width; with `template.dma: shared` the `pointer` walker, counts one bit wider than
-    the buffer's byte addresses, `COORD_BITS` coordinates and narrow segment queues."""
+    the buffer's byte addresses, `COORD_BITS` coordinates, narrow segment queues and, with
+    `template.dma_descriptor: reader`, no copy of the descriptor."""
     word, depth = bank_shape(config, kind)
     template = config.template
     compact = {} if template.dma == "separate" else {
         "walker": "pointer", "count_width": ceil_log2(word * depth) + 1, "coord_width": COORD_BITS,
-        "narrow_queues": True}
+        "narrow_queues": True, "entry_held": template.dma_descriptor == "reader"}
     return DmaParams(bus_bytes=config.dram.bus_width_bits // 8, burst_beats=config.dram.burst_beats,
                      buf_word_bytes=word, buf_depth=depth, addr_width=template.dram_address_bits,
                      segment_fifos=template.segment_fifos, **compact)
@@ -155,7 +156,8 @@ class TransferUnit(wiring.Component):
     both stay valid while `active`. `desc` is the filled-in descriptor for the DMAs (in the
     table's layout); the unit offers it to the DMA of `select` via `desc_valid` and waits for
     that DMA's `done`. With `descriptors=None` the table entry comes from a `DescriptorReader`
-    (`lookup`, `filled`, `entry`, `release`) instead of a ROM.
+    (`lookup`, `filled`, `entry`, `release`) instead of a ROM; the unit releases it when the DMA
+    takes the descriptor, or with `params.entry_held` (the DMA reads it while busy) at `done`.
     """
 
     def __init__(self, params: DmaParams, descriptors: list[Descriptor] | None, targets: int):
@@ -228,7 +230,7 @@ class TransferUnit(wiring.Component):
                 if self.descriptors is not None:
                     m.d.comb += read.en.eq(0)
                 with m.If(self.desc_ready):
-                    if self.descriptors is None:
+                    if self.descriptors is None and not self.params.entry_held:
                         m.d.comb += self.release.eq(1)
                     m.next = "WAIT"
             with m.State("WAIT"):
@@ -236,6 +238,8 @@ class TransferUnit(wiring.Component):
                 if self.descriptors is not None:
                     m.d.comb += read.en.eq(0)
                 with m.If(self.done):
+                    if self.params.entry_held:  # the DMA read the entry until now
+                        m.d.comb += self.release.eq(1)
                     m.next = "IDLE"
         return m
 
