@@ -19,6 +19,10 @@ from planner.errors import HwgenError
 
 OUTER_DIMS = 4
 
+FILLED_FIELDS = ("load", "dram_addr", "buf_addr", "y0", "x0")
+"""The descriptor fields a LOAD or STORE fills in from its instruction; the rest comes from the
+descriptor table (`hwgen.dma_units`)."""
+
 
 @dataclass(frozen=True)
 class Dim:
@@ -67,8 +71,9 @@ class DmaParams:
     `pointer` keeps one pointer per quantity and adds the step of the level that advances, which
     `encode` precomputes (`hwgen.dma_walker`). `narrow_queues`: each segment queue holds only
     what its side reads (`hwgen.dma.Dma`). `entry_held`: the DMA registers only `load` and
-    reads the other fields from its `desc` input while busy, whose source holds them until `done`
-    (`template.dma_descriptor: reader`)."""
+    reads the other fields from its `desc` input while busy, whose source holds them until `done`,
+    and a descriptor-table entry leaves out the `FILLED_FIELDS` (`template.dma_descriptor:
+    reader`)."""
 
     bus_bytes: int
     burst_beats: int
@@ -118,6 +123,22 @@ class DmaParams:
             "y0": coord, "x0": coord, "height": unsigned(self.coord_width - 1),
             "width": unsigned(self.coord_width - 1), "fill": 8,
         })
+
+    def entry_layout(self) -> data.StructLayout:
+        """A descriptor-table entry: the descriptor, without the `FILLED_FIELDS` if `entry_held`."""
+        return data.StructLayout({name: field.shape for name, field in self.descriptor_layout()
+                                  if not (self.entry_held and name in FILLED_FIELDS)})
+
+    def encode_entry(self, desc: Descriptor) -> int:
+        """The bits of `desc`'s descriptor-table entry (`entry_layout`); `DescriptorError` as
+        `encode`, or when an entry without the origin would lose `desc`'s (a STORE's origin is
+        the table's; with `entry_held` it is 0)."""
+        layout, value = self.entry_layout(), self.encode(desc)
+        if self.entry_held and (desc.y0, desc.x0) != (0, 0):
+            raise DescriptorError(f"descriptor {desc}: origin ({desc.y0}, {desc.x0}); the descriptor-table entries "
+                                  f"of a DMA that reads them through (template.dma_descriptor: reader) hold none, "
+                                  f"allowed: (0, 0)")
+        return layout.const({name: value[name] for name, _ in layout}).as_bits()
 
     def encode(self, desc: Descriptor) -> dict:
         """The value of a `descriptor_layout` signal (for `ctx.set`); addresses wrap to their

@@ -12,6 +12,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from hwgen.dma import Descriptor, DmaParams
+from hwgen.dma_descriptor import FILLED_FIELDS
 from hwgen.buffers import bank_shape
 from hwgen.config import AcceleratorConfig
 from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Buffer, Opcode, field_limit
@@ -63,7 +64,7 @@ def descriptor_table_params(config: AcceleratorConfig) -> DmaParams:
 
 def entry_halfwords(params: DmaParams) -> int:
     """Halfwords of one descriptor-table entry in the SPRAM program memory."""
-    return -(-params.descriptor_layout().size // SPRAM_BITS)
+    return -(-params.entry_layout().size // SPRAM_BITS)
 
 
 def descriptor_capacity(params: DmaParams) -> int:
@@ -73,12 +74,12 @@ def descriptor_capacity(params: DmaParams) -> int:
 
 def descriptor_halfwords(params: DmaParams, descriptors: list[Descriptor]) -> list[int]:
     """The descriptor table as SPRAM contents from `DESCRIPTOR_BASE`: entry `i` (its
-    `descriptor_layout` bits) at halfwords `i * E .. i * E + E - 1`, least significant first."""
-    layout, count = params.descriptor_layout(), entry_halfwords(params)
+    `entry_layout` bits) at halfwords `i * E .. i * E + E - 1`, least significant first."""
+    count = entry_halfwords(params)
     mask = (1 << SPRAM_BITS) - 1
     words = []
     for desc in descriptors:
-        bits = layout.const(params.encode(desc)).as_bits()
+        bits = params.encode_entry(desc)
         words += [(bits >> (SPRAM_BITS * k)) & mask for k in range(count)]
     return words
 
@@ -96,7 +97,7 @@ class DescriptorReader(wiring.Component):
             "lookup": In(stream.Signature(DESCRIPTOR_INDEX)).array(clients),
             "release": In(1).array(clients),
             "filled": Out(1).array(clients),
-            "entry": Out(params.descriptor_layout()),
+            "entry": Out(params.entry_layout()),
             "memory": Out(MEMORY_READ_SIGNATURE),
         })
 
@@ -166,7 +167,7 @@ class TransferUnit(wiring.Component):
         self.targets = targets
         reader = {} if descriptors is not None else {
             "lookup": Out(stream.Signature(DESCRIPTOR_INDEX)),
-            "filled": In(1), "entry": In(params.descriptor_layout()), "release": Out(1),
+            "filled": In(1), "entry": In(params.entry_layout()), "release": Out(1),
         }
         super().__init__({
             **reader,
@@ -194,7 +195,8 @@ class TransferUnit(wiring.Component):
         store = command.payload.store
         is_load = command.opcode == Opcode.LOAD
 
-        m.d.comb += [self.desc.eq(entry), self.desc.load.eq(is_load)]
+        m.d.comb += [getattr(self.desc, name).eq(getattr(entry, name)) for name, _ in entry.shape()]
+        m.d.comb += self.desc.load.eq(is_load)
         with m.If(is_load):
             m.d.comb += [self.desc.dram_addr.eq(load.dram_offset), self.desc.buf_addr.eq(load.buf_addr),
                          self.desc.y0.eq(load.y_offset), self.desc.x0.eq(load.x_offset),
@@ -243,9 +245,6 @@ class TransferUnit(wiring.Component):
                     m.next = "IDLE"
         return m
 
-
-FILLED_FIELDS = ("load", "dram_addr", "buf_addr", "y0", "x0")
-"""The descriptor fields a `TransferUnit` fills in from its instruction; the rest is the table entry."""
 
 
 class DmaArbiter(wiring.Component):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from hwgen.accelerator import Accelerator, program_regions
-from hwgen.config import load_config
+from hwgen.config import config_from_dict, load_config
 from hwgen.dma import Descriptor, Dim
 from hwgen.dma_units import descriptor_table_params
 from hwgen.fetch import ProgramError, check_program
@@ -18,6 +18,9 @@ from planner.program_model import predict
 from sim.isa_sim import IsaSimulator
 
 ICEBREAKER = load_config("icebreaker")
+COPYING = config_from_dict({**ICEBREAKER.to_dict(), "template": {**ICEBREAKER.to_dict()["template"],
+                                                                 "dma_descriptor": "copy"}})
+"""The iCEBreaker configuration with a DMA that keeps a copy of its descriptor (whole entries)."""
 
 
 @pytest.mark.parametrize("text, culprit", [
@@ -42,19 +45,19 @@ def test_register_instructions_are_refused_without_registers(text, culprit):
 
 def test_spram_program_memory_layout_and_limits():
     """Instructions from halfword 0, eight each, least significant first; descriptor-table
-    entries of 24 halfwords from halfword 8192 (the 376-bit `pointer` layout of this configuration's
-    shared DMA: load 1, DRAM address 17, buffer address 11, run 12, run_dx 1, four dimensions of
-    count - 1 (12), DRAM step 17, buffer step 11, y and x steps 14 each, origin 2 x 14, bounds
-    2 x 13, fill 8); 1024 instructions and 341 descriptors fit the 16 K halfwords of one
-    SB_SPRAM256KA."""
+    entries of 24 halfwords from halfword 8192 (the 376-bit `pointer` layout of the shared DMA
+    with `dma_descriptor: copy`: load 1, DRAM address 17, buffer address 11, run 12, run_dx 1,
+    four dimensions of count - 1 (12), DRAM step 17, buffer step 11, y and x steps 14 each,
+    origin 2 x 14, bounds 2 x 13, fill 8); 1024 instructions and 341 descriptors fit the 16 K
+    halfwords of one SB_SPRAM256KA."""
     words = [Instruction.make(Opcode.STORE, dram_offset=-1 - i, buf_addr=i).encode() for i in range(3)]
     descriptors = [Descriptor(load=True, dram_addr=0, buf_addr=0, run_bytes=5 + i, dims=(Dim(3, 7, 9, 1, -2),))
                    for i in range(2)]
-    (start, halfwords), (table_start, table) = program_regions(Program(words, descriptors), ICEBREAKER)
+    (start, halfwords), (table_start, table) = program_regions(Program(words, descriptors), COPYING)
     assert (start, len(halfwords), table_start, len(table)) == (0, 24, 8192, 2 * 24)
     for i, word in enumerate(words):
         assert sum(h << (16 * k) for k, h in enumerate(halfwords[8 * i:8 * i + 8])) == word
-    params = descriptor_table_params(ICEBREAKER)
+    params = descriptor_table_params(COPYING)
     layout = params.descriptor_layout()
     assert layout.size == 1 + 17 + 11 + 12 + 1 + 4 * (12 + 17 + 11 + 14 + 14) + 2 * 14 + 2 * 13 + 8 == 376
     for i, desc in enumerate(descriptors):
@@ -64,9 +67,37 @@ def test_spram_program_memory_layout_and_limits():
     nop = Instruction.make(Opcode.NOP).encode()
     with pytest.raises(ProgramError, match=r"1025 instructions; the SPRAM program memory of configuration "
                                            r"'icebreaker' holds 1024"):
-        check_program(Program([nop] * 1025), ICEBREAKER)
+        check_program(Program([nop] * 1025), COPYING)
     many = [Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=1 + i) for i in range(342)]
     with pytest.raises(ProgramError, match=r"342 descriptors; the SPRAM program memory of configuration "
                                            r"'icebreaker' holds 341"):
-        check_program(Program([nop], many), ICEBREAKER)
+        check_program(Program([nop], many), COPYING)
     assert 16384 * 16 == 256 * 1024 and 8192 + 341 * 24 <= 16384 < 8192 + 342 * 24  # one SB_SPRAM256KA: 256 Kbit
+
+
+def test_spram_descriptor_entries_without_the_filled_fields():
+    """With `dma_descriptor: reader` (the iCEBreaker's) an entry leaves out what the LOAD or STORE
+    fills in (load, DRAM and buffer address, origin): 319 bits (run 12, run_dx 1, four
+    dimensions of 68, bounds 2 x 13, fill 8), 20 halfwords, 409 entries after halfword 8192;
+    a descriptor with an origin is refused (a STORE's would be lost)."""
+    desc = Descriptor(load=True, dram_addr=99, buf_addr=7, run_bytes=5, dims=(Dim(3, 7, 9, 1, -2),), run_dx=1,
+                      height=6, width=300, fill=0xA5)
+    _, (table_start, table) = program_regions(Program([], [desc, desc]), ICEBREAKER)
+    assert (table_start, len(table), table[:20]) == (8192, 40, table[20:])
+    bits = sum(h << (16 * k) for k, h in enumerate(table[:20]))
+    fields = {"run_bytes": (0, 12), "run_dx": (12, 1), "repeats0": (13, 12), "dram_step0": (25, 17),
+              "buf_step0": (42, 11), "dy_step0": (53, 14), "dx_step0": (67, 14), "repeats1": (81, 12),
+              "height": (285, 13), "width": (298, 13), "fill": (311, 8)}
+    got = {name: bits >> offset & ((1 << width) - 1) for name, (offset, width) in fields.items()}
+    assert got == {"run_bytes": 5, "run_dx": 1, "repeats0": 2, "dram_step0": 7, "buf_step0": 9, "dy_step0": 1,
+                   "dx_step0": (1 << 14) - 2, "repeats1": 0, "height": 6, "width": 300, "fill": 0xA5}
+    assert bits >> 319 == 0 and 8192 + 409 * 20 <= 16384 < 8192 + 410 * 20
+    nop = Instruction.make(Opcode.NOP).encode()
+    many = [Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=1 + i) for i in range(410)]
+    with pytest.raises(ProgramError, match=r"410 descriptors; the SPRAM program memory of configuration "
+                                           r"'icebreaker' holds 409"):
+        check_program(Program([nop], many), ICEBREAKER)
+    with pytest.raises(ProgramError, match=r"descriptor 0 does not fit the DMA of configuration 'icebreaker': .*"
+                                           r"origin \(0, 3\); .*allowed: \(0, 0\)"):
+        check_program(Program([nop], [Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=1, x0=3)]), ICEBREAKER)
+    check_program(Program([nop], [Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=1, x0=3)]), COPYING)
