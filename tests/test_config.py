@@ -154,3 +154,17 @@ def test_dma_descriptor_reader_needs_the_shared_dma_and_the_spram_program_memory
     data["template"] = {"dma_descriptor": "both"}
     with pytest.raises(ConfigError, match=r"template\.dma_descriptor: 'both' is not allowed; expected one of: copy, reader"):
         config_from_dict(data)
+
+
+def test_dma_loops_below_four_need_the_shared_dma():
+    assert (load_config("ice40up5k").template.dma_loops, load_config("icebreaker").template.dma_loops) == (4, 3)
+    data = base()
+    data["template"] = {"dma_loops": 2}
+    with pytest.raises(ConfigError, match=r"template\.dma_loops: 2 needs template\.dma: shared \(the pointer walker\); "
+                                          r"this config has dma: separate; allowed here: 4"):
+        config_from_dict(data)
+    data["template"] = {"dma": "shared", "dma_loops": 5}
+    with pytest.raises(ConfigError, match=r"template\.dma_loops: 5 is not allowed; expected an integer in \[1, 4\]"):
+        config_from_dict(data)
+    data["template"] = {"dma": "shared", "dma_loops": 1}
+    assert config_from_dict(data).template.dma_loops == 1

@@ -1,6 +1,7 @@
 """The DMA RTL against the byte-level reference (`sim.dma_model`) on the simulated DRAM, with
 either walker (`levels`, and `pointer` at compact widths: the template's `dma: shared`), and
-the `pointer` DMA that reads its descriptor through (`held`: `template.dma_descriptor: reader`)."""
+the `pointer` DMA that reads its descriptor through and walks three loops (`held`: the
+iCEBreaker's `template.dma_descriptor: reader`, `dma_loops: 3`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -13,7 +14,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
 
-from hwgen.dma import Descriptor, Dim, Dma, DmaParams
+from hwgen.dma import Descriptor, DescriptorError, Dim, Dma, DmaParams
 from sim.dma_model import DmaTraffic, run_descriptor
 from sim.memory_model import MemoryModel
 
@@ -30,11 +31,12 @@ def variant(params: DmaParams, walker: str) -> DmaParams:
     """`params` with `walker`; the `pointer` walker as `template.dma: shared` has it: narrow
     segment queues, the narrowest widths these tests need (DRAM addresses of the 1 KiB memory,
     counts one bit over the buffer address, small coordinates); `held`: that DMA with
-    `entry_held` (it keeps only `load`)."""
+    `entry_held` (it keeps only `load`) and three outer loops."""
     if walker == "levels":
         return params
+    held = walker == "held"
     return replace(params, walker="pointer", addr_width=11, count_width=params.buf_addr_width + 1, coord_width=10,
-                   narrow_queues=True, entry_held=walker == "held")
+                   narrow_queues=True, entry_held=held, outer_dims=3 if held else 4)
 
 
 JUNK = Descriptor(load=True, dram_addr=0x155, buf_addr=0x2A, run_bytes=5, dims=(Dim(3, 7, 9, 1, -2),), run_dx=1,
@@ -121,7 +123,7 @@ def random_descriptor(rng: np.random.Generator, params: DmaParams, load: bool, p
     buf_bytes = params.buf_depth * params.buf_word_bytes
     run = int(rng.integers(1, 25))
     while True:
-        counts = [int(c) for c in rng.integers(1, 4, int(rng.integers(0, 5)))]
+        counts = [int(c) for c in rng.integers(1, 4, int(rng.integers(0, params.outer_dims + 1)))]
         if np.prod(counts) <= 12:
             break
     dims = tuple(Dim(c, int(rng.integers(0, 48)), int(rng.integers(0, 48)), int(rng.integers(-1, 3)),
@@ -158,7 +160,8 @@ def test_random_descriptors_under_stalls(name: str, seed: int, walker: str) -> N
 
 @pytest.mark.parametrize("walker", WALKERS)
 def test_phase_decomposed_input_tile_with_padding(walker: str) -> None:
-    """An input tile in the buffer layout [group][h][phase][index][lane] with padding on every side."""
+    """An input tile in the buffer layout [group][h][phase][index][lane] with padding on every side
+    (four loops: the three-loop DMA refuses it)."""
     params = variant(PARAMS["bus2"], walker)
     height, width, channels, lanes, stride, fill = 5, 7, 4, 2, 2, 0x80
     groups, rows, indices, base, buf_addr = channels // lanes, 6, 5, 64, 8
@@ -182,6 +185,10 @@ def test_phase_decomposed_input_tile_with_padding(walker: str) -> None:
             tile[g, h, p, i, lane] = image[y, x, g * lanes + lane]
     expected[buf_addr:buf_addr + tile.size] = tile.ravel()
     np.testing.assert_array_equal(reference(params, dram, buffer, [desc])[1], expected)
+    if params.outer_dims < 4:
+        with pytest.raises(DescriptorError, match=r"dims\[3\]\.count 2 > 1 beyond the DMA's 3 loops"):
+            params.encode(desc)
+        return
     check(params, dram, buffer, [desc], latency=6, stall=0.3, seed=4)
 
 
@@ -233,7 +240,7 @@ def test_pointer_walker_takes_the_cycles_of_the_levels_walker(seed: int) -> None
     params = PARAMS["bus2"]
     dram = rng.integers(0, 256, DRAM_BYTES, dtype=np.uint8)
     buffer = rng.integers(0, 256, params.buf_depth * params.buf_word_bytes, dtype=np.uint8)
-    descs = [random_descriptor(rng, params, load=bool(rng.integers(0, 2)), padded=bool(rng.integers(0, 2)))
-             for _ in range(6)]
+    descs = [random_descriptor(rng, variant(params, "held"), load=bool(rng.integers(0, 2)),
+                               padded=bool(rng.integers(0, 2))) for _ in range(6)]  # at most three loops
     cycles = [check(variant(params, walker), dram, buffer, descs, latency=5).busy_cycles for walker in WALKERS]
     assert cycles[0] == cycles[1] == cycles[2]

@@ -19,8 +19,9 @@ from sim.isa_sim import IsaSimulator
 
 ICEBREAKER = load_config("icebreaker")
 COPYING = config_from_dict({**ICEBREAKER.to_dict(), "template": {**ICEBREAKER.to_dict()["template"],
-                                                                 "dma_descriptor": "copy"}})
-"""The iCEBreaker configuration with a DMA that keeps a copy of its descriptor (whole entries)."""
+                                                                 "dma_descriptor": "copy", "dma_loops": 4}})
+"""The iCEBreaker configuration with a four-loop DMA that keeps a copy of its descriptor (whole
+entries)."""
 
 
 @pytest.mark.parametrize("text, culprit", [
@@ -76,28 +77,31 @@ def test_spram_program_memory_layout_and_limits():
 
 
 def test_spram_descriptor_entries_without_the_filled_fields():
-    """With `dma_descriptor: reader` (the iCEBreaker's) an entry leaves out what the LOAD or STORE
-    fills in (load, DRAM and buffer address, origin): 319 bits (run 12, run_dx 1, four
-    dimensions of 68, bounds 2 x 13, fill 8), 20 halfwords, 409 entries after halfword 8192;
-    a descriptor with an origin is refused (a STORE's would be lost)."""
-    desc = Descriptor(load=True, dram_addr=99, buf_addr=7, run_bytes=5, dims=(Dim(3, 7, 9, 1, -2),), run_dx=1,
-                      height=6, width=300, fill=0xA5)
+    """With `dma_descriptor: reader` and `dma_loops: 3` (the iCEBreaker's) an entry leaves out
+    what the LOAD or STORE fills in (load, DRAM and buffer address, origin) and the fourth loop:
+    251 bits (run 12, run_dx 1, three dimensions of 68, bounds 2 x 13, fill 8), 16 halfwords,
+    512 entries after halfword 8192; a descriptor with an origin (a STORE's would be lost) or a
+    fourth loop is refused."""
+    desc = Descriptor(load=True, dram_addr=99, buf_addr=7, run_bytes=5, dims=(Dim(3, 7, 9, 1, -2), Dim(1), Dim(2, 1)),
+                      run_dx=1, height=6, width=300, fill=0xA5)
     _, (table_start, table) = program_regions(Program([], [desc, desc]), ICEBREAKER)
-    assert (table_start, len(table), table[:20]) == (8192, 40, table[20:])
-    bits = sum(h << (16 * k) for k, h in enumerate(table[:20]))
+    assert (table_start, len(table), table[:16]) == (8192, 32, table[16:])
+    bits = sum(h << (16 * k) for k, h in enumerate(table[:16]))
     fields = {"run_bytes": (0, 12), "run_dx": (12, 1), "repeats0": (13, 12), "dram_step0": (25, 17),
               "buf_step0": (42, 11), "dy_step0": (53, 14), "dx_step0": (67, 14), "repeats1": (81, 12),
-              "height": (285, 13), "width": (298, 13), "fill": (311, 8)}
+              "repeats2": (149, 12), "dram_step2": (161, 17), "height": (217, 13), "width": (230, 13),
+              "fill": (243, 8)}
     got = {name: bits >> offset & ((1 << width) - 1) for name, (offset, width) in fields.items()}
     assert got == {"run_bytes": 5, "run_dx": 1, "repeats0": 2, "dram_step0": 7, "buf_step0": 9, "dy_step0": 1,
-                   "dx_step0": (1 << 14) - 2, "repeats1": 0, "height": 6, "width": 300, "fill": 0xA5}
-    assert bits >> 319 == 0 and 8192 + 409 * 20 <= 16384 < 8192 + 410 * 20
+                   "dx_step0": (1 << 14) - 2, "repeats1": 0, "repeats2": 1,
+                   "dram_step2": (1 << 17) + 1 - 2 * 7, "height": 6, "width": 300, "fill": 0xA5}
+    assert bits >> 251 == 0 and 8192 + 512 * 16 == 16384
     nop = Instruction.make(Opcode.NOP).encode()
-    many = [Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=1 + i) for i in range(410)]
-    with pytest.raises(ProgramError, match=r"410 descriptors; the SPRAM program memory of configuration "
-                                           r"'icebreaker' holds 409"):
-        check_program(Program([nop], many), ICEBREAKER)
-    with pytest.raises(ProgramError, match=r"descriptor 0 does not fit the DMA of configuration 'icebreaker': .*"
-                                           r"origin \(0, 3\); .*allowed: \(0, 0\)"):
-        check_program(Program([nop], [Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=1, x0=3)]), ICEBREAKER)
-    check_program(Program([nop], [Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=1, x0=3)]), COPYING)
+    for culprit, refused in ((r"origin \(0, 3\); .*allowed: \(0, 0\)",
+                              Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=1, x0=3)),
+                             (r"dims\[3\]\.count 2 > 1 beyond the DMA's 3 loops",
+                              Descriptor(load=True, dram_addr=0, buf_addr=0, run_bytes=1, dims=(*desc.dims, Dim(2))))):
+        with pytest.raises(ProgramError, match=r"descriptor 0 does not fit the DMA of configuration 'icebreaker': .*"
+                                               + culprit):
+            check_program(Program([nop], [refused]), ICEBREAKER)
+        check_program(Program([nop], [refused]), COPYING)
