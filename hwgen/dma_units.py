@@ -246,7 +246,6 @@ class TransferUnit(wiring.Component):
         return m
 
 
-
 class DmaArbiter(wiring.Component):
     """Lets `clients` transfer units take turns on one DMA (`template.dma: shared`): a client's
     offered descriptor (`desc`, `desc_valid`) goes to the DMA when it is idle, client 0 first;
