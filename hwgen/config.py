@@ -214,7 +214,11 @@ class Template:
     `plane_step`, `flat_plane_step`); `vector_products`: the vector unit's coefficient products
     on `dsp` multipliers or `serial` (shift-add, 4 coefficient bits per cycle); `vector_ops`: the
     VEC operations the vector unit implements (at least one; a network needing another one does
-    not compile).
+    not compile); `dma_descriptor`: the shared DMA keeps a `copy` of the descriptor it runs (the
+    descriptor reader fetches the next one meanwhile), or reads the constant fields from the
+    `reader`'s entry, which stays held until the DMA is done (needs `dma: shared` and
+    `program_memory: spram`); `dma_loops`: the outer loops (descriptor dimensions) the shared
+    DMA walks, at most 4 (fewer only with `dma: shared`; a program needing more is refused).
     """
 
     loops_and_registers: bool = True
@@ -231,6 +235,8 @@ class Template:
     address_steps: str = "hardware"
     vector_products: str = "dsp"
     vector_ops: tuple[str, ...] = VECTOR_OPS
+    dma_descriptor: str = "copy"
+    dma_loops: int = 4
 
 
 @dataclass(frozen=True)
@@ -302,6 +308,8 @@ _SCHEMA: dict[str, dict[str, dict]] = {
         "address_steps": {"range": _Choice(("hardware", "compiler"))},
         "vector_products": {"range": _Choice(("dsp", "serial"))},
         "vector_ops": {"range": _Choices(VECTOR_OPS)},
+        "dma_descriptor": {"range": _Choice(("copy", "reader"))},
+        "dma_loops": _field(1, 4),
     },
 }
 _TOP = {"clock_mhz": _field(1, 2000, integer=False)}
@@ -368,6 +376,13 @@ def config_from_dict(data: dict, source: str = "<dict>") -> AcceleratorConfig:
                           f"cannot be merged; allowed: buffers not in buffers.spram")
     if not template.vector_ops:
         raise ConfigError(f"template.vector_ops: [] is not allowed; expected at least one of: {', '.join(VECTOR_OPS)}")
+    if template.dma_descriptor == "reader" and (template.dma, template.program_memory) != ("shared", "spram"):
+        raise ConfigError(f"template.dma_descriptor: 'reader' needs template.dma: shared and template.program_memory: "
+                          f"spram (the DMA reads the descriptor reader's entry); this config has dma: {template.dma}, "
+                          f"program_memory: {template.program_memory}; allowed here: copy")
+    if template.dma_loops < 4 and template.dma != "shared":
+        raise ConfigError(f"template.dma_loops: {template.dma_loops} needs template.dma: shared (the pointer walker); "
+                          f"this config has dma: {template.dma}; allowed here: 4")
     name = data.get("name") or Path(source).stem
     return AcceleratorConfig(name, data.get("device", "generic"), data.get("board", "none"), clock, pe, widths, buffers,
                              dram, energy, template)

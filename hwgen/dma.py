@@ -127,7 +127,9 @@ class Dma(wiring.Component):
 
     Loads write the bank through `buf_wr` (byte enables), stores read it through `buf_rd`
     (synchronous, one cycle latency). `desc.ready` is high while idle; `done` pulses for one cycle
-    when a descriptor has finished (for stores: all write beats accepted by the port).
+    when a descriptor has finished (for stores: all write beats accepted by the port). With
+    `entry_held` the DMA keeps only `load` of the descriptor it takes (and the walker's
+    pointers); `desc.payload`'s other fields must stay unchanged until `done`.
     `busy_cycles` and `stall_cycles` count the cycles of the current or last descriptor; a stall is
     a cycle in which the data path waits for the port (read data not there, write beat not taken).
     """
@@ -171,9 +173,15 @@ class Dma(wiring.Component):
         if p.walker == "pointer":  # the walker's pointers take the base fields: `desc` holds none of them
             m.d.comb += [getattr(walker.bases, name).eq(getattr(self.desc.payload, name)) for name in BASES]
             m.d.comb += walker.load_bases.eq(accept)
-        held = [name for name, _ in desc.shape() if p.walker != "pointer" or name not in BASES]
+        if p.entry_held:  # the source holds the other fields until `done`: `desc` reads them through
+            held_load = Signal()
+            m.d.comb += [desc.eq(self.desc.payload), desc.load.eq(held_load)]
+            held = [(held_load, self.desc.payload.load)]
+        else:
+            held = [(getattr(desc, name), getattr(self.desc.payload, name)) for name, _ in desc.shape()
+                    if p.walker != "pointer" or name not in BASES]
         with m.If(accept):
-            m.d.sync += [getattr(desc, name).eq(getattr(self.desc.payload, name)) for name in held]
+            m.d.sync += [target.eq(source) for target, source in held]
             m.d.sync += [self.busy.eq(1), self.busy_cycles.eq(0), self.stall_cycles.eq(0)]
 
         # Walker -> both queues (the source queue gets data segments only).

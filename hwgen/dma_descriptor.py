@@ -19,6 +19,10 @@ from planner.errors import HwgenError
 
 OUTER_DIMS = 4
 
+FILLED_FIELDS = ("load", "dram_addr", "buf_addr", "y0", "x0")
+"""The descriptor fields a LOAD or STORE fills in from its instruction; the rest comes from the
+descriptor table (`hwgen.dma_units`)."""
+
 
 @dataclass(frozen=True)
 class Dim:
@@ -66,7 +70,11 @@ class DmaParams:
     `walker`: `levels` keeps a pointer per loop level and adds the strides of the descriptor;
     `pointer` keeps one pointer per quantity and adds the step of the level that advances, which
     `encode` precomputes (`hwgen.dma_walker`). `narrow_queues`: each segment queue holds only
-    what its side reads (`hwgen.dma.Dma`)."""
+    what its side reads (`hwgen.dma.Dma`). `entry_held`: the DMA registers only `load` and
+    reads the other fields from its `desc` input while busy, whose source holds them until `done`,
+    and a descriptor-table entry leaves out the `FILLED_FIELDS` (`template.dma_descriptor:
+    reader`). `outer_dims`: the outer loops the DMA walks (at most `OUTER_DIMS`; the `pointer`
+    walker refuses descriptors with more)."""
 
     bus_bytes: int
     burst_beats: int
@@ -79,10 +87,13 @@ class DmaParams:
     segment_fifos: str = "memory"  # `memory`: block RAM; `registers`: flip-flops (asynchronous read)
     walker: str = "levels"
     narrow_queues: bool = False
+    entry_held: bool = False
+    outer_dims: int = OUTER_DIMS
 
     def __post_init__(self) -> None:
         exact_log2(self.buf_word_bytes), exact_log2(self.burst_beats)  # raise unless powers of two
         assert self.bus_bytes <= self.buf_word_bytes and self.walker in ("levels", "pointer")
+        assert 1 <= self.outer_dims <= OUTER_DIMS and (self.walker == "pointer" or self.outer_dims == OUTER_DIMS)
 
     @property
     def lb(self) -> int:
@@ -111,10 +122,26 @@ class DmaParams:
                                      "buf_stride": self.buf_addr_width, "dy": coord, "dx": coord})
         return data.StructLayout({
             "load": 1, "dram_addr": self.addr_width, "buf_addr": self.buf_addr_width,
-            "run_bytes": self.count_width, "run_dx": 1, "dims": data.ArrayLayout(dim, OUTER_DIMS),
+            "run_bytes": self.count_width, "run_dx": 1, "dims": data.ArrayLayout(dim, self.outer_dims),
             "y0": coord, "x0": coord, "height": unsigned(self.coord_width - 1),
             "width": unsigned(self.coord_width - 1), "fill": 8,
         })
+
+    def entry_layout(self) -> data.StructLayout:
+        """A descriptor-table entry: the descriptor, without the `FILLED_FIELDS` if `entry_held`."""
+        return data.StructLayout({name: field.shape for name, field in self.descriptor_layout()
+                                  if not (self.entry_held and name in FILLED_FIELDS)})
+
+    def encode_entry(self, desc: Descriptor) -> int:
+        """The bits of `desc`'s descriptor-table entry (`entry_layout`); `DescriptorError` as
+        `encode`, or when an entry without the origin would lose `desc`'s (a STORE's origin is
+        the table's; with `entry_held` it is 0)."""
+        layout, value = self.entry_layout(), self.encode(desc)
+        if self.entry_held and (desc.y0, desc.x0) != (0, 0):
+            raise DescriptorError(f"descriptor {desc}: origin ({desc.y0}, {desc.x0}); the descriptor-table entries "
+                                  f"of a DMA that reads them through (template.dma_descriptor: reader) hold none, "
+                                  f"allowed: (0, 0)")
+        return layout.const({name: value[name] for name, _ in layout}).as_bits()
 
     def encode(self, desc: Descriptor) -> dict:
         """The value of a `descriptor_layout` signal (for `ctx.set`); addresses wrap to their
@@ -156,14 +183,17 @@ def _extent(dims: tuple[Dim, ...], field: str, run: int = 0) -> tuple[int, int]:
 
 
 def pointer_dims(params: DmaParams, desc: Descriptor) -> list[dict]:
-    """The `pointer` layout's outer dimensions of `desc`: count - 1 and the steps (addresses
-    wrap to their widths). Raises `DescriptorError` when the run, a count, a coordinate step or
-    the coordinates' extent (at most a quarter of the coordinate range, leaving the rest to the
-    origin an instruction adds) does not fit `params`."""
+    """The `pointer` layout's `params.outer_dims` outer dimensions of `desc`: count - 1 and the
+    steps (addresses wrap to their widths). Raises `DescriptorError` when the run, a count, a
+    loop beyond `outer_dims` (count above 1), a coordinate step or the coordinates' extent (at
+    most a quarter of the coordinate range, leaving the rest to the origin an instruction adds)
+    does not fit `params`."""
     dims = desc.outer()
     count_limit, coord_limit = 1 << params.count_width, 1 << (params.coord_width - 2)
     problems = [f"run_bytes {desc.run_bytes} >= {count_limit}"] if desc.run_bytes >= count_limit else []
     problems += [f"dims[{j}].count {d.count} > {count_limit}" for j, d in enumerate(dims) if d.count > count_limit]
+    problems += [f"dims[{j}].count {d.count} > 1 beyond the DMA's {params.outer_dims} loops"
+                 for j, d in enumerate(dims) if j >= params.outer_dims and d.count > 1]
     for field, run in (("dy", 0), ("dx", desc.run_dx * (desc.run_bytes - 1))):
         low, high = _extent(dims, field, run)
         if low < -coord_limit or high >= coord_limit:
@@ -175,4 +205,4 @@ def pointer_dims(params: DmaParams, desc: Descriptor) -> list[dict]:
     steps = {step: pointer_steps(dims, stride) for stride, step in STEPPED}
     return [{"repeats": d.count - 1,  # a level that never advances keeps steps 0
              **{step: (values[j] if d.count > 1 else 0) & masks.get(step, -1) for step, values in steps.items()}}
-            for j, d in enumerate(dims)]
+            for j, d in enumerate(dims[:params.outer_dims])]

@@ -12,6 +12,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from hwgen.dma import Descriptor, DmaParams
+from hwgen.dma_descriptor import FILLED_FIELDS
 from hwgen.buffers import bank_shape
 from hwgen.config import AcceleratorConfig
 from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Buffer, Opcode, field_limit
@@ -44,12 +45,13 @@ most a quarter of the range, `hwgen.dma_descriptor.pointer_dims`)."""
 def dma_params(config: AcceleratorConfig, kind: str) -> DmaParams:
     """The DMA parameters of one buffer: its word and depth, the configuration's bus and DRAM
     address width; with `template.dma: shared` the `pointer` walker, counts one bit wider than
-    the buffer's byte addresses, `COORD_BITS` coordinates and narrow segment queues."""
+    the buffer's byte addresses, `COORD_BITS` coordinates, narrow segment queues and, with
+    `template.dma_descriptor: reader`, no copy of the descriptor; `template.dma_loops` outer loops."""
     word, depth = bank_shape(config, kind)
     template = config.template
     compact = {} if template.dma == "separate" else {
         "walker": "pointer", "count_width": ceil_log2(word * depth) + 1, "coord_width": COORD_BITS,
-        "narrow_queues": True}
+        "narrow_queues": True, "entry_held": template.dma_descriptor == "reader", "outer_dims": template.dma_loops}
     return DmaParams(bus_bytes=config.dram.bus_width_bits // 8, burst_beats=config.dram.burst_beats,
                      buf_word_bytes=word, buf_depth=depth, addr_width=template.dram_address_bits,
                      segment_fifos=template.segment_fifos, **compact)
@@ -62,7 +64,7 @@ def descriptor_table_params(config: AcceleratorConfig) -> DmaParams:
 
 def entry_halfwords(params: DmaParams) -> int:
     """Halfwords of one descriptor-table entry in the SPRAM program memory."""
-    return -(-params.descriptor_layout().size // SPRAM_BITS)
+    return -(-params.entry_layout().size // SPRAM_BITS)
 
 
 def descriptor_capacity(params: DmaParams) -> int:
@@ -72,12 +74,12 @@ def descriptor_capacity(params: DmaParams) -> int:
 
 def descriptor_halfwords(params: DmaParams, descriptors: list[Descriptor]) -> list[int]:
     """The descriptor table as SPRAM contents from `DESCRIPTOR_BASE`: entry `i` (its
-    `descriptor_layout` bits) at halfwords `i * E .. i * E + E - 1`, least significant first."""
-    layout, count = params.descriptor_layout(), entry_halfwords(params)
+    `entry_layout` bits) at halfwords `i * E .. i * E + E - 1`, least significant first."""
+    count = entry_halfwords(params)
     mask = (1 << SPRAM_BITS) - 1
     words = []
     for desc in descriptors:
-        bits = layout.const(params.encode(desc)).as_bits()
+        bits = params.encode_entry(desc)
         words += [(bits >> (SPRAM_BITS * k)) & mask for k in range(count)]
     return words
 
@@ -95,7 +97,7 @@ class DescriptorReader(wiring.Component):
             "lookup": In(stream.Signature(DESCRIPTOR_INDEX)).array(clients),
             "release": In(1).array(clients),
             "filled": Out(1).array(clients),
-            "entry": Out(params.descriptor_layout()),
+            "entry": Out(params.entry_layout()),
             "memory": Out(MEMORY_READ_SIGNATURE),
         })
 
@@ -155,7 +157,8 @@ class TransferUnit(wiring.Component):
     both stay valid while `active`. `desc` is the filled-in descriptor for the DMAs (in the
     table's layout); the unit offers it to the DMA of `select` via `desc_valid` and waits for
     that DMA's `done`. With `descriptors=None` the table entry comes from a `DescriptorReader`
-    (`lookup`, `filled`, `entry`, `release`) instead of a ROM.
+    (`lookup`, `filled`, `entry`, `release`) instead of a ROM; the unit releases it when the DMA
+    takes the descriptor, or with `params.entry_held` (the DMA reads it while busy) at `done`.
     """
 
     def __init__(self, params: DmaParams, descriptors: list[Descriptor] | None, targets: int):
@@ -164,7 +167,7 @@ class TransferUnit(wiring.Component):
         self.targets = targets
         reader = {} if descriptors is not None else {
             "lookup": Out(stream.Signature(DESCRIPTOR_INDEX)),
-            "filled": In(1), "entry": In(params.descriptor_layout()), "release": Out(1),
+            "filled": In(1), "entry": In(params.entry_layout()), "release": Out(1),
         }
         super().__init__({
             **reader,
@@ -192,7 +195,8 @@ class TransferUnit(wiring.Component):
         store = command.payload.store
         is_load = command.opcode == Opcode.LOAD
 
-        m.d.comb += [self.desc.eq(entry), self.desc.load.eq(is_load)]
+        m.d.comb += [getattr(self.desc, name).eq(getattr(entry, name)) for name, _ in entry.shape()]
+        m.d.comb += self.desc.load.eq(is_load)
         with m.If(is_load):
             m.d.comb += [self.desc.dram_addr.eq(load.dram_offset), self.desc.buf_addr.eq(load.buf_addr),
                          self.desc.y0.eq(load.y_offset), self.desc.x0.eq(load.x_offset),
@@ -228,7 +232,7 @@ class TransferUnit(wiring.Component):
                 if self.descriptors is not None:
                     m.d.comb += read.en.eq(0)
                 with m.If(self.desc_ready):
-                    if self.descriptors is None:
+                    if self.descriptors is None and not self.params.entry_held:
                         m.d.comb += self.release.eq(1)
                     m.next = "WAIT"
             with m.State("WAIT"):
@@ -236,12 +240,10 @@ class TransferUnit(wiring.Component):
                 if self.descriptors is not None:
                     m.d.comb += read.en.eq(0)
                 with m.If(self.done):
+                    if self.params.entry_held:  # the DMA read the entry until now
+                        m.d.comb += self.release.eq(1)
                     m.next = "IDLE"
         return m
-
-
-FILLED_FIELDS = ("load", "dram_addr", "buf_addr", "y0", "x0")
-"""The descriptor fields a `TransferUnit` fills in from its instruction; the rest is the table entry."""
 
 
 class DmaArbiter(wiring.Component):

@@ -9,11 +9,14 @@ visit the runs in the same order, cycle for cycle.
 """
 from __future__ import annotations
 
+import operator
+from functools import reduce
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hwgen.dma_descriptor import OUTER_DIMS, STEPPED, DmaParams
+from hwgen.dma_descriptor import STEPPED, DmaParams
 
 QUANTITIES = ("dram", "buf", "y", "x")
 """What the loops advance, in the order of `STEPPED` and of the descriptor's base fields."""
@@ -41,12 +44,12 @@ def _shapes(p: DmaParams) -> tuple:
 def levels_loop(m: Module, p: DmaParams, desc: data.View, start, take) -> tuple[tuple, Signal]:
     """The `levels` loop stage: the current run's (dram, buf, y, x) and whether it is the last."""
     dims = desc.dims
-    idx = [Signal(p.count_width, name=f"idx{d}") for d in range(OUTER_DIMS)]
-    levels = [[Signal(shape, name=f"{q}{d}") for d in range(OUTER_DIMS)] for q, shape in zip(QUANTITIES, _shapes(p))]
+    idx = [Signal(p.count_width, name=f"idx{d}") for d in range(p.outer_dims)]
+    levels = [[Signal(shape, name=f"{q}{d}") for d in range(p.outer_dims)] for q, shape in zip(QUANTITIES, _shapes(p))]
     strides = [stride for stride, _ in STEPPED]
-    last = [idx[d] + 1 >= dims[d].count for d in range(OUTER_DIMS)]
+    last = [idx[d] + 1 >= dims[d].count for d in range(p.outer_dims)]
     with m.If(take):
-        for j in range(OUTER_DIMS):
+        for j in range(p.outer_dims):
             with m.If(~last[j] & Cat(*last[:j]).all()):
                 m.d.sync += idx[j].eq(idx[j] + 1)
                 m.d.sync += [idx[k].eq(0) for k in range(j)]
@@ -63,20 +66,20 @@ def pointer_loop(m: Module, p: DmaParams, desc: data.View, start, take, bases: t
     pointers take `bases` when `load_bases` pulses (the cycle before `start`), so the DMA need
     not hold the descriptor's base fields."""
     dims = desc.dims
-    left = [Signal(p.count_width, name=f"left{d}") for d in range(OUTER_DIMS)]  # advances left per level
+    left = [Signal(p.count_width, name=f"left{d}") for d in range(p.outer_dims)]  # advances left per level
     pointers = [Signal(shape, name=q) for q, shape in zip(QUANTITIES, _shapes(p))]
-    last = [left[d] == 0 for d in range(OUTER_DIMS)]
-    advance = [~last[j] & Cat(*last[:j]).all() for j in range(OUTER_DIMS)]  # one-hot: the level that advances
+    last = [left[d] == 0 for d in range(p.outer_dims)]
+    advance = [~last[j] & Cat(*last[:j]).all() for j in range(p.outer_dims)]  # one-hot: the level that advances
     with m.If(take):
-        for j in range(OUTER_DIMS):
+        for j in range(p.outer_dims):
             with m.If(advance[j]):
                 m.d.sync += left[j].eq(left[j] - 1)
                 m.d.sync += [left[k].eq(dims[k].repeats) for k in range(j)]
         for pointer, (_, step) in zip(pointers, STEPPED):
-            selected = [Mux(advance[j], dims[j][step], 0) for j in range(OUTER_DIMS)]
-            m.d.sync += pointer.eq(pointer + (selected[0] | selected[1] | selected[2] | selected[3]))
+            selected = [Mux(advance[j], dims[j][step], 0) for j in range(p.outer_dims)]
+            m.d.sync += pointer.eq(pointer + reduce(operator.or_, selected))
     with m.If(start):
-        m.d.sync += [left[d].eq(dims[d].repeats) for d in range(OUTER_DIMS)]
+        m.d.sync += [left[d].eq(dims[d].repeats) for d in range(p.outer_dims)]
     with m.If(load_bases):
         m.d.sync += [pointer.eq(base) for pointer, base in zip(pointers, bases)]
     return tuple(pointers), Cat(*last).all()

@@ -41,12 +41,12 @@ def check_program(program: Program, config: AcceleratorConfig) -> None:
     may use neither LOOP, SETR, ADDR nor a register operand; an SPRAM program memory holds
     `SPRAM_INSTRUCTIONS` instructions and `descriptor_capacity` descriptors; with
     `template.dma: shared` every descriptor must fit the table's compact layout
-    (`hwgen.dma.DmaParams.encode`)."""
+    (`hwgen.dma.DmaParams.encode_entry`)."""
     if config.template.dma == "shared":  # the compact descriptor layout bounds counts and coordinates
         table = descriptor_table_params(config)
         for index, desc in enumerate(program.descriptors):
             try:
-                table.encode(desc)
+                table.encode_entry(desc)
             except DescriptorError as error:
                 raise ProgramError(f"descriptor {index} does not fit the DMA of configuration {config.name!r}: "
                                    f"{error}") from None

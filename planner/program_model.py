@@ -18,7 +18,9 @@ The model replays the sequencer (`hwgen/sequencer.py`) at the level of instructi
   `offer_cycles` of its fixed part a transfer waits until the DMA is free (a store first when
   both wait) and then has it to itself until it ends;
 * with the SPRAM program memory, a descriptor lookup reads its entry through the fetch's port
-  (first), so an instruction being fetched meanwhile arrives an entry's halfwords later.
+  (first), so an instruction being fetched meanwhile arrives an entry's halfwords later. With
+  `template.dma_descriptor: reader` the lookup waits for the DMA too (the reader holds the
+  entry until the DMA is done), so it happens when the transfer gets the DMA.
 
 DRAM bytes are counted exactly from the descriptors (whole beats read, enabled bytes written).
 `tests/test_program_model.py` holds the model against the Amaranth simulation of the RTL.
@@ -129,6 +131,7 @@ class _Replay:
         self.fetch_cycles = fetch_cycles(config)
         spram = config.template.program_memory == "spram"
         self.stolen = entry_halfwords(descriptor_table_params(config)) if spram else 0  # fetch cycles per lookup
+        self.lookup_on_grant = config.template.dma_descriptor == "reader"  # else on issue
         self.fifos: dict[Queue, deque[tuple[float, Dispatched]]] = {q: deque() for q in Queue}
         self.head_ready = {q: 0.0 for q in Queue}
         self.unit_free = {q: 0.0 for q in Queue}
@@ -144,7 +147,7 @@ class _Replay:
     def run(self) -> Prediction:
         t = 0.0
         while self.pending is not None or any(self.fifos.values()) or self.flows:
-            while self._fetch(t) | self._serve_queues(t) | self._grant_dma():
+            while self._fetch(t) | self._serve_queues(t) | self._grant_dma(t):
                 pass
             t_next = self._next_time(t)
             if t_next is None:
@@ -206,8 +209,8 @@ class _Replay:
             flow, work = _flow(step, self.config)
             self.bytes_read += work.bytes_read
             self.bytes_written += work.bytes_written
-            if self.pending is not None and self.next_fetch > t:
-                self.next_fetch += self.stolen
+            if not self.lookup_on_grant:
+                self._steal_fetch(t)
             flow.entry = len(self.timeline)
             self.timeline.append((queue.name.lower(), ins.opcode.name, t, t))
             self.flows[queue] = flow
@@ -217,7 +220,12 @@ class _Replay:
         self.unit_free[queue] = t + cycles
         self.busy[queue.name.lower()] += cycles
 
-    def _grant_dma(self) -> bool:
+    def _steal_fetch(self, t: float) -> None:
+        """A descriptor lookup at `t` delays the instruction being fetched by an entry's halfwords."""
+        if self.pending is not None and self.next_fetch > t:
+            self.next_fetch += self.stolen
+
+    def _grant_dma(self, t: float) -> bool:
         """Give the free DMA to a transfer waiting for it, a store first (`template.dma: shared`)."""
         flows = self.flows.values()
         if any(f.holds for f in flows):
@@ -226,6 +234,8 @@ class _Replay:
         if not waiting:
             return False
         min(waiting, key=lambda f: f.queue != Queue.STORE).holds = True
+        if self.lookup_on_grant:
+            self._steal_fetch(t)
         return True
 
     def _require_convcfg(self, ins):

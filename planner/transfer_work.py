@@ -24,9 +24,12 @@ OFFER_CYCLES = 1          # from a LOAD's or STORE's issue until its unit offers
 
 
 def offer_cycles(config: AcceleratorConfig) -> int:
-    """Cycles of a transfer's fixed part before its unit offers the descriptor to the DMA (the
-    command taken, the descriptor looked up): with `template.dma: shared` the unit waits there
-    while the DMA runs the other unit's transfer."""
+    """Cycles of a transfer's fixed part before it waits for the DMA (the command taken, the
+    descriptor looked up): with `template.dma: shared` the unit waits there while the DMA runs
+    the other unit's transfer. With `template.dma_descriptor: reader` the descriptor reader is
+    held until the DMA is done, so the lookup waits too: it is part of the DMA's time."""
+    if config.template.dma_descriptor == "reader":
+        return OFFER_CYCLES
     return OFFER_CYCLES + lookup_cycles(config)
 
 

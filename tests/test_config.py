@@ -136,3 +136,35 @@ def test_vector_ops_default_to_all_four_and_reject_unknown_or_none():
     data["template"] = {"vector_ops": []}
     with pytest.raises(ConfigError, match=r"template\.vector_ops: \[\] is not allowed; expected at least one of: max"):
         config_from_dict(data)
+
+
+def test_dma_descriptor_reader_needs_the_shared_dma_and_the_spram_program_memory():
+    """The full template's DMA keeps a copy of its descriptor; `reader` (the iCEBreaker's) only
+    where one DMA reads the SPRAM descriptor reader's entry."""
+    assert load_config("ice40up5k").template.dma_descriptor == "copy"
+    assert load_config("icebreaker").template.dma_descriptor == "reader"
+    for template, culprit in (({"dma": "shared"}, "dma: shared, program_memory: rom"),
+                              ({"program_memory": "spram"}, "dma: separate, program_memory: spram")):
+        data = base()
+        data["template"] = {**template, "dma_descriptor": "reader"}
+        with pytest.raises(ConfigError, match=r"template\.dma_descriptor: 'reader' needs template\.dma: shared and "
+                                              rf"template\.program_memory: spram .*has {culprit}; allowed here: copy"):
+            config_from_dict(data)
+    data = base()
+    data["template"] = {"dma_descriptor": "both"}
+    with pytest.raises(ConfigError, match=r"template\.dma_descriptor: 'both' is not allowed; expected one of: copy, reader"):
+        config_from_dict(data)
+
+
+def test_dma_loops_below_four_need_the_shared_dma():
+    assert (load_config("ice40up5k").template.dma_loops, load_config("icebreaker").template.dma_loops) == (4, 3)
+    data = base()
+    data["template"] = {"dma_loops": 2}
+    with pytest.raises(ConfigError, match=r"template\.dma_loops: 2 needs template\.dma: shared \(the pointer walker\); "
+                                          r"this config has dma: separate; allowed here: 4"):
+        config_from_dict(data)
+    data["template"] = {"dma": "shared", "dma_loops": 5}
+    with pytest.raises(ConfigError, match=r"template\.dma_loops: 5 is not allowed; expected an integer in \[1, 4\]"):
+        config_from_dict(data)
+    data["template"] = {"dma": "shared", "dma_loops": 1}
+    assert config_from_dict(data).template.dma_loops == 1

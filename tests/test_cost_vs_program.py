@@ -61,8 +61,10 @@ def test_cost_model_bytes_equal_and_cycles_near_the_program(spec, config, data):
 @given(layers(), configs(), st.data())
 def test_cost_model_with_a_shared_dma_near_the_program(spec, config, data):
     """The same with `template.dma: shared` (loads and stores one after another), on the
-    configurations hardware can be generated for."""
-    shared = config_from_dict({**config.to_dict(), "template": {"dma": "shared"}})
+    configurations hardware can be generated for; also with the DMA reading the SPRAM
+    descriptor reader's entry (`dma_descriptor: reader`: a lookup waits for the DMA)."""
+    template = data.draw(st.sampled_from([{}, {"program_memory": "spram", "dma_descriptor": "reader"}]))
+    shared = config_from_dict({**config.to_dict(), "template": {"dma": "shared", **template}})
     try:
         check_generatable(shared)
     except ConfigError:

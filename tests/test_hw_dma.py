@@ -1,5 +1,7 @@
 """The DMA RTL against the byte-level reference (`sim.dma_model`) on the simulated DRAM, with
-either walker (`levels`, and `pointer` at compact widths: the template's `dma: shared`)."""
+either walker (`levels`, and `pointer` at compact widths: the template's `dma: shared`), and
+the `pointer` DMA that reads its descriptor through and walks three loops (`held`: the
+iCEBreaker's `template.dma_descriptor: reader`, `dma_loops: 3`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -12,7 +14,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
 
-from hwgen.dma import Descriptor, Dim, Dma, DmaParams
+from hwgen.dma import Descriptor, DescriptorError, Dim, Dma, DmaParams
 from sim.dma_model import DmaTraffic, run_descriptor
 from sim.memory_model import MemoryModel
 
@@ -22,17 +24,25 @@ PARAMS = {
     "bus4": DmaParams(bus_bytes=4, burst_beats=2, buf_word_bytes=4, buf_depth=128),
     "bus1": DmaParams(bus_bytes=1, burst_beats=8, buf_word_bytes=4, buf_depth=128),
 }
-WALKERS = ("levels", "pointer")
+WALKERS = ("levels", "pointer", "held")
 
 
 def variant(params: DmaParams, walker: str) -> DmaParams:
     """`params` with `walker`; the `pointer` walker as `template.dma: shared` has it: narrow
     segment queues, the narrowest widths these tests need (DRAM addresses of the 1 KiB memory,
-    counts one bit over the buffer address, small coordinates)."""
+    counts one bit over the buffer address, small coordinates); `held`: that DMA with
+    `entry_held` (it keeps only `load`) and three outer loops."""
     if walker == "levels":
         return params
-    return replace(params, walker=walker, addr_width=11, count_width=params.buf_addr_width + 1, coord_width=10,
-                   narrow_queues=True)
+    held = walker == "held"
+    return replace(params, walker="pointer", addr_width=11, count_width=params.buf_addr_width + 1, coord_width=10,
+                   narrow_queues=True, entry_held=held, outer_dims=3 if held else 4)
+
+
+JUNK = Descriptor(load=True, dram_addr=0x155, buf_addr=0x2A, run_bytes=5, dims=(Dim(3, 7, 9, 1, -2),), run_dx=1,
+                  y0=-3, x0=4, height=2, width=3, fill=0xA5)
+"""What the driver offers once the DMA has taken a descriptor: a DMA must not read beyond what
+its source holds (nothing, or with `entry_held` all but `load`)."""
 
 
 @dataclass
@@ -70,6 +80,10 @@ def simulate(params: DmaParams, dram: np.ndarray, buffer: np.ndarray, descs: lis
             ctx.set(dma.desc.valid, 1)
             await wait_for(ctx, dma.desc.ready)
             ctx.set(dma.desc.valid, 0)
+            if params.entry_held:
+                ctx.set(dma.desc.payload.load, not desc.load)
+            else:
+                ctx.set(dma.desc.payload, params.encode(JUNK))
             await wait_for(ctx, dma.done)
             out.busy_cycles.append(ctx.get(dma.busy_cycles))
             out.stall_cycles.append(ctx.get(dma.stall_cycles))
@@ -109,7 +123,7 @@ def random_descriptor(rng: np.random.Generator, params: DmaParams, load: bool, p
     buf_bytes = params.buf_depth * params.buf_word_bytes
     run = int(rng.integers(1, 25))
     while True:
-        counts = [int(c) for c in rng.integers(1, 4, int(rng.integers(0, 5)))]
+        counts = [int(c) for c in rng.integers(1, 4, int(rng.integers(0, params.outer_dims + 1)))]
         if np.prod(counts) <= 12:
             break
     dims = tuple(Dim(c, int(rng.integers(0, 48)), int(rng.integers(0, 48)), int(rng.integers(-1, 3)),
@@ -146,7 +160,8 @@ def test_random_descriptors_under_stalls(name: str, seed: int, walker: str) -> N
 
 @pytest.mark.parametrize("walker", WALKERS)
 def test_phase_decomposed_input_tile_with_padding(walker: str) -> None:
-    """An input tile in the buffer layout [group][h][phase][index][lane] with padding on every side."""
+    """An input tile in the buffer layout [group][h][phase][index][lane] with padding on every side
+    (four loops: the three-loop DMA refuses it)."""
     params = variant(PARAMS["bus2"], walker)
     height, width, channels, lanes, stride, fill = 5, 7, 4, 2, 2, 0x80
     groups, rows, indices, base, buf_addr = channels // lanes, 6, 5, 64, 8
@@ -170,6 +185,10 @@ def test_phase_decomposed_input_tile_with_padding(walker: str) -> None:
             tile[g, h, p, i, lane] = image[y, x, g * lanes + lane]
     expected[buf_addr:buf_addr + tile.size] = tile.ravel()
     np.testing.assert_array_equal(reference(params, dram, buffer, [desc])[1], expected)
+    if params.outer_dims < 4:
+        with pytest.raises(DescriptorError, match=r"dims\[3\]\.count 2 > 1 beyond the DMA's 3 loops"):
+            params.encode(desc)
+        return
     check(params, dram, buffer, [desc], latency=6, stall=0.3, seed=4)
 
 
@@ -214,13 +233,14 @@ def test_contiguous_throughput(load: bool, walker: str) -> None:
 
 @pytest.mark.parametrize("seed", range(3))
 def test_pointer_walker_takes_the_cycles_of_the_levels_walker(seed: int) -> None:
-    """The `pointer` walker visits the runs of the `levels` walker in the same cycles: equal
-    busy cycles per descriptor (the program and cost models assume one timing for both)."""
+    """The `pointer` walker visits the runs of the `levels` walker in the same cycles, with or
+    without `entry_held`: equal busy cycles per descriptor (the program and cost models assume
+    one timing for all)."""
     rng = np.random.default_rng(seed + 40)
     params = PARAMS["bus2"]
     dram = rng.integers(0, 256, DRAM_BYTES, dtype=np.uint8)
     buffer = rng.integers(0, 256, params.buf_depth * params.buf_word_bytes, dtype=np.uint8)
-    descs = [random_descriptor(rng, params, load=bool(rng.integers(0, 2)), padded=bool(rng.integers(0, 2)))
-             for _ in range(6)]
+    descs = [random_descriptor(rng, variant(params, "held"), load=bool(rng.integers(0, 2)),
+                               padded=bool(rng.integers(0, 2))) for _ in range(6)]  # at most three loops
     cycles = [check(variant(params, walker), dram, buffer, descs, latency=5).busy_cycles for walker in WALKERS]
-    assert cycles[0] == cycles[1]
+    assert cycles[0] == cycles[1] == cycles[2]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from hwgen.accelerator import Accelerator, program_regions
-from hwgen.config import load_config
+from hwgen.config import config_from_dict, load_config
 from hwgen.dma import Descriptor, Dim
 from hwgen.dma_units import descriptor_table_params
 from hwgen.fetch import ProgramError, check_program
@@ -18,6 +18,10 @@ from planner.program_model import predict
 from sim.isa_sim import IsaSimulator
 
 ICEBREAKER = load_config("icebreaker")
+COPYING = config_from_dict({**ICEBREAKER.to_dict(), "template": {**ICEBREAKER.to_dict()["template"],
+                                                                 "dma_descriptor": "copy", "dma_loops": 4}})
+"""The iCEBreaker configuration with a four-loop DMA that keeps a copy of its descriptor (whole
+entries)."""
 
 
 @pytest.mark.parametrize("text, culprit", [
@@ -42,19 +46,19 @@ def test_register_instructions_are_refused_without_registers(text, culprit):
 
 def test_spram_program_memory_layout_and_limits():
     """Instructions from halfword 0, eight each, least significant first; descriptor-table
-    entries of 24 halfwords from halfword 8192 (the 376-bit `pointer` layout of this configuration's
-    shared DMA: load 1, DRAM address 17, buffer address 11, run 12, run_dx 1, four dimensions of
-    count - 1 (12), DRAM step 17, buffer step 11, y and x steps 14 each, origin 2 x 14, bounds
-    2 x 13, fill 8); 1024 instructions and 341 descriptors fit the 16 K halfwords of one
-    SB_SPRAM256KA."""
+    entries of 24 halfwords from halfword 8192 (the 376-bit `pointer` layout of the shared DMA
+    with `dma_descriptor: copy`: load 1, DRAM address 17, buffer address 11, run 12, run_dx 1,
+    four dimensions of count - 1 (12), DRAM step 17, buffer step 11, y and x steps 14 each,
+    origin 2 x 14, bounds 2 x 13, fill 8); 1024 instructions and 341 descriptors fit the 16 K
+    halfwords of one SB_SPRAM256KA."""
     words = [Instruction.make(Opcode.STORE, dram_offset=-1 - i, buf_addr=i).encode() for i in range(3)]
     descriptors = [Descriptor(load=True, dram_addr=0, buf_addr=0, run_bytes=5 + i, dims=(Dim(3, 7, 9, 1, -2),))
                    for i in range(2)]
-    (start, halfwords), (table_start, table) = program_regions(Program(words, descriptors), ICEBREAKER)
+    (start, halfwords), (table_start, table) = program_regions(Program(words, descriptors), COPYING)
     assert (start, len(halfwords), table_start, len(table)) == (0, 24, 8192, 2 * 24)
     for i, word in enumerate(words):
         assert sum(h << (16 * k) for k, h in enumerate(halfwords[8 * i:8 * i + 8])) == word
-    params = descriptor_table_params(ICEBREAKER)
+    params = descriptor_table_params(COPYING)
     layout = params.descriptor_layout()
     assert layout.size == 1 + 17 + 11 + 12 + 1 + 4 * (12 + 17 + 11 + 14 + 14) + 2 * 14 + 2 * 13 + 8 == 376
     for i, desc in enumerate(descriptors):
@@ -64,9 +68,40 @@ def test_spram_program_memory_layout_and_limits():
     nop = Instruction.make(Opcode.NOP).encode()
     with pytest.raises(ProgramError, match=r"1025 instructions; the SPRAM program memory of configuration "
                                            r"'icebreaker' holds 1024"):
-        check_program(Program([nop] * 1025), ICEBREAKER)
+        check_program(Program([nop] * 1025), COPYING)
     many = [Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=1 + i) for i in range(342)]
     with pytest.raises(ProgramError, match=r"342 descriptors; the SPRAM program memory of configuration "
                                            r"'icebreaker' holds 341"):
-        check_program(Program([nop], many), ICEBREAKER)
+        check_program(Program([nop], many), COPYING)
     assert 16384 * 16 == 256 * 1024 and 8192 + 341 * 24 <= 16384 < 8192 + 342 * 24  # one SB_SPRAM256KA: 256 Kbit
+
+
+def test_spram_descriptor_entries_without_the_filled_fields():
+    """With `dma_descriptor: reader` and `dma_loops: 3` (the iCEBreaker's) an entry leaves out
+    what the LOAD or STORE fills in (load, DRAM and buffer address, origin) and the fourth loop:
+    251 bits (run 12, run_dx 1, three dimensions of 68, bounds 2 x 13, fill 8), 16 halfwords,
+    512 entries after halfword 8192; a descriptor with an origin (a STORE's would be lost) or a
+    fourth loop is refused."""
+    desc = Descriptor(load=True, dram_addr=99, buf_addr=7, run_bytes=5, dims=(Dim(3, 7, 9, 1, -2), Dim(1), Dim(2, 1)),
+                      run_dx=1, height=6, width=300, fill=0xA5)
+    _, (table_start, table) = program_regions(Program([], [desc, desc]), ICEBREAKER)
+    assert (table_start, len(table), table[:16]) == (8192, 32, table[16:])
+    bits = sum(h << (16 * k) for k, h in enumerate(table[:16]))
+    fields = {"run_bytes": (0, 12), "run_dx": (12, 1), "repeats0": (13, 12), "dram_step0": (25, 17),
+              "buf_step0": (42, 11), "dy_step0": (53, 14), "dx_step0": (67, 14), "repeats1": (81, 12),
+              "repeats2": (149, 12), "dram_step2": (161, 17), "height": (217, 13), "width": (230, 13),
+              "fill": (243, 8)}
+    got = {name: bits >> offset & ((1 << width) - 1) for name, (offset, width) in fields.items()}
+    assert got == {"run_bytes": 5, "run_dx": 1, "repeats0": 2, "dram_step0": 7, "buf_step0": 9, "dy_step0": 1,
+                   "dx_step0": (1 << 14) - 2, "repeats1": 0, "repeats2": 1,
+                   "dram_step2": (1 << 17) + 1 - 2 * 7, "height": 6, "width": 300, "fill": 0xA5}
+    assert bits >> 251 == 0 and 8192 + 512 * 16 == 16384
+    nop = Instruction.make(Opcode.NOP).encode()
+    for culprit, refused in ((r"origin \(0, 3\); .*allowed: \(0, 0\)",
+                              Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=1, x0=3)),
+                             (r"dims\[3\]\.count 2 > 1 beyond the DMA's 3 loops",
+                              Descriptor(load=True, dram_addr=0, buf_addr=0, run_bytes=1, dims=(*desc.dims, Dim(2))))):
+        with pytest.raises(ProgramError, match=r"descriptor 0 does not fit the DMA of configuration 'icebreaker': .*"
+                                               + culprit):
+            check_program(Program([nop], [refused]), ICEBREAKER)
+        check_program(Program([nop], [refused]), COPYING)
