@@ -47,16 +47,20 @@ def levels_loop(m: Module, p: DmaParams, desc: data.View, start, take) -> tuple[
     idx = [Signal(p.count_width, name=f"idx{d}") for d in range(p.outer_dims)]
     levels = [[Signal(shape, name=f"{q}{d}") for d in range(p.outer_dims)] for q, shape in zip(QUANTITIES, _shapes(p))]
     strides = [stride for stride, _ in STEPPED]
-    last = [idx[d] + 1 >= dims[d].count for d in range(p.outer_dims)]
+    # `last[d]` (idx[d] is the level's last iteration) is a register updated with idx[d], so
+    # that no count comparison lies before the level registers' enables
+    last = [Signal(name=f"last{d}") for d in range(p.outer_dims)]
     with m.If(take):
         for j in range(p.outer_dims):
             with m.If(~last[j] & Cat(*last[:j]).all()):
-                m.d.sync += idx[j].eq(idx[j] + 1)
+                m.d.sync += [idx[j].eq(idx[j] + 1), last[j].eq(idx[j] + 2 >= dims[j].count)]
                 m.d.sync += [idx[k].eq(0) for k in range(j)]
+                m.d.sync += [last[k].eq(dims[k].count <= 1) for k in range(j)]
                 for level, stride in zip(levels, strides):
                     m.d.sync += [level[k].eq(level[j] + dims[j][stride]) for k in range(j + 1)]
     with m.If(start):
         m.d.sync += [i.eq(0) for i in idx]
+        m.d.sync += [last[d].eq(dims[d].count <= 1) for d in range(p.outer_dims)]
         m.d.sync += [level.eq(base) for levels_of, base in zip(levels, _bases(desc)) for level in levels_of]
     return tuple(level[0] for level in levels), Cat(*last).all()
 
