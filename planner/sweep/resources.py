@@ -258,9 +258,10 @@ def features(config: AcceleratorConfig) -> np.ndarray:
     """Structural counts the LUT and flip-flop models are linear in: a constant (sequencer,
     DMA, the engines' control), the rows (a post-processing lane each), the PE lanes (`rows *
     cols * simd`: multiplier operands and adder trees), the PEs' accumulator-wide pipeline
-    bits (`rows * cols * accumulator bits * (2 + log2 simd)`: accumulator, initial-value
-    registers, drain words), and the template options (`TEMPLATE_TERMS`: 0 for the full
-    template)."""
+    bits (`rows * cols * accumulator bits * (2 + log2 simd)`: accumulator, drain words and, in
+    the stored syntheses, which predate its removal, the initial-value pipeline: the model
+    overestimates today's PEs until `bench/calibrate_resources.py` is rerun), and the template
+    options (`TEMPLATE_TERMS`: 0 for the full template)."""
     pe = config.pe
     pes = pe.rows * pe.cols
     return np.array([1.0, pe.rows, pes * pe.simd, pes * accumulator_shape(config).width * (2 + math.log2(pe.simd)),
