@@ -16,7 +16,8 @@ the compiler (`planner/compile/conv.py`) emits, tile by tile:
 
 Transfer times come from `planner.transfer_work.transfer_cycles`. The step model overlaps the
 loads of step i+1 and the store of step i-1 with the compute of step i (double buffering); the
-store's bandwidth delays the loads (with `template.dma: shared`, the time it holds the DMA); no
+store's bandwidth delays the loads but for what fits beside a LOAD's start-up and latency (with
+`template.dma: shared`, the time it holds the DMA); no
 step is shorter than the fetch stage takes to dispatch its instructions. Closed forms (`layer_totals`) give traffic, energy and a cycle
 lower bound for many schedules at once (numpy arrays); `evaluate` adds the step-model cycles.
 `planner.program_model` times the compiled program itself; tests hold the two together.
@@ -408,7 +409,8 @@ class Steps:
     the cycles they hold it), `issue`, the fetch stage's time for the instructions between
     step i's CONV and step i+1's (`issue_cycles`: the CONV, step i+1's loads and bank switches,
     step i's store) and `handover`, the earliest issue of step i+1's CONV after step i's
-    (`handover_cycles`; 0 for the last step). The vector layers of `planner.stream` leave both 0."""
+    (`handover_cycles`; 0 for the last step). The vector layers of `planner.stream` leave both 0,
+    and `overlap` (`load_overlap`)."""
 
     compute: np.ndarray
     load: np.ndarray
@@ -417,27 +419,46 @@ class Steps:
     store_use: np.ndarray
     issue: np.ndarray | float = 0.0
     handover: np.ndarray | float = 0.0
+    overlap: float = 0.0
 
 
 def step_cycles(steps: Steps, start: int = START_CYCLES) -> int:
     """The double-buffered step model: the loads of step i+1 and the store of step i-1 run while
-    step i computes, each on its own unit; the store's port use (or DMA time) delays the loads;
+    step i computes, each on its own unit; the store's port use (or DMA time) delays the loads
+    but for `overlap` cycles of it (`loads_beside_store`);
     the fetch stage dispatches step i's instructions meanwhile, and step i+1's CONV issues no
     earlier than the queues let it::
 
-        cycles = START + load[0] + sum_i max(compute[i], load[i+1] + store_use[i-1], store[i-1], issue[i],
-                                             handover[i]) + store[n-1] + END
+        cycles = START + load[0] + sum_i max(compute[i], load[i+1] + max(0, store_use[i-1] - overlap),
+                                             store[i-1], issue[i], handover[i]) + store[n-1] + END
     """
     ahead = np.zeros_like(steps.compute, dtype=np.float64)
     ahead[:-1] = steps.load[1:]
     behind, behind_use = np.zeros_like(ahead), np.zeros_like(ahead)
     behind[1:], behind_use[1:] = steps.store[:-1], steps.store_use[:-1]
-    middle = np.maximum(np.maximum.reduce([steps.compute, ahead + behind_use, behind]),
+    middle = np.maximum(np.maximum.reduce([steps.compute, loads_beside_store(ahead, behind_use, steps.overlap), behind]),
                         np.maximum(steps.issue, steps.handover))
     return round(start + steps.load[0] + middle.sum() + steps.store[-1] + END_CYCLES)
 
 
 END_CYCLES = 2  # from the last store to `done`
+
+
+@functools.lru_cache(maxsize=256)
+def load_overlap(config: AcceleratorConfig) -> int:
+    """Cycles of a store's port use that run beside the next loads without delaying them: one
+    LOAD's fixed part (start-up, descriptor lookup, memory latency), off the port while the
+    store's beats pass (the loads are serial, so no more than one). None with `template.dma:
+    shared`, where the loads wait while a store holds the DMA."""
+    if config.template.dma == "shared":
+        return 0
+    fixed, _, _ = transfer_cycles(True, 1, 0, 1, config)
+    return int(fixed)
+
+
+def loads_beside_store(load, store_use, overlap):
+    """Cycles of a step's loads (arrays broadcast) delayed by a store's port use beyond `overlap`."""
+    return load + np.maximum(store_use - overlap, 0)
 
 
 def _compute(shape: ConvShape, config: AcceleratorConfig, ax: dict, cur: dict):
@@ -509,7 +530,7 @@ def step_arrays(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig)
                          ahead(reload), leaving)
     handover = ahead(np.ones_like(leaving)) * (compute - SYNC_CYCLES + handover_cycles(
         config, leaving, ahead(new_weight), ahead(new_input), ahead(new_output)))
-    return Steps(compute, load, leaving * store, load_use, leaving * store_use, issue, handover)
+    return Steps(compute, load, leaving * store, load_use, leaving * store_use, issue, handover, load_overlap(config))
 
 
 @dataclass(frozen=True)
@@ -602,7 +623,8 @@ def grouped_step_cycles(shape: ConvShape, schedule: Schedule, config: Accelerato
     # the previous step's store: when the output tile changed between it and this step
     store_prev, use_prev = _stores(config, ax, prv, prv["IC"] == n["IC"] - 1)
     leaving_prev = differs(prv, cur, out_dims) & has_prev
-    middle = np.maximum.reduce([compute, np.where(has_next, load_next, 0) + np.where(leaving_prev, use_prev, 0),
+    loads = loads_beside_store(np.where(has_next, load_next, 0), np.where(leaving_prev, use_prev, 0), load_overlap(config))
+    middle = np.maximum.reduce([compute, loads,
                                 np.where(leaving_prev, store_prev, 0), issue, handover])
     first = {d: np.zeros(1, np.int64) for d in DIMS}
     last = {d: np.full(1, n[d] - 1) for d in DIMS}

@@ -68,11 +68,14 @@ def test_we1_reload_factors_match_the_thesis():
 
 
 def test_step_cycles_overlaps_neighbours():
-    """Loads of the next step (slowed by the previous store's port use) and the previous store
-    overlap the current compute; no step is shorter than the dispatch of its instructions."""
-    steps = cost.Steps(compute=np.array([5, 6]), load=np.array([10, 7]), store=np.array([3, 4]),
-                       load_use=np.array([4, 2]), store_use=np.array([1, 2]), issue=np.array([9, 3]))
-    assert cost.step_cycles(steps) == cost.START_CYCLES + 10 + max(5, 7 + 0, 0, 9) + max(6, 0 + 1, 3, 3) + 4 + cost.END_CYCLES
+    """Loads of the next step (slowed by the previous store's port use beyond `overlap`) and the
+    previous store overlap the current compute; no step is shorter than the dispatch of its
+    instructions."""
+    steps = cost.Steps(compute=np.array([5, 6, 4]), load=np.array([10, 7, 9]), store=np.array([3, 4, 5]),
+                       load_use=np.array([4, 2, 6]), store_use=np.array([5, 2, 3]), issue=np.array([9, 3, 2]),
+                       overlap=3)
+    # step 0: issue 9 over the loads' 7; step 1: loads 9 + (5 - 3); step 2: the store's 4 (its use 2 < 3)
+    assert cost.step_cycles(steps) == cost.START_CYCLES + 10 + 9 + 11 + 4 + 5 + cost.END_CYCLES
 
 
 @pytest.mark.parametrize("config_name", ["ice40up5k", "setup_a", "icebreaker"])
@@ -91,3 +94,12 @@ def test_closed_forms_equal_the_step_arrays(config_name):
         assert c.cycles == cost.step_cycles(steps, cost.start_cycles(config))
         tables = cost.sum_tables(shape, config, {d: np.array([sched.tile(d)]) for d in DIMS})
         assert cost.layer_totals(shape, config, tables, sched.order, 1).cycles_lower_bound[0] <= c.cycles
+
+
+def test_load_overlap_is_one_loads_fixed_part():
+    """`load_overlap`: a LOAD's start-up (8 cycles, `docs/cost_model.md`) plus the memory latency
+    on separate DMAs; none on a shared DMA, whose loads wait for the store."""
+    data = load_config("setup_a").to_dict()
+    data["dram"] = {**data["dram"], "latency_cycles": 3}
+    assert cost.load_overlap(config_from_dict(data)) == 8 + 3
+    assert cost.load_overlap(config_from_dict({**data, "template": {"dma": "shared"}})) == 0
