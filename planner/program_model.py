@@ -34,14 +34,13 @@ from functools import lru_cache
 from hwgen.compute_unit import CONVCFG_CYCLES
 from hwgen.config import AcceleratorConfig
 from hwgen.conv_engine import cycle_count
-from hwgen.dma_units import descriptor_table_params, entry_halfwords
 from hwgen.dma import Descriptor
 from hwgen.fetch import Dispatched, ProgramError, check_program, dispatched
 from hwgen.isa import SEMAPHORES, Opcode, Queue
 from hwgen.program import Program
 from hwgen.sequencer import HALFWORDS
 from hwgen.vector_unit import vec_cycles
-from planner.transfer_work import TransferWork, offer_cycles, transfer_cycles, transfer_work
+from planner.transfer_work import TransferWork, lookup_halfwords, offer_cycles, transfer_cycles, transfer_work
 
 HEAD_DELAY = 2            # cycles from EXECUTE until the instruction is at its queue's head
 END_CYCLES = 2            # from the last queue action to `done`
@@ -129,8 +128,7 @@ class _Replay:
         self.pending: Dispatched | None = next(self.stream, None)
         self.next_fetch = float(fetch_state_cycles(config))
         self.fetch_cycles = fetch_cycles(config)
-        spram = config.template.program_memory == "spram"
-        self.stolen = entry_halfwords(descriptor_table_params(config)) if spram else 0  # fetch cycles per lookup
+        self.stolen = lookup_halfwords(config)  # fetch cycles per lookup
         self.lookup_on_grant = config.template.dma_descriptor == "reader"  # else on issue
         self.fifos: dict[Queue, deque[tuple[float, Dispatched]]] = {q: deque() for q in Queue}
         self.head_ready = {q: 0.0 for q in Queue}
