@@ -25,6 +25,10 @@ class ProgramError(HwgenError):
     """The program is invalid (it would block in program order, loops badly, or reads outside a buffer)."""
 
 
+class ProgramDoesNotFit(ProgramError):
+    """The program is valid but exceeds the configuration's program memory or descriptor layout."""
+
+
 @dataclass(frozen=True)
 class Dispatched:
     """One dispatched instruction; LOAD/STORE register operands are already resolved into `desc`."""
@@ -36,6 +40,8 @@ class Dispatched:
 
 REGISTER_OPCODES = (Opcode.LOOP, Opcode.SETR, Opcode.ADDR)
 REGISTER_OPERANDS = ("dram_reg", "y_reg", "x_reg")
+
+
 def check_program(program: Program, config: AcceleratorConfig) -> None:
     """The program must suit `config`'s sequencer: without `template.loops_and_registers` it
     may use neither LOOP, SETR, ADDR nor a register operand; an SPRAM program memory holds
@@ -48,15 +54,15 @@ def check_program(program: Program, config: AcceleratorConfig) -> None:
             try:
                 table.encode_entry(desc)
             except DescriptorError as error:
-                raise ProgramError(f"descriptor {index} does not fit the DMA of configuration {config.name!r}: "
-                                   f"{error}") from None
+                raise ProgramDoesNotFit(f"descriptor {index} does not fit the DMA of configuration {config.name!r}: "
+                                        f"{error}") from None
     if config.template.program_memory == "spram":
         capacity = descriptor_capacity(descriptor_table_params(config))
         for what, count, limit in (("instructions", len(program.instructions), SPRAM_INSTRUCTIONS),
                                    ("descriptors", len(program.descriptors), capacity)):
             if count > limit:
-                raise ProgramError(f"the program has {count} {what}; the SPRAM program memory of configuration "
-                                   f"{config.name!r} holds {limit}")
+                raise ProgramDoesNotFit(f"the program has {count} {what}; the SPRAM program memory of configuration "
+                                        f"{config.name!r} holds {limit}")
     if config.template.loops_and_registers:
         return
     for pc, word in enumerate(program.instructions):
