@@ -7,6 +7,10 @@ levels below the top (deeper instances are added to their ancestor). Totals are 
 flattened synthesis (no optimisation across module boundaries). The accelerator holds the
 built-in digits CNN's program, as `hwgen synth` builds it.
 
+On iCE40 the `lone FF` column counts the flip-flops nextpnr cannot pack with a LUT of their own
+block (their D input is not a LUT output used by that flip-flop alone): each takes a logic cell
+of its own, so a block costs about LUT + lone FF of the device's logic cells.
+
 Usage: python bench/resource_breakdown.py --hw icebreaker [--family ice40] [--soc] [--depth 2]
 Takes a few minutes.
 """
@@ -32,7 +36,7 @@ from hwgen.accelerator import Accelerator  # noqa: E402
 from hwgen.config import load_config  # noqa: E402
 from planner.sweep.resources import logic_cells  # noqa: E402
 
-COLUMNS = {"BRAM": ("SB_RAM40_4K", "DP16KD"), "DSP": ("SB_MAC16", "MULT18X18D"), "SPRAM": ("SB_SPRAM256KA",),
+COLUMNS = {"lone FF": ("lone FF",), "BRAM": ("SB_RAM40_4K", "DP16KD"), "DSP": ("SB_MAC16", "MULT18X18D"), "SPRAM": ("SB_SPRAM256KA",),
            "carry": ("SB_CARRY", "CCU2C")}
 
 
@@ -46,22 +50,48 @@ def design(config_name: str, soc: bool):
     return SocCore(config, compiled, memory_bytes(board, compiled.memory.size, config), round(config.clock_mhz * 1e6))
 
 
+def lone_flip_flops(module: dict) -> int:
+    """iCE40 flip-flops of a Yosys JSON module whose D input is not driven by an SB_LUT4 output
+    that feeds nothing else (those need a logic cell of their own)."""
+    lut_outputs, fanout = set(), {}
+    for cell in module["cells"].values():
+        for port, bits in cell["connections"].items():
+            direction = cell["port_directions"].get(port)
+            for bit in bits:
+                if direction == "input":
+                    fanout[bit] = fanout.get(bit, 0) + 1
+                elif cell["type"] == "SB_LUT4":
+                    lut_outputs.add(bit)
+    for port in module["ports"].values():  # a module output also uses the bit
+        if port["direction"] == "output":
+            for bit in port["bits"]:
+                fanout[bit] = fanout.get(bit, 0) + 1
+    return sum(1 for cell in module["cells"].values() if cell["type"].startswith("SB_DFF")
+               and not (cell["connections"]["D"][0] in lut_outputs and fanout[cell["connections"]["D"][0]] == 1))
+
+
 def block_cells(family: str, top, depth: int) -> dict[str, dict[str, int]]:
-    """Cells by type of each block (instance path cut to `depth` levels below `top`)."""
+    """Cells by type of each block (instance path cut to `depth` levels below `top`); on iCE40
+    also its lone flip-flops (`lone_flip_flops`) as the pseudo cell type `lone FF`."""
     il = rtlil.convert(top, name="top", platform=PartPlatform(FAMILY_PARTS[family]))
     sources = {"top.il": il, **family_sources(family)}
     stub = f"read_verilog -lib {family}_cells.v; " if family_sources(family) else ""
     retype = retype_command(family)
     script = (f"{stub}read_rtlil top.il; hierarchy -top top; proc; splitnets; {SYNTH[family]} -noflatten -top top"
-              + (f"; {retype}" if retype else "") + "; tee -q -o stat.json stat -json")
+              + (f"; {retype}" if retype else "") + "; tee -q -o stat.json stat -json; write_json netlist.json")
     with tempfile.TemporaryDirectory(prefix="breakdown-") as workdir:
         run(script, sources, Path(workdir))
         modules = json.loads((Path(workdir) / "stat.json").read_text())["modules"]
+        netlist = {name.lstrip("\\"): module
+                   for name, module in json.loads((Path(workdir) / "netlist.json").read_text())["modules"].items()}
     blocks: dict[str, dict[str, int]] = {}
     for name, module in modules.items():
         block = ".".join(name.lstrip("\\").split(".")[:depth + 1])
         cells = blocks.setdefault(block, {})
-        for cell, count in module.get("num_cells_by_type", {}).items():
+        counts = dict(module.get("num_cells_by_type", {}))
+        if family == "ice40" and name.lstrip("\\") in netlist:
+            counts["lone FF"] = lone_flip_flops(netlist[name.lstrip("\\")])
+        for cell, count in counts.items():
             cells[cell] = cells.get(cell, 0) + count
     return blocks
 
