@@ -490,9 +490,13 @@ def _stores(config: AcceleratorConfig, ax: dict, cur: dict, final):
     _, rf, rp, ru = results(config, ax["OC"].sizes[cur["OC"]], pixels)
     _, sf, sp, su = partial_sums(config, ax["OC"].groups[cur["OC"]], pixels, False)
     store = np.where(final, rf + rp, sf + sp)
-    if config.template.dma == "shared":
-        return store + SYNC_CYCLES, store - offer_cycles(config)
-    return store + SYNC_CYCLES, np.where(final, ru, su)
+    return store + SYNC_CYCLES, store_delay(config, store, np.where(final, ru, su))
+
+
+def store_delay(config: AcceleratorConfig, store, port_use):
+    """Cycles by which a store of `store` cycles (fixed part and port) delays the next loads: its
+    `port_use`, or with `template.dma: shared` the time it holds the DMA (all but the offer)."""
+    return store - offer_cycles(config) if config.template.dma == "shared" else port_use
 
 
 def step_arrays(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig) -> Steps:

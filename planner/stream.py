@@ -18,7 +18,7 @@ from hwgen.config import AcceleratorConfig
 from hwgen.layout import PARAM_BYTES
 from hwgen.vector_unit import busy_cycles, read_spacing
 from planner.compile.vector import concat_part, vector_tile, vector_window
-from planner.cost import SYNC_CYCLES, Steps, input_tile, results, step_cycles
+from planner.cost import SYNC_CYCLES, Steps, input_tile, results, start_cycles, step_cycles, store_delay
 from planner.ir import POOL_OPS, Layer, Op, ceil_div
 from planner.schedule import window_span
 from planner.transfer_work import transfer_cycles
@@ -83,7 +83,7 @@ def _part_steps(part: Layer, config: AcceleratorConfig, operands: int) -> tuple[
             compute = busy_cycles(config, hn * out_w * groups, slots) + SYNC_CYCLES
             nbytes, fixed, port, use = results(config, cn, hn * out_w)
             out_bytes += int(nbytes)
-            steps.append((compute, load, load_use, fixed + port + SYNC_CYCLES, use))
+            steps.append((compute, load, load_use, fixed + port + SYNC_CYCLES, store_delay(config, fixed + port, use)))
     return steps, in_bytes, param_bytes, out_bytes
 
 
@@ -103,7 +103,7 @@ def stream_cost(layer: Layer, config: AcceleratorConfig) -> StreamCost:
               + e.mac_pj * outputs * _reads(layer))
     groups, _ = vector_tile(_parts(layer)[0], config, operands)
     return StreamCost(min(groups * config.pe.simd, layer.out_shape[0]), in_bytes, param_bytes, out_bytes,
-                      step_cycles(Steps(compute, load, store, load_use, store_use)), round(compute.sum()),
+                      step_cycles(Steps(compute, load, store, load_use, store_use), start_cycles(config)), round(compute.sum()),
                       round(load.sum() + store.sum()), energy, len(rows))
 
 
