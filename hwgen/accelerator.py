@@ -18,7 +18,7 @@ from hwgen.compute_unit import ComputeUnit
 from hwgen.config import AcceleratorConfig
 from hwgen.dma import Dma, DmaParams
 from hwgen.dma_units import (LOAD_TARGETS, DescriptorReader, DmaArbiter, TransferUnit, assign_descriptor,
-                              descriptor_halfwords, descriptor_table_params, dma_params)
+                              descriptor_halfwords, descriptor_table_params, dma_params, read_field_bits)
 from hwgen.fetch import check_program
 from hwgen.layout import bank_bytes
 from hwgen.memory_port import MemoryPort
@@ -90,7 +90,8 @@ class Accelerator(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         config = self.config
-        m.submodules.sequencer = seq = Sequencer(self.program.instructions, template=config.template)
+        m.submodules.sequencer = seq = Sequencer(self.program.instructions, template=config.template,
+                                                 field_bits=read_field_bits(config))
         m.d.comb += [seq.start.eq(self.start), self.done.eq(seq.done), self.busy.eq(seq.busy),
                      self.counters.eq(seq.counters)]
         if "program_write" in self.signature.members:

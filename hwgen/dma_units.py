@@ -62,6 +62,18 @@ def descriptor_table_params(config: AcceleratorConfig) -> DmaParams:
     return table_params([dma_params(config, kind) for kind in LOAD_TARGETS.values()])
 
 
+def read_field_bits(config: AcceleratorConfig) -> dict[str, int]:
+    """The low bits of the LOAD / STORE fields a transfer unit reads: the DRAM and buffer
+    addresses go into the descriptor table's fields (`descriptor_table_params`); the index
+    into an SPRAM descriptor table stays below its capacity (a program with more descriptors
+    is refused, `hwgen.fetch.check_program`)."""
+    table = descriptor_table_params(config)
+    bits = {"dram_offset": table.addr_width, "buf_addr": table.buf_addr_width}
+    if config.template.program_memory == "spram":
+        bits["desc"] = ceil_log2(descriptor_capacity(table))
+    return bits
+
+
 def entry_halfwords(params: DmaParams) -> int:
     """Halfwords of one descriptor-table entry in the SPRAM program memory."""
     return -(-params.entry_layout().size // SPRAM_BITS)

@@ -54,10 +54,11 @@ def _signed(value: int, bits: int) -> int:
     return value - (1 << bits) if value >> (bits - 1) else value
 
 
-def run_sequencer(program: list[int], seed: int, max_cycles: int = 20000, template: Template = Template()):
+def run_sequencer(program: list[int], seed: int, max_cycles: int = 20000, template: Template = Template(),
+                  field_bits: dict[str, int] | None = None):
     """Simulate with one fake unit per queue; returns per-queue (command, start, end) and counters.
     An SPRAM program memory is written halfword by halfword first."""
-    dut = Sequencer(program, template=template)
+    dut = Sequencer(program, template=template, field_bits=field_bits or {})
     rng = random.Random(seed)
     log: dict[str, list] = {q: [] for q in QUEUES}
     result = {}
@@ -239,6 +240,24 @@ def test_compact_sequencer_dispatches_every_field_its_units_read():
         assert [command for command, _, _ in log[q]] == expected[q], q
 
 
+NARROW = {"dram_offset": 17, "buf_addr": 11, "desc": 9}  # the iCEBreaker's transfer units
+
+
+def test_narrowed_transfer_fields_reach_their_units_as_their_low_bits():
+    """With `field_bits`, a LOAD's or STORE's DRAM offset, buffer address and descriptor index
+    arrive as their low 17, 11 and 9 bits (the rest reads 0); every other field is intact."""
+    expected = reference_dispatch(STRAIGHT)
+    for q in ("load", "store"):
+        expected[q] = [Instruction.make(ins.opcode, **{name: value & ((1 << NARROW[name]) - 1) if name in NARROW
+                                                       else value for name, value in ins.fields.items()})
+                       for ins in expected[q]]
+    log, result = run_sequencer(STRAIGHT, seed=5, template=COMPACT, field_bits=NARROW)
+    assert result["done"]
+    for q in QUEUES:
+        assert [command for command, _, _ in log[q]] == expected[q], q
+    assert log["load"][0][0]["dram_offset"] == -123456 % (1 << 17)
+
+
 def test_used_queue_bits_cover_each_units_fields_and_drop_the_rest():
     """Against the field lists of docs/isa.md: the load queue needs the opcode (5 bits) and the
     LOAD fields without register numbers (2+1+10+32+16+12+12; WAIT/SIGNAL's semaphore number
@@ -250,3 +269,6 @@ def test_used_queue_bits_cover_each_units_fields_and_drop_the_rest():
     # in_rows is not (it lies inside VEC's fields anyway)
     compiler = Template(address_steps="compiler")
     assert sum(stop - start for start, stop in used_bits("compute", compiler)) == 5 + 65 + 32
+    # narrowed transfer fields: 15 + 5 + 1 bits fewer in LOAD and in STORE entries
+    narrow = {q: sum(stop - start for start, stop in used_bits(q, compiler, NARROW)) for q in QUEUES}
+    assert narrow == {"load": 5 + 85 - 21, "store": 5 + 59 - 21, "compute": 5 + 65 + 32}
