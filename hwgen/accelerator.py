@@ -101,7 +101,8 @@ class Accelerator(wiring.Component):
         table = descriptor_table_params(config)
         spram = config.template.program_memory == "spram"
         descriptors = None if spram else self.program.descriptors
-        m.submodules.load_unit = load_unit = TransferUnit(table, descriptors, len(LOAD_TARGETS))
+        m.submodules.load_unit = load_unit = TransferUnit(table, descriptors, len(LOAD_TARGETS),
+                                                          in_place=config.template.load_command == "queue")
         m.submodules.store_unit = store_unit = TransferUnit(table, descriptors, 1)
         if spram:  # the units read their descriptors from the program memory, stores first
             m.submodules.descriptors = reader = DescriptorReader(table, 2)

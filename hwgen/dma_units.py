@@ -171,10 +171,14 @@ class TransferUnit(wiring.Component):
     that DMA's `done`. With `descriptors=None` the table entry comes from a `DescriptorReader`
     (`lookup`, `filled`, `entry`, `release`) instead of a ROM; the unit releases it when the DMA
     takes the descriptor, or with `params.entry_held` (the DMA reads it while busy) at `done`.
+    With `in_place` the unit keeps no copy of the command: it runs the one offered on `cmd`
+    (the sequencer's queue head, which stays put) and accepts it at `done`.
     """
 
-    def __init__(self, params: DmaParams, descriptors: list[Descriptor] | None, targets: int):
+    def __init__(self, params: DmaParams, descriptors: list[Descriptor] | None, targets: int,
+                 in_place: bool = False):
         self.params = params
+        self.in_place = in_place
         self.descriptors = descriptors
         self.targets = targets
         reader = {} if descriptors is not None else {
@@ -196,7 +200,7 @@ class TransferUnit(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        command = Signal(INSTRUCTION_LAYOUT)
+        command = self.cmd.payload if self.in_place else Signal(INSTRUCTION_LAYOUT)
         if self.descriptors is None:
             entry = self.entry
         else:
@@ -222,13 +226,14 @@ class TransferUnit(wiring.Component):
             m.d.comb += index.eq(store.desc)
         with m.FSM():
             with m.State("IDLE"):
-                m.d.comb += [self.idle.eq(1), self.cmd.ready.eq(1)]
+                m.d.comb += [self.idle.eq(1), self.cmd.ready.eq(not self.in_place)]
                 if self.descriptors is not None:
                     m.d.comb += read.addr.eq(self.cmd.payload.payload.load.desc)
                     with m.If(self.cmd.payload.opcode == Opcode.STORE):
                         m.d.comb += read.addr.eq(self.cmd.payload.payload.store.desc)
                 with m.If(self.cmd.valid):
-                    m.d.sync += command.eq(self.cmd.payload)
+                    if not self.in_place:
+                        m.d.sync += command.eq(self.cmd.payload)
                     m.next = "OFFER" if self.descriptors is not None else "LOOKUP"
             if self.descriptors is None:
                 with m.State("LOOKUP"):
@@ -252,6 +257,7 @@ class TransferUnit(wiring.Component):
                 if self.descriptors is not None:
                     m.d.comb += read.en.eq(0)
                 with m.If(self.done):
+                    m.d.comb += self.cmd.ready.eq(self.in_place)
                     if self.params.entry_held:  # the DMA read the entry until now
                         m.d.comb += self.release.eq(1)
                     m.next = "IDLE"

@@ -6,7 +6,9 @@ out, the queues can carry only the instruction bits their unit reads, and the pr
 in a single-ported 16-bit memory (SPRAM) that the host writes, fetched a halfword per cycle.
 
 Unit contract: a unit accepts one command at a time on its stream; its `idle` input must be
-low from the cycle after it accepts a command until that command has finished.
+low from the cycle after it accepts a command until that command has finished. With
+`template.load_command: queue` the load unit runs the command at its queue's head in place and
+accepts it (pops it) only in the cycle it finishes.
 """
 from __future__ import annotations
 
@@ -212,7 +214,8 @@ class Sequencer(wiring.Component):
             sem = head.payload.wait.sem
             out = getattr(self, q)
             idle = getattr(self, f"{q}_idle") & ~issued[q] & ~out.valid
-            m.d.sync += issued[q].eq(out.valid & out.ready)
+            if not (q == "load" and self.template.load_command == "queue"):  # else popped when done
+                m.d.sync += issued[q].eq(out.valid & out.ready)
             earlier_same_wait = [
                 fifos[p].r_rdy & (heads[p].opcode == Opcode.WAIT) & (heads[p].payload.wait.sem == sem)
                 for p in QUEUES[:index]
