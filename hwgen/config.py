@@ -220,7 +220,8 @@ class Template:
     `program_memory: spram`); `dma_loops`: the outer loops (descriptor dimensions) the shared
     DMA walks, at most 4 (fewer only with `dma: shared`; a program needing more is refused);
     `load_command`: the load unit keeps a `copy` of the LOAD it runs, or runs it from the load
-    `queue`'s head, popping it when done (one entry of the queue holds it meanwhile).
+    `queue`'s head, popping it when done (one entry of the queue holds it meanwhile);
+    `compute_queue_depth`: entries of the compute queue (0: `queue_depth`).
     """
 
     loops_and_registers: bool = True
@@ -240,6 +241,7 @@ class Template:
     dma_descriptor: str = "copy"
     dma_loops: int = 4
     load_command: str = "copy"
+    compute_queue_depth: int = 0
 
 
 @dataclass(frozen=True)
@@ -314,6 +316,7 @@ _SCHEMA: dict[str, dict[str, dict]] = {
         "dma_descriptor": {"range": _Choice(("copy", "reader"))},
         "dma_loops": _field(1, 4),
         "load_command": {"range": _Choice(("copy", "queue"))},
+        "compute_queue_depth": _field(0, 64),
     },
 }
 _TOP = {"clock_mhz": _field(1, 2000, integer=False)}

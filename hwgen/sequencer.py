@@ -59,6 +59,18 @@ QUEUE_OPCODES = {
 REGISTER_FIELDS = ("dram_reg", "y_reg", "x_reg")  # resolved (zero) once dispatched
 
 
+def queue_depth(template: Template, queue: str) -> int:
+    """Entries of one dispatch queue: `template.queue_depth`, or for the compute queue
+    `template.compute_queue_depth` when set."""
+    return template.compute_queue_depth if queue == "compute" and template.compute_queue_depth else template.queue_depth
+
+
+def head_delay(template: Template, queue: str) -> int:
+    """Cycles from writing an instruction into an empty queue to its being the head: 2 through
+    the FIFO's memory and output register, 1 in a one-entry queue (a single register)."""
+    return 1 if queue_depth(template, queue) == 1 else 2
+
+
 def program_write_signature(depth: int, width: int = INSTRUCTION_BITS) -> wiring.Signature:
     """Host writes into a writable program memory of `depth` words of `width` bits."""
     return wiring.Signature({
@@ -150,8 +162,8 @@ class Sequencer(wiring.Component):
 
         fields = {q: used_bits(q, self.template, self.field_bits) if self.template.queue_fields == "used"
                   else [(0, INSTRUCTION_BITS)] for q in QUEUES}
-        fifos = {q: fifo.SyncFIFOBuffered(width=sum(stop - start for start, stop in fields[q]), depth=self.template.queue_depth)
-                 for q in QUEUES}
+        fifos = {q: fifo.SyncFIFOBuffered(width=sum(stop - start for start, stop in fields[q]),
+                                          depth=queue_depth(self.template, q)) for q in QUEUES}
         for q, queue_fifo in fifos.items():
             m.submodules[f"{q}_fifo"] = queue_fifo
 

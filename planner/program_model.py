@@ -3,7 +3,8 @@
 The model replays the sequencer (`hwgen/sequencer.py`) at the level of instructions:
 
 * the fetch stage dispatches one instruction every `fetch_cycles(config)` into the load,
-  compute or store queue (each `template.queue_depth` deep) and stalls while the target queue is full;
+  compute or store queue (`hwgen.sequencer.queue_depth` deep; an instruction is at the head of an
+  empty queue `hwgen.sequencer.head_delay` cycles later) and stalls while the target queue is full;
 * a queue's head WAIT passes once its semaphore is positive, a SIGNAL executes once the unit is
   idle (both take a cycle; a semaphore change is visible the next cycle);
 * CONV and VEC take exactly their engines' cycle counts (`hwgen.conv_engine.cycle_count`,
@@ -40,11 +41,10 @@ from hwgen.dma import Descriptor
 from hwgen.fetch import Dispatched, ProgramError, check_program, dispatched
 from hwgen.isa import SEMAPHORES, Opcode, Queue
 from hwgen.program import Program
-from hwgen.sequencer import HALFWORDS
+from hwgen.sequencer import HALFWORDS, head_delay, queue_depth
 from hwgen.vector_unit import vec_cycles
 from planner.transfer_work import TransferWork, lookup_halfwords, offer_cycles, transfer_cycles, transfer_work
 
-HEAD_DELAY = 2            # cycles from EXECUTE until the instruction is at its queue's head
 END_CYCLES = 2            # from the last queue action to `done`
 EPSILON = 1e-6            # cycles of a transfer left that count as none (float rounding)
 
@@ -140,6 +140,8 @@ class _Replay:
         self.lookup_on_grant = config.template.dma_descriptor == "reader"  # else on issue
         self.in_place = config.template.load_command == "queue"  # a LOAD pops its head when done
         self.fifos: dict[Queue, deque[tuple[float, Dispatched]]] = {q: deque() for q in Queue}
+        self.depth = {q: queue_depth(config.template, q.name.lower()) for q in Queue}
+        self.head_delay = {q: head_delay(config.template, q.name.lower()) for q in Queue}
         self.head_ready = {q: 0.0 for q in Queue}
         self.unit_free = {q: 0.0 for q in Queue}
         self.flows: dict[Queue, _Flow] = {}
@@ -170,9 +172,9 @@ class _Replay:
         if self.pending is None or t < self.next_fetch:
             return False
         queue = self.pending.instruction.queue
-        if len(self.fifos[queue]) >= self.config.template.queue_depth:
+        if len(self.fifos[queue]) >= self.depth[queue]:
             return False
-        self.fifos[queue].append((t + HEAD_DELAY, self.pending))
+        self.fifos[queue].append((t + self.head_delay[queue], self.pending))
         self.next_fetch = t + self.fetch_cycles
         self.pending = next(self.stream, None)
         return True
