@@ -57,11 +57,32 @@ def _signed(value: int, bits: int) -> int:
 def run_sequencer(program: list[int], seed: int, max_cycles: int = 20000, template: Template = Template(),
                   field_bits: dict[str, int] | None = None):
     """Simulate with one fake unit per queue; returns per-queue (command, start, end) and counters.
-    An SPRAM program memory is written halfword by halfword first."""
+    An SPRAM program memory is written halfword by halfword first. With `template.load_command:
+    queue` the load unit runs its queue's head in place and pops it when done; the head must
+    not change meanwhile."""
     dut = Sequencer(program, template=template, field_bits=field_bits or {})
     rng = random.Random(seed)
     log: dict[str, list] = {q: [] for q in QUEUES}
     result = {}
+
+    def in_place_unit(q: str):
+        async def testbench(ctx):
+            stream, idle = getattr(dut, q), getattr(dut, f"{q}_idle")
+            ctx.set(idle, 1)
+            while True:
+                _, _, valid, word = await ctx.tick().sample(stream.valid, stream.payload.as_value())
+                if not valid:
+                    continue
+                ctx.set(idle, 0)
+                start = ctx.get(dut.counters.cycles)
+                await ctx.tick().repeat(rng.randint(1, 6))
+                assert ctx.get(stream.valid) and ctx.get(stream.payload.as_value()) == word
+                ctx.set(stream.ready, 1)
+                await ctx.tick()
+                ctx.set(stream.ready, 0)
+                ctx.set(idle, 1)
+                log[q].append((Instruction.decode(int(word)), start, ctx.get(dut.counters.cycles)))
+        return testbench
 
     def unit(q: str):
         async def testbench(ctx):
@@ -104,7 +125,8 @@ def run_sequencer(program: list[int], seed: int, max_cycles: int = 20000, templa
     sim = Simulator(dut)
     sim.add_clock(1e-6)
     for q in QUEUES:
-        sim.add_testbench(unit(q), background=True)
+        in_place = q == "load" and template.load_command == "queue"
+        sim.add_testbench((in_place_unit if in_place else unit)(q), background=True)
     sim.add_testbench(bench)
     sim.run_until(1e-6 * (max_cycles + 10 + 8 * len(program)))
     return log, result
@@ -131,8 +153,10 @@ PROGRAM = assemble([
 
 
 @pytest.mark.parametrize("template", [Template(), Template(queue_fields="used"), Template(program_memory="spram"),
-                                      Template(queue_depth=1), Template(queue_depth=2, counters="cycles")],
-                         ids=["full", "used-queue-fields", "spram-program", "1-deep-queues", "2-deep-cycles-only"])
+                                      Template(queue_depth=1), Template(queue_depth=2, counters="cycles"),
+                                      Template(queue_depth=2, load_command="queue", compute_queue_depth=1)],
+                         ids=["full", "used-queue-fields", "spram-program", "1-deep-queues", "2-deep-cycles-only",
+                              "in-place-load-1-deep-compute"])
 def test_dispatch_matches_reference_and_semaphores_order_units(template):
     expected = reference_dispatch(PROGRAM)
     assert [len(expected[q]) for q in QUEUES] == [3, 3, 1]
