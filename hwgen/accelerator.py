@@ -18,7 +18,7 @@ from hwgen.compute_unit import ComputeUnit
 from hwgen.config import AcceleratorConfig
 from hwgen.dma import Dma, DmaParams
 from hwgen.dma_units import (LOAD_TARGETS, DescriptorReader, DmaArbiter, TransferUnit, assign_descriptor,
-                              descriptor_halfwords, descriptor_table_params, dma_params)
+                              descriptor_halfwords, descriptor_table_params, dma_params, read_field_bits)
 from hwgen.fetch import check_program
 from hwgen.layout import bank_bytes
 from hwgen.memory_port import MemoryPort
@@ -90,7 +90,8 @@ class Accelerator(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         config = self.config
-        m.submodules.sequencer = seq = Sequencer(self.program.instructions, template=config.template)
+        m.submodules.sequencer = seq = Sequencer(self.program.instructions, template=config.template,
+                                                 field_bits=read_field_bits(config))
         m.d.comb += [seq.start.eq(self.start), self.done.eq(seq.done), self.busy.eq(seq.busy),
                      self.counters.eq(seq.counters)]
         if "program_write" in self.signature.members:
@@ -100,7 +101,8 @@ class Accelerator(wiring.Component):
         table = descriptor_table_params(config)
         spram = config.template.program_memory == "spram"
         descriptors = None if spram else self.program.descriptors
-        m.submodules.load_unit = load_unit = TransferUnit(table, descriptors, len(LOAD_TARGETS))
+        m.submodules.load_unit = load_unit = TransferUnit(table, descriptors, len(LOAD_TARGETS),
+                                                          in_place=config.template.load_command == "queue")
         m.submodules.store_unit = store_unit = TransferUnit(table, descriptors, 1)
         if spram:  # the units read their descriptors from the program memory, stores first
             m.submodules.descriptors = reader = DescriptorReader(table, 2)

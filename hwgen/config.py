@@ -218,7 +218,10 @@ class Template:
     descriptor reader fetches the next one meanwhile), or reads the constant fields from the
     `reader`'s entry, which stays held until the DMA is done (needs `dma: shared` and
     `program_memory: spram`); `dma_loops`: the outer loops (descriptor dimensions) the shared
-    DMA walks, at most 4 (fewer only with `dma: shared`; a program needing more is refused).
+    DMA walks, at most 4 (fewer only with `dma: shared`; a program needing more is refused);
+    `load_command`: the load unit keeps a `copy` of the LOAD it runs, or runs it from the load
+    `queue`'s head, popping it when done (one entry of the queue holds it meanwhile);
+    `compute_queue_depth`: entries of the compute queue (0: `queue_depth`).
     """
 
     loops_and_registers: bool = True
@@ -237,6 +240,8 @@ class Template:
     vector_ops: tuple[str, ...] = VECTOR_OPS
     dma_descriptor: str = "copy"
     dma_loops: int = 4
+    load_command: str = "copy"
+    compute_queue_depth: int = 0
 
 
 @dataclass(frozen=True)
@@ -310,6 +315,8 @@ _SCHEMA: dict[str, dict[str, dict]] = {
         "vector_ops": {"range": _Choices(VECTOR_OPS)},
         "dma_descriptor": {"range": _Choice(("copy", "reader"))},
         "dma_loops": _field(1, 4),
+        "load_command": {"range": _Choice(("copy", "queue"))},
+        "compute_queue_depth": _field(0, 64),
     },
 }
 _TOP = {"clock_mhz": _field(1, 2000, integer=False)}

@@ -62,6 +62,18 @@ def descriptor_table_params(config: AcceleratorConfig) -> DmaParams:
     return table_params([dma_params(config, kind) for kind in LOAD_TARGETS.values()])
 
 
+def read_field_bits(config: AcceleratorConfig) -> dict[str, int]:
+    """The low bits of the LOAD / STORE fields a transfer unit reads: the DRAM and buffer
+    addresses go into the descriptor table's fields (`descriptor_table_params`); the index
+    into an SPRAM descriptor table stays below its capacity (a program with more descriptors
+    is refused, `hwgen.fetch.check_program`)."""
+    table = descriptor_table_params(config)
+    bits = {"dram_offset": table.addr_width, "buf_addr": table.buf_addr_width}
+    if config.template.program_memory == "spram":
+        bits["desc"] = ceil_log2(descriptor_capacity(table))
+    return bits
+
+
 def entry_halfwords(params: DmaParams) -> int:
     """Halfwords of one descriptor-table entry in the SPRAM program memory."""
     return -(-params.entry_layout().size // SPRAM_BITS)
@@ -159,10 +171,14 @@ class TransferUnit(wiring.Component):
     that DMA's `done`. With `descriptors=None` the table entry comes from a `DescriptorReader`
     (`lookup`, `filled`, `entry`, `release`) instead of a ROM; the unit releases it when the DMA
     takes the descriptor, or with `params.entry_held` (the DMA reads it while busy) at `done`.
+    With `in_place` the unit keeps no copy of the command: it runs the one offered on `cmd`
+    (the sequencer's queue head, which stays put) and accepts it at `done`.
     """
 
-    def __init__(self, params: DmaParams, descriptors: list[Descriptor] | None, targets: int):
+    def __init__(self, params: DmaParams, descriptors: list[Descriptor] | None, targets: int,
+                 in_place: bool = False):
         self.params = params
+        self.in_place = in_place
         self.descriptors = descriptors
         self.targets = targets
         reader = {} if descriptors is not None else {
@@ -184,7 +200,7 @@ class TransferUnit(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        command = Signal(INSTRUCTION_LAYOUT)
+        command = self.cmd.payload if self.in_place else Signal(INSTRUCTION_LAYOUT)
         if self.descriptors is None:
             entry = self.entry
         else:
@@ -210,13 +226,14 @@ class TransferUnit(wiring.Component):
             m.d.comb += index.eq(store.desc)
         with m.FSM():
             with m.State("IDLE"):
-                m.d.comb += [self.idle.eq(1), self.cmd.ready.eq(1)]
+                m.d.comb += [self.idle.eq(1), self.cmd.ready.eq(not self.in_place)]
                 if self.descriptors is not None:
                     m.d.comb += read.addr.eq(self.cmd.payload.payload.load.desc)
                     with m.If(self.cmd.payload.opcode == Opcode.STORE):
                         m.d.comb += read.addr.eq(self.cmd.payload.payload.store.desc)
                 with m.If(self.cmd.valid):
-                    m.d.sync += command.eq(self.cmd.payload)
+                    if not self.in_place:
+                        m.d.sync += command.eq(self.cmd.payload)
                     m.next = "OFFER" if self.descriptors is not None else "LOOKUP"
             if self.descriptors is None:
                 with m.State("LOOKUP"):
@@ -240,6 +257,7 @@ class TransferUnit(wiring.Component):
                 if self.descriptors is not None:
                     m.d.comb += read.en.eq(0)
                 with m.If(self.done):
+                    m.d.comb += self.cmd.ready.eq(self.in_place)
                     if self.params.entry_held:  # the DMA read the entry until now
                         m.d.comb += self.release.eq(1)
                     m.next = "IDLE"

@@ -6,9 +6,14 @@ out, the queues can carry only the instruction bits their unit reads, and the pr
 in a single-ported 16-bit memory (SPRAM) that the host writes, fetched a halfword per cycle.
 
 Unit contract: a unit accepts one command at a time on its stream; its `idle` input must be
-low from the cycle after it accepts a command until that command has finished.
+low from the cycle after it accepts a command until that command has finished. With
+`template.load_command: queue` the load unit runs the command at its queue's head in place and
+accepts it (pops it) only in the cycle it finishes.
 """
 from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, fifo, stream, wiring
@@ -54,6 +59,18 @@ QUEUE_OPCODES = {
 REGISTER_FIELDS = ("dram_reg", "y_reg", "x_reg")  # resolved (zero) once dispatched
 
 
+def queue_depth(template: Template, queue: str) -> int:
+    """Entries of one dispatch queue: `template.queue_depth`, or for the compute queue
+    `template.compute_queue_depth` when set."""
+    return template.compute_queue_depth if queue == "compute" and template.compute_queue_depth else template.queue_depth
+
+
+def head_delay(template: Template, queue: str) -> int:
+    """Cycles from writing an instruction into an empty queue to its being the head: 2 through
+    the FIFO's memory and output register, 1 in a one-entry queue (a single register)."""
+    return 1 if queue_depth(template, queue) == 1 else 2
+
+
 def program_write_signature(depth: int, width: int = INSTRUCTION_BITS) -> wiring.Signature:
     """Host writes into a writable program memory of `depth` words of `width` bits."""
     return wiring.Signature({
@@ -61,18 +78,21 @@ def program_write_signature(depth: int, width: int = INSTRUCTION_BITS) -> wiring
     })
 
 
-def used_bits(queue: str, template: Template = Template()) -> list[tuple[int, int]]:
+def used_bits(queue: str, template: Template = Template(),
+              field_bits: Mapping[str, int] = MappingProxyType({})) -> list[tuple[int, int]]:
     """The instruction bit ranges `[start, stop)` a queue's entries need: the opcode and the
     fields its opcodes' unit and head logic read (WAIT/SIGNAL: the semaphore only; CONVCFG:
-    the fields `template`'s pointer steps read, `hwgen.steps.unread_fields`)."""
+    the fields `template`'s pointer steps read, `hwgen.steps.unread_fields`; a LOAD or STORE
+    field named in `field_bits`: only its low bits, all its unit reads)."""
     bits = set(range(OPCODE_BITS))
     for opcode in QUEUE_OPCODES[queue]:
         skipped = unread_fields(template) if opcode == Opcode.CONVCFG else frozenset()
+        narrowed = field_bits if opcode in (Opcode.LOAD, Opcode.STORE) else {}
         for name, member in PAYLOADS[opcode]:
             if name in REGISTER_FIELDS or name == "queue" or name in skipped:
                 continue
             start = OPCODE_BITS + member.offset
-            bits.update(range(start, start + member.shape.width))
+            bits.update(range(start, start + min(member.shape.width, narrowed.get(name, member.shape.width))))
     ranges: list[tuple[int, int]] = []
     for bit in sorted(bits):
         if ranges and ranges[-1][1] == bit:
@@ -89,12 +109,15 @@ class Sequencer(wiring.Component):
     instead of a ROM initialised at elaboration. With `template.program_memory == "spram"`, it
     lives in one single-ported memory of `SPRAM_WORDS` halfwords the host fills through
     `program_write` (16 bits at a time) while the sequencer is idle; `program` is then ignored,
-    and `memory_read` lets the descriptor reader read it (taking the port from the fetch).
+    and `memory_read` lets the descriptor reader read it (taking the port from the fetch). With
+    `template.queue_fields == "used"`, the LOAD / STORE fields in `field_bits` are queued with
+    only that many low bits (`used_bits`).
     """
 
     def __init__(self, program: list[int], *, writable_depth: int | None = None,
-                 template: Template = Template()):
+                 template: Template = Template(), field_bits: Mapping[str, int] = MappingProxyType({})):
         self.template = template
+        self.field_bits = field_bits
         self.spram = template.program_memory == "spram"
         self.program = [] if self.spram else list(program)
         self.depth = SPRAM_INSTRUCTIONS if self.spram else writable_depth or max(len(self.program), 1)
@@ -137,9 +160,10 @@ class Sequencer(wiring.Component):
             loop_left = Array(Signal(16, name=f"loop_left{i}") for i in range(LOOP_DEPTH))
             loop_sp = Signal(range(LOOP_DEPTH + 1))
 
-        fields = {q: used_bits(q, self.template) if self.template.queue_fields == "used" else [(0, INSTRUCTION_BITS)] for q in QUEUES}
-        fifos = {q: fifo.SyncFIFOBuffered(width=sum(stop - start for start, stop in fields[q]), depth=self.template.queue_depth)
-                 for q in QUEUES}
+        fields = {q: used_bits(q, self.template, self.field_bits) if self.template.queue_fields == "used"
+                  else [(0, INSTRUCTION_BITS)] for q in QUEUES}
+        fifos = {q: fifo.SyncFIFOBuffered(width=sum(stop - start for start, stop in fields[q]),
+                                          depth=queue_depth(self.template, q)) for q in QUEUES}
         for q, queue_fifo in fifos.items():
             m.submodules[f"{q}_fifo"] = queue_fifo
 
@@ -202,7 +226,8 @@ class Sequencer(wiring.Component):
             sem = head.payload.wait.sem
             out = getattr(self, q)
             idle = getattr(self, f"{q}_idle") & ~issued[q] & ~out.valid
-            m.d.sync += issued[q].eq(out.valid & out.ready)
+            if not (q == "load" and self.template.load_command == "queue"):  # else popped when done
+                m.d.sync += issued[q].eq(out.valid & out.ready)
             earlier_same_wait = [
                 fifos[p].r_rdy & (heads[p].opcode == Opcode.WAIT) & (heads[p].payload.wait.sem == sem)
                 for p in QUEUES[:index]
@@ -321,7 +346,8 @@ class Sequencer(wiring.Component):
     def _spram_fetch(self, m: Module, pc, pc_next, instr, fetching, fetched) -> None:
         """Halfword 0 of the next instruction is read in the cycle that decides it (at
         `pc_next`), halfwords 1..7 in the first seven FETCH cycles; each arrives a cycle later
-        and shifts into `instr` from the top, so FETCH lasts `HALFWORDS` cycles unless
+        and is written into its place in `instr` (bits no queue carries are never read, so
+        synthesis drops them), so FETCH lasts `HALFWORDS` cycles unless
         `memory_read` takes the port (a cycle per read). While the sequencer is idle, host
         writes take the port."""
         m.submodules.program_memory = memory = SinglePortBank(SPRAM_BITS // 8, SPRAM_WORDS)
@@ -330,8 +356,11 @@ class Sequencer(wiring.Component):
         client, write = self.memory_read, self.program_write
         m.d.sync += issued.eq(0)
         m.d.comb += [client.data.eq(memory.rd_data), fetched.eq(fetching & issued & (part == HALFWORDS))]
-        with m.If(fetching & issued):
-            m.d.sync += instr.eq(Cat(instr.as_value()[SPRAM_BITS:], memory.rd_data))
+        with m.If(fetching & issued):  # the halfword read when `part` was one less
+            with m.Switch(part):
+                for index in range(HALFWORDS):
+                    with m.Case(index + 1):
+                        m.d.sync += instr.as_value().word_select(index, SPRAM_BITS).eq(memory.rd_data)
         with m.If(client.req):
             m.d.comb += [memory.addr.eq(client.addr), memory.rd_en.eq(1), client.grant.eq(1)]
             with m.If(~fetching):

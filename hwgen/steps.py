@@ -57,8 +57,9 @@ def pointer_steps(convcfg: dict, bits: int) -> dict[str, int]:
 
 
 class ConvSteps(wiring.Component):
-    """`steps` of the CONVCFG word on `convcfg`, `LATENCY` cycles after it appears; with
-    `from_fields`, the long products come from its step fields."""
+    """`steps` of the CONVCFG word on `convcfg`, `LATENCY` cycles after it appears (the word must
+    stay there while they are used); with `from_fields`, the long products come from its step
+    fields, passed through."""
 
     def __init__(self, bits: int, from_fields: bool = False) -> None:
         self.bits = bits
@@ -75,10 +76,10 @@ class ConvSteps(wiring.Component):
             return reg
 
         out = self.steps
-        if self.from_fields:
-            row, stride = stage(shift_add(cfg.in_row_pitch, cfg.stride), "row"), stage(cfg.stride, "stride")
-            m.d.sync += [out.row.eq(row), out.oh.eq(shift_add(row, stride[:3])), out.plane.eq(cfg.plane_step),
-                         out.flat_plane.eq(cfg.flat_plane_step)]
+        if self.from_fields:  # the CONVCFG word is held: only the shift-add products are registers
+            row = stage(shift_add(cfg.in_row_pitch, cfg.stride), "row")
+            m.d.sync += out.oh.eq(shift_add(row, cfg.stride))
+            m.d.comb += [out.row.eq(row), out.plane.eq(cfg.plane_step), out.flat_plane.eq(cfg.flat_plane_step)]
             return m
         row, pitch = stage(cfg.stride * cfg.in_row_pitch, "row"), stage(cfg.in_row_pitch, "pitch")
         stride_squared = stage(cfg.stride * cfg.stride, "stride_squared")

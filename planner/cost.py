@@ -33,7 +33,8 @@ from hwgen.config import AcceleratorConfig, Energy
 from hwgen.layout import ACC_BYTES, PARAM_BYTES
 from hwgen.pe_array import array_latency
 from hwgen.serial_post import beat_interval, beat_latency
-from planner.program_model import HEAD_DELAY, fetch_cycles, fetch_state_cycles
+from hwgen.sequencer import head_delay, queue_depth
+from planner.program_model import fetch_cycles, fetch_state_cycles
 from planner.schedule import DIMS, ConvShape, Schedule, axis_tiles, input_extents
 from planner.transfer_work import lookup_halfwords, offer_cycles, transfer_cycles
 
@@ -44,8 +45,8 @@ START_CYCLES = 15  # `start_cycles` from the descriptor ROM: `step_cycles`' defa
 
 def start_cycles(config: AcceleratorConfig) -> int:
     """From `start` until CONVCFG issues and the first LOAD may: the fetch stage dispatches the
-    initial SIGNALs and CONVCFG, which reaches its queue's head `HEAD_DELAY` later."""
-    return fetch_state_cycles(config) + INITIAL_INSTRUCTIONS * fetch_cycles(config) + HEAD_DELAY
+    initial SIGNALs and CONVCFG, which reaches its queue's head `head_delay` later."""
+    return fetch_state_cycles(config) + INITIAL_INSTRUCTIONS * fetch_cycles(config) + head_delay(config.template, "compute")
 
 
 # ---------------------------------------------------------------- per-axis tables
@@ -195,16 +196,16 @@ def handover_cycles(config: AcceleratorConfig, leaving, new_weight, new_input, n
     """Fewest cycles from a CONV's end to the next CONV's issue, given what happens between them
     (arrays broadcast): the compute queue executes its SIGNALs and WAITs a cycle each; and the
     fetch stage, which stalls during the CONV on the first instruction that finds its queue full
-    (of `template.queue_depth`: the compute queue, or the store queue held by the WAIT ACC_READY
+    (`hwgen.sequencer.queue_depth`: the compute queue, or the store queue held by the WAIT ACC_READY
     that passes a cycle after the CONV), dispatches the rest up to the next CONV only then, losing
-    a STORE's descriptor lookup on the way, and the CONV reaches its queue's head `HEAD_DELAY` later."""
-    depth = config.template.queue_depth
+    a STORE's descriptor lookup on the way, and the CONV reaches its queue's head `head_delay` later."""
+    depth, store_depth = queue_depth(config.template, "compute"), queue_depth(config.template, "store")
     between = leaving + OUTPUT_INSTRUCTIONS * new_output + SWITCH_INSTRUCTIONS * (new_weight + new_input)
-    store_full = leaving & (STORE_QUEUE_INSTRUCTIONS > depth)
-    stalled = np.where(store_full, STORE_QUEUE_INSTRUCTIONS - depth + between - leaving + 1,
+    store_full = leaving & (STORE_QUEUE_INSTRUCTIONS > store_depth)
+    stalled = np.where(store_full, STORE_QUEUE_INSTRUCTIONS - store_depth + between - leaving + 1,
                        np.maximum(between + 1 - depth, 0))  # instructions dispatched after the CONV
     late = store_full + (stalled - 1) * fetch_cycles(config) + leaving * (stalled > 1) * lookup_halfwords(config)
-    return np.maximum(between, np.where(stalled > 0, late + HEAD_DELAY, 0))
+    return np.maximum(between, np.where(stalled > 0, late + head_delay(config.template, "compute"), 0))
 
 
 # ---------------------------------------------------------------- reloads

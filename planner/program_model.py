@@ -3,7 +3,8 @@
 The model replays the sequencer (`hwgen/sequencer.py`) at the level of instructions:
 
 * the fetch stage dispatches one instruction every `fetch_cycles(config)` into the load,
-  compute or store queue (each `template.queue_depth` deep) and stalls while the target queue is full;
+  compute or store queue (`hwgen.sequencer.queue_depth` deep; an instruction is at the head of an
+  empty queue `hwgen.sequencer.head_delay` cycles later) and stalls while the target queue is full;
 * a queue's head WAIT passes once its semaphore is positive, a SIGNAL executes once the unit is
   idle (both take a cycle; a semaphore change is visible the next cycle);
 * CONV and VEC take exactly their engines' cycle counts (`hwgen.conv_engine.cycle_count`,
@@ -17,6 +18,8 @@ The model replays the sequencer (`hwgen/sequencer.py`) at the level of instructi
   behaviour. With `template.dma: shared` they never overlap: after the first
   `offer_cycles` of its fixed part a transfer waits until the DMA is free (a store first when
   both wait) and then has it to itself until it ends;
+* with `template.load_command: queue` a LOAD stays at its queue's head while it runs and leaves
+  it a cycle before the load unit is free (it holds a queue entry until then);
 * with the SPRAM program memory, a descriptor lookup reads its entry through the fetch's port
   (first), so an instruction being fetched meanwhile arrives an entry's halfwords later. With
   `template.dma_descriptor: reader` the lookup waits for the DMA too (the reader holds the
@@ -38,11 +41,10 @@ from hwgen.dma import Descriptor
 from hwgen.fetch import Dispatched, ProgramError, check_program, dispatched
 from hwgen.isa import SEMAPHORES, Opcode, Queue
 from hwgen.program import Program
-from hwgen.sequencer import HALFWORDS
+from hwgen.sequencer import HALFWORDS, head_delay, queue_depth
 from hwgen.vector_unit import vec_cycles
 from planner.transfer_work import TransferWork, lookup_halfwords, offer_cycles, transfer_cycles, transfer_work
 
-HEAD_DELAY = 2            # cycles from EXECUTE until the instruction is at its queue's head
 END_CYCLES = 2            # from the last queue action to `done`
 EPSILON = 1e-6            # cycles of a transfer left that count as none (float rounding)
 
@@ -87,6 +89,12 @@ class _Flow:
     demand: float
     offer: float = 0.0
     holds: bool = True
+    queued: bool = False
+    """It still holds its queue's head (`template.load_command: queue`)."""
+
+    def left(self, rate: float) -> float:
+        """Cycles until it ends once it holds the DMA, at `rate` of full speed."""
+        return max(self.fixed, 0.0) + (self.port / rate if self.port > EPSILON else 0.0)
 
 
 @lru_cache(maxsize=65536)
@@ -130,7 +138,10 @@ class _Replay:
         self.fetch_cycles = fetch_cycles(config)
         self.stolen = lookup_halfwords(config)  # fetch cycles per lookup
         self.lookup_on_grant = config.template.dma_descriptor == "reader"  # else on issue
+        self.in_place = config.template.load_command == "queue"  # a LOAD pops its head when done
         self.fifos: dict[Queue, deque[tuple[float, Dispatched]]] = {q: deque() for q in Queue}
+        self.depth = {q: queue_depth(config.template, q.name.lower()) for q in Queue}
+        self.head_delay = {q: head_delay(config.template, q.name.lower()) for q in Queue}
         self.head_ready = {q: 0.0 for q in Queue}
         self.unit_free = {q: 0.0 for q in Queue}
         self.flows: dict[Queue, _Flow] = {}
@@ -145,7 +156,7 @@ class _Replay:
     def run(self) -> Prediction:
         t = 0.0
         while self.pending is not None or any(self.fifos.values()) or self.flows:
-            while self._fetch(t) | self._serve_queues(t) | self._grant_dma(t):
+            while self._fetch(t) | self._serve_queues(t) | self._grant_dma(t) | self._pop_finishing(t):
                 pass
             t_next = self._next_time(t)
             if t_next is None:
@@ -161,9 +172,9 @@ class _Replay:
         if self.pending is None or t < self.next_fetch:
             return False
         queue = self.pending.instruction.queue
-        if len(self.fifos[queue]) >= self.config.template.queue_depth:
+        if len(self.fifos[queue]) >= self.depth[queue]:
             return False
-        self.fifos[queue].append((t + HEAD_DELAY, self.pending))
+        self.fifos[queue].append((t + self.head_delay[queue], self.pending))
         self.next_fetch = t + self.fetch_cycles
         self.pending = next(self.stream, None)
         return True
@@ -189,6 +200,10 @@ class _Replay:
                 if not unit_idle:
                     continue
                 self._issue(t, queue, step)
+                if queue in self.flows and self.flows[queue].queued:
+                    self.last_action = max(self.last_action, t)
+                    progress = True
+                    continue
             fifo.popleft()
             self.head_ready[queue] = t + 1
             self.last_action = max(self.last_action, t)
@@ -209,7 +224,7 @@ class _Replay:
             self.bytes_written += work.bytes_written
             if not self.lookup_on_grant:
                 self._steal_fetch(t)
-            flow.entry = len(self.timeline)
+            flow.entry, flow.queued = len(self.timeline), self.in_place and queue == Queue.LOAD
             self.timeline.append((queue.name.lower(), ins.opcode.name, t, t))
             self.flows[queue] = flow
             self.busy[queue.name.lower()] += flow.offer + flow.fixed + flow.port
@@ -217,6 +232,19 @@ class _Replay:
         self.timeline.append((queue.name.lower(), ins.opcode.name, t, t + cycles))
         self.unit_free[queue] = t + cycles
         self.busy[queue.name.lower()] += cycles
+
+    def _pop_finishing(self, t: float) -> bool:
+        """Pop the queue head of a LOAD run in place that ends within a cycle."""
+        progress = False
+        flows = list(self.flows.values())
+        for flow, rate in zip(flows, _rates(flows)):
+            if flow.queued and flow.holds and flow.offer <= EPSILON and flow.left(rate) <= 1 + EPSILON:
+                flow.queued = False
+                self.fifos[flow.queue].popleft()
+                self.head_ready[flow.queue] = t + 1
+                self.last_action = max(self.last_action, t)
+                progress = True
+        return progress
 
     def _steal_fetch(self, t: float) -> None:
         """A descriptor lookup at `t` delays the instruction being fetched by an entry's halfwords."""
@@ -255,6 +283,8 @@ class _Replay:
             if flow.offer > EPSILON or flow.holds:
                 left = flow.offer if flow.offer > EPSILON else flow.fixed if flow.fixed > 0 else flow.port / rate
                 candidates.append(t + max(left, 2 * EPSILON))
+                if flow.queued and flow.holds and flow.offer <= EPSILON:
+                    candidates.append(t + flow.left(rate) - 1)
         future = [c for c in candidates if c > t + EPSILON]
         return min(future) if future else None
 

@@ -54,13 +54,35 @@ def _signed(value: int, bits: int) -> int:
     return value - (1 << bits) if value >> (bits - 1) else value
 
 
-def run_sequencer(program: list[int], seed: int, max_cycles: int = 20000, template: Template = Template()):
+def run_sequencer(program: list[int], seed: int, max_cycles: int = 20000, template: Template = Template(),
+                  field_bits: dict[str, int] | None = None):
     """Simulate with one fake unit per queue; returns per-queue (command, start, end) and counters.
-    An SPRAM program memory is written halfword by halfword first."""
-    dut = Sequencer(program, template=template)
+    An SPRAM program memory is written halfword by halfword first. With `template.load_command:
+    queue` the load unit runs its queue's head in place and pops it when done; the head must
+    not change meanwhile."""
+    dut = Sequencer(program, template=template, field_bits=field_bits or {})
     rng = random.Random(seed)
     log: dict[str, list] = {q: [] for q in QUEUES}
     result = {}
+
+    def in_place_unit(q: str):
+        async def testbench(ctx):
+            stream, idle = getattr(dut, q), getattr(dut, f"{q}_idle")
+            ctx.set(idle, 1)
+            while True:
+                _, _, valid, word = await ctx.tick().sample(stream.valid, stream.payload.as_value())
+                if not valid:
+                    continue
+                ctx.set(idle, 0)
+                start = ctx.get(dut.counters.cycles)
+                await ctx.tick().repeat(rng.randint(1, 6))
+                assert ctx.get(stream.valid) and ctx.get(stream.payload.as_value()) == word
+                ctx.set(stream.ready, 1)
+                await ctx.tick()
+                ctx.set(stream.ready, 0)
+                ctx.set(idle, 1)
+                log[q].append((Instruction.decode(int(word)), start, ctx.get(dut.counters.cycles)))
+        return testbench
 
     def unit(q: str):
         async def testbench(ctx):
@@ -103,7 +125,8 @@ def run_sequencer(program: list[int], seed: int, max_cycles: int = 20000, templa
     sim = Simulator(dut)
     sim.add_clock(1e-6)
     for q in QUEUES:
-        sim.add_testbench(unit(q), background=True)
+        in_place = q == "load" and template.load_command == "queue"
+        sim.add_testbench((in_place_unit if in_place else unit)(q), background=True)
     sim.add_testbench(bench)
     sim.run_until(1e-6 * (max_cycles + 10 + 8 * len(program)))
     return log, result
@@ -130,8 +153,10 @@ PROGRAM = assemble([
 
 
 @pytest.mark.parametrize("template", [Template(), Template(queue_fields="used"), Template(program_memory="spram"),
-                                      Template(queue_depth=1), Template(queue_depth=2, counters="cycles")],
-                         ids=["full", "used-queue-fields", "spram-program", "1-deep-queues", "2-deep-cycles-only"])
+                                      Template(queue_depth=1), Template(queue_depth=2, counters="cycles"),
+                                      Template(queue_depth=2, load_command="queue", compute_queue_depth=1)],
+                         ids=["full", "used-queue-fields", "spram-program", "1-deep-queues", "2-deep-cycles-only",
+                              "in-place-load-1-deep-compute"])
 def test_dispatch_matches_reference_and_semaphores_order_units(template):
     expected = reference_dispatch(PROGRAM)
     assert [len(expected[q]) for q in QUEUES] == [3, 3, 1]
@@ -239,6 +264,24 @@ def test_compact_sequencer_dispatches_every_field_its_units_read():
         assert [command for command, _, _ in log[q]] == expected[q], q
 
 
+NARROW = {"dram_offset": 17, "buf_addr": 11, "desc": 9}  # the iCEBreaker's transfer units
+
+
+def test_narrowed_transfer_fields_reach_their_units_as_their_low_bits():
+    """With `field_bits`, a LOAD's or STORE's DRAM offset, buffer address and descriptor index
+    arrive as their low 17, 11 and 9 bits (the rest reads 0); every other field is intact."""
+    expected = reference_dispatch(STRAIGHT)
+    for q in ("load", "store"):
+        expected[q] = [Instruction.make(ins.opcode, **{name: value & ((1 << NARROW[name]) - 1) if name in NARROW
+                                                       else value for name, value in ins.fields.items()})
+                       for ins in expected[q]]
+    log, result = run_sequencer(STRAIGHT, seed=5, template=COMPACT, field_bits=NARROW)
+    assert result["done"]
+    for q in QUEUES:
+        assert [command for command, _, _ in log[q]] == expected[q], q
+    assert log["load"][0][0]["dram_offset"] == -123456 % (1 << 17)
+
+
 def test_used_queue_bits_cover_each_units_fields_and_drop_the_rest():
     """Against the field lists of docs/isa.md: the load queue needs the opcode (5 bits) and the
     LOAD fields without register numbers (2+1+10+32+16+12+12; WAIT/SIGNAL's semaphore number
@@ -250,3 +293,6 @@ def test_used_queue_bits_cover_each_units_fields_and_drop_the_rest():
     # in_rows is not (it lies inside VEC's fields anyway)
     compiler = Template(address_steps="compiler")
     assert sum(stop - start for start, stop in used_bits("compute", compiler)) == 5 + 65 + 32
+    # narrowed transfer fields: 15 + 5 + 1 bits fewer in LOAD and in STORE entries
+    narrow = {q: sum(stop - start for start, stop in used_bits(q, compiler, NARROW)) for q in QUEUES}
+    assert narrow == {"load": 5 + 85 - 21, "store": 5 + 59 - 21, "compute": 5 + 65 + 32}
