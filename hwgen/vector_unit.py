@@ -219,18 +219,29 @@ class VectorUnit(wiring.Component):
         oh_step = Mux(new_window, steps.oh, cfg.in_row_pitch)
         group_step = Mux(new_window, steps.plane, steps.flat_plane)
         new_kw_wrap = Mux(new_window, 1 + cfg.in_row_pitch - steps.row, 1)  # 1 - (stride - 1) * pitch
-        latched = {"oh": (new.out_rows - 1, oh_step), "ow": (new.out_cols - 1, 1),
+        latched = {"oh": (new.out_rows - 1, oh_step), "ow": (new.out_cols - 1, Const(1)),
                    "group": (new.channel_groups - 1, group_step),
                    "kh": (Mux(new_window, cfg.kernel_h - 1, 0), row_step),
                    "kw": (Mux(new_window, cfg.kernel_w - 1, 0), cfg.in_row_pitch),
                    "operand": (new.op == VecOp.ADD, new.in2_addr >> self._log_simd)}
+        # With one kind of op (`new_window` constant), what comes from CONVCFG and its steps
+        # alone (held stable while the command runs) is used as is: no copy; `ow` steps by 1.
+        fixed = isinstance(new_window, Const)
+        copied = {"oh": (True, not fixed), "ow": (True, False), "group": (True, not fixed),
+                  "kh": (not fixed, not fixed), "kw": (not fixed, not fixed), "operand": (True, True)}
+        for name in loops:
+            for index, signals in enumerate((last, step)):
+                if not copied[name][index]:
+                    signals[name] = latched[name][index][:len(signals[name])]
         with m.If(self.cmd.valid & self.cmd.ready):
             nonempty = (new.out_rows != 0) & (new.out_cols != 0) & (new.channel_groups != 0)
             m.d.sync += [busy.eq(nonempty), running.eq(nonempty), vec.eq(new),
-                         *(last[name].eq(latched[name][0]) for name in loops),
-                         *(step[name].eq(latched[name][1]) for name in loops)]
-            if windows:
+                         *(signals[name].eq(latched[name][index]) for name in loops
+                           for index, signals in enumerate((last, step)) if copied[name][index])]
+            if windows and not fixed:
                 m.d.sync += [stride.eq(Mux(new_window, cfg.stride, 1)), kw_wrap.eq(new_kw_wrap)]
+        if windows and fixed:
+            stride, kw_wrap = cfg.stride, new_kw_wrap[:len(kw_wrap)]
 
         # ---- read issue: nested counters, `base[name]` = the pointer where the current
         # iteration of that loop started (the innermost one is the read address)
