@@ -32,7 +32,9 @@ for exactly `vec_cycles(config, vec, convcfg)` cycles.
 `template.vector_ops` generates only the listed operations (`vector_ops`): without ADD and COPY
 no coefficient (the product stage only delays), without ADD no operand loop, without MAX and
 SUM no kernel-window loops, and an accumulator of `acc_shape` (the listed operations' largest
-value). A VEC with an operation left out gives undefined results (the compiler never emits one).
+value); MAX alone takes the maximum of `x` and subtracts the zero point as the post-processing's
+bias. With one kind of op (windows only, or none) the CONVCFG-derived bounds and steps are read
+from `convcfg` and `steps` throughout the command instead of being copied. A VEC with an operation left out gives undefined results (the compiler never emits one).
 """
 from __future__ import annotations
 
@@ -305,7 +307,9 @@ class VectorUnit(wiring.Component):
         zero_point = register(m, Mux(read.operand, second, cfg.in_zero_point), "zero_point")
         control = register(m, read, "control_select", reset_less=False)
         held = control.valid if serial_products else 1  # serial: the operands stay for the digits
-        diffs = [register(m, x[lane] - zero_point, f"diff_{lane}", held) for lane in range(S)]
+        # MAX alone: max(x - zp) = max(x) - zp, the post-processing's bias subtracts the zero point
+        max_only = ops == {VecOp.MAX}
+        diffs = [register(m, x[lane] if max_only else x[lane] - zero_point, f"diff_{lane}", held) for lane in range(S)]
 
         # ---- product, then accumulate; a window's last value reads the channels' parameters
         # The product registers keep a reset (the ice40_dsp workaround of `hwgen.pe`). Without
@@ -347,6 +351,7 @@ class VectorUnit(wiring.Component):
             *(post.i.payload.acc[lane].eq(total[lane]) for lane in range(S)),
             *(post.i.payload.multiplier[lane].eq(params[lane].multiplier) for lane in range(S)),
             *(post.i.payload.shift[lane].eq(params[lane].shift) for lane in range(S)),
+            *(post.i.payload.bias[lane].eq(-cfg.in_zero_point) for lane in range(S) if max_only),
         ]
 
         # ---- write the S results as the next S-byte chunk of the accumulator bank
