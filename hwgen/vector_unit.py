@@ -355,9 +355,13 @@ class VectorUnit(wiring.Component):
         ]
 
         # ---- write the S results as the next S-byte chunk of the accumulator bank
-        final = done.valid & done.last & done.final
-        for stage in range(beat_latency(self.config)):
-            final = register(m, final, f"final_{stage}", reset_less=False)
+        # the command's last output leaves the post-processing `beat_latency` cycles after its input
+        latency = beat_latency(self.config)
+        ending = Signal(range(latency + 1))  # cycles until the last output, from its input on
+        with m.If(done.valid & done.last & done.final):
+            m.d.sync += ending.eq(latency)
+        with m.Elif(ending != 0):
+            m.d.sync += ending.eq(ending - 1)
         chunk_bits = exact_log2(len(self.acc.en) // S)
         out_chunk = Signal(len(self.acc.addr) + chunk_bits)
         result = Cat(*(post.o.payload[lane][:8] for lane in range(S)))
@@ -371,6 +375,6 @@ class VectorUnit(wiring.Component):
             m.d.sync += out_chunk.eq(0)
         with m.Elif(post.o.valid):
             m.d.sync += out_chunk.eq(out_chunk + 1)
-            with m.If(final):
+            with m.If(ending == 1):
                 m.d.sync += busy.eq(0)
         return m
