@@ -20,7 +20,8 @@ Schedule: one read of one pixel's `S` lanes per cycle, loops (outer to inner) `o
 kw, operand`, so the results are consecutive `S`-byte chunks of the accumulator bank. Pipeline
 (nothing stalls): read issue → select the pixel in the word, the zero point and the coefficient
 (a register right after the block RAM's output and the word selection) → subtract the zero
-point → product → accumulate (max or sum) and read the parameters → post-processing →
+point → product → accumulate (max or sum) and read the parameters (MAX alone: read → select →
+accumulate, `accumulate_latency`) → post-processing →
 byte-enabled write. With `template.postprocess: serial` the post-processing is the lane the
 engines share (a port, `post`: the unit fills its first `S` lanes) and an output window
 starts at least `hwgen.serial_post.serial_interval(R)` cycles after the previous one; with
@@ -54,9 +55,11 @@ from hwgen.shift_add import shift_add
 from hwgen.steps import steps_layout
 from planner.quant import MULTIPLIER_BITS
 
-ACCUMULATE_LATENCY = 5
-"""Cycles from a window's last read to its post-processing input: read, select, subtract, product,
-accumulate."""
+def accumulate_latency(ops: frozenset[VecOp]) -> int:
+    """Cycles from a window's last read to its post-processing input: read, select, subtract,
+    product, accumulate; read, select, accumulate with MAX alone."""
+    return 3 if ops == {VecOp.MAX} else 5
+
 
 MAX_KERNEL = 15
 MAX_DIFF = 255  # |x - zero point| for int8 x and zero point
@@ -110,7 +113,8 @@ def busy_cycles(config: AcceleratorConfig, outputs: int, slots: int) -> int:
     accumulation and the post-processing; 0 without outputs."""
     if not outputs:
         return 0
-    return (outputs - 1) * max(slots, beat_interval(config)) + slots + ACCUMULATE_LATENCY + beat_latency(config)
+    return ((outputs - 1) * max(slots, beat_interval(config)) + slots + accumulate_latency(vector_ops(config))
+            + beat_latency(config))
 
 
 def vec_cycles(config: AcceleratorConfig, vec: Instruction, convcfg: Instruction) -> int:
@@ -303,13 +307,16 @@ class VectorUnit(wiring.Component):
         words = Mux(read.odd, self.input_odd.data, self.input_even.data)
         lanes = data.ArrayLayout(signed(8), S)
         x = register(m, lanes(words.word_select(read.slice[:log_cols], lanes.size)), "pixel")
-        second = vec.in2_zero_point if VecOp.ADD in ops else cfg.in_zero_point
-        zero_point = register(m, Mux(read.operand, second, cfg.in_zero_point), "zero_point")
         control = register(m, read, "control_select", reset_less=False)
-        held = control.valid if serial_products else 1  # serial: the operands stay for the digits
         # MAX alone: max(x - zp) = max(x) - zp, the post-processing's bias subtracts the zero point
         max_only = ops == {VecOp.MAX}
-        diffs = [register(m, x[lane] if max_only else x[lane] - zero_point, f"diff_{lane}", held) for lane in range(S)]
+        if max_only:
+            diffs = list(x)
+        else:
+            second = vec.in2_zero_point if VecOp.ADD in ops else cfg.in_zero_point
+            zero_point = register(m, Mux(read.operand, second, cfg.in_zero_point), "zero_point")
+            held = control.valid if serial_products else 1  # serial: the operands stay for the digits
+            diffs = [register(m, x[lane] - zero_point, f"diff_{lane}", held) for lane in range(S)]
 
         # ---- product, then accumulate; a window's last value reads the channels' parameters
         # The product registers keep a reset (the ice40_dsp workaround of `hwgen.pe`). Without
@@ -318,8 +325,11 @@ class VectorUnit(wiring.Component):
             coefficient = register(m, Mux(window, 1, Mux(read.operand, vec.multiplier_b, vec.multiplier_a)),
                                    "coefficient_select")
             coefficient = register(m, coefficient, "coefficient", held)
-        control = register(m, control, "control_diff", reset_less=False)
-        if serial_products:
+        if not max_only:
+            control = register(m, control, "control_diff", reset_less=False)
+        if max_only:  # no subtraction, no product: the maximum of the selected pixels
+            products = diffs
+        elif serial_products:
             products, control = self._serial_products(m, diffs, coefficient, control, window)
         else:
             products = [register(m, diff * coefficient if scaled else diff, f"product_{lane}", reset_less=False)
