@@ -30,7 +30,6 @@ from hwgen.accumulator import accumulator_shape
 from hwgen.config import AcceleratorConfig
 from hwgen.pe import register
 from hwgen.postprocess import LATENCY, LAYER, NARROW_BITS, SHIFT_BITS, PostProcess, clamp, postprocess_signature
-from hwgen.shift_add import shift_add
 from planner.quant import MULTIPLIER_BITS
 
 DIGIT_BITS = 4
@@ -97,6 +96,14 @@ def narrow_shift(value: Value, amount: Value, keep: int) -> tuple[Value, Value, 
     return bits, fits & ~(bits[keep - 1] ^ sign), guard, sticky
 
 
+def booth_term(value: Value, bits: Value) -> tuple[Value, Value]:
+    """`value * (bits[0] + bits[1] - 2 * bits[2])` (a radix-4 Booth digit) as a term and a
+    carry whose sum it is: a negative digit's term is the one's complement of its magnitude."""
+    one, two = bits[0] ^ bits[1], Mux(bits[2], ~bits[1] & ~bits[0], bits[1] & bits[0])
+    magnitude = Mux(two, value << 1, Mux(one, value, 0))
+    return Mux(bits[2], ~magnitude, magnitude), bits[2]
+
+
 class SerialPostProcess(PostProcess):
     """`lanes` requantizations per beat on one digit-serial lane (see the module docstring)."""
 
@@ -141,12 +148,17 @@ class SerialPostProcess(PostProcess):
             with m.If(finished):  # the shift is used the cycle after the lane's last digit
                 m.d.sync += [shifts[lane].eq(shifts[lane + 1]) for lane in range(lanes - 1)]
 
-        # ---- the product, top digit first
+        # ---- the product, top digit first: two radix-4 Booth digits per cycle; the unsigned
+        # multiplier's extra top Booth digit (its top bit) starts the partial product
         product = Signal(signed(len(sums[0]) + MULTIPLIER_BITS), reset_less=True)
-        restart = slot % DIGITS == 0
+        restart, top = slot % DIGITS == 0, digits[-DIGIT_BITS:]
+        below = digits[-DIGIT_BITS - 1] & (slot % DIGITS != DIGITS - 1)  # 0 below the lane's last digit
+        high, carry_high = booth_term(sums[0], Cat(top[1], top[2], top[3]))
+        low, carry_low = booth_term(sums[0], Cat(below, top[0], top[1]))
+        start = Mux(restart, Mux(top[3], sums[0], 0), product)
         with m.If(digit_slot):
-            m.d.sync += product.eq(Mux(restart, 0, product << DIGIT_BITS)
-                                   + shift_add(sums[0], digits[-DIGIT_BITS:]))
+            m.d.sync += product.eq(Cat(Const(0, 2), carry_high, Const(0, 1), start).as_signed()
+                                   + Cat(carry_low, Const(0, 1), high).as_signed() + low)
 
         # ---- the cycle after a lane's last digit: shift and rounding bits (a raw lane's result
         # is the product's low bits); the cycle after, the rounding, zero point and clamp
