@@ -5,9 +5,11 @@ lane value at a time. An accepted beat is kept as lane queues, lane 0 at the hea
 `acc + bias` (summed on accept) and shift, and one shift register of the lanes' 16-bit
 multipliers, lane 0's top digit on top (raw beats, the partial-sum spills: multiplier 1, shift
 0). Lane `l` then takes the `DIGITS` cycles from the one after the accept plus `l * DIGITS`: the
-product of the head sum with the multiplier's top `DIGIT_BITS` (shift-add: adders only,
-`hwgen.shift_add`) is added to the partial product shifted up a digit, the multiplier register
-shifts up a digit and, after the lane's last digit, the sum queue moves up a lane. The cycle
+product of the head sum with the multiplier's top `DIGIT_BITS`, two radix-4 Booth digits
+(`booth_term`: adders only, no DSP), is added to the partial product shifted up a digit (the
+lane's first digit starts it with the unsigned multiplier's extra top Booth digit, its top bit,
+times the sum), the multiplier register shifts up a digit and, after the lane's last digit,
+the sum queue moves up a lane. The cycle
 after a lane's product is complete, a staged right shift (`narrow_shift`) by the head shift
 (whose queue then moves up) gives the quotient's low `NARROW_BITS` bits, whether it fits them,
 and the guard and sticky bits from the bits it drops (no shifted mask); the cycle after, the
