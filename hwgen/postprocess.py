@@ -24,8 +24,10 @@ LATENCY = 6
 SHIFT_BITS = 6
 LOW_BITS = 17
 """Bits of `acc + bias` in the low partial product: unsigned, within an 18-bit signed DSP input."""
-NARROW_BITS = 12
-"""Bits of the quotient the clamp adds and compares in (short carry chains)."""
+NARROW_BITS = 9
+"""Bits of the quotient the clamp adds and compares in (short carry chains): a quotient beyond
+them (>= 256 or < -256) stays beyond the 8-bit bounds whatever the zero point (int8) and the
+rounding add."""
 
 LAYER = data.StructLayout({"zero_point": signed(8), "low": signed(8), "high": signed(8), "raw": 1})
 

@@ -1,20 +1,27 @@
 """One DSP-free requantization lane for `R`-lane beats (`template.postprocess: serial`).
 
 Same arithmetic and ports as `hwgen.postprocess.PostProcess` (`postprocess_signature`), one
-lane value at a time: a beat is taken into holding registers, then each lane in turn spends
-`LANE_CYCLES` cycles: `acc + bias` (and the lane's shift) into a register, then the product
-with the 16-bit multiplier over `DIGITS` cycles, `DIGIT_BITS` of the multiplier per cycle from
-the top (shift-add: adders only, `hwgen.shift_add`). The cycle after a lane's product is
-complete, a staged right shift (`narrow_shift`) gives the quotient's low `NARROW_BITS` bits,
-whether it fits them, and the guard and sticky bits from the bits it drops (no shifted mask);
-the cycle after, the rounding, zero point and clamp (`hwgen.postprocess.clamp`) write the lane's
-result. Raw beats (partial-sum spills) take `acc + bias` through the same path with multiplier
-1 and shift 0.
+lane value at a time. An accepted beat is kept as lane queues, lane 0 at the head: each lane's
+`acc + bias` (summed on accept) and shift, and one shift register of the lanes' 16-bit
+multipliers, lane 0's top digit on top (raw beats, the partial-sum spills: multiplier 1, shift
+0). Lane `l` then takes the `DIGITS` cycles from the one after the accept plus `l * DIGITS`: the
+product of the head sum with the multiplier's top `DIGIT_BITS`, two radix-4 Booth digits
+(`booth_term`: adders only, no DSP), is added to the partial product shifted up a digit (the
+lane's first digit starts it with the unsigned multiplier's extra top Booth digit, its top bit,
+times the sum), the multiplier register shifts up a digit and, after the lane's last digit,
+the sum queue moves up a lane. The cycle
+after a lane's product is complete, a staged right shift (`narrow_shift`) by the head shift
+(whose queue then moves up) gives the quotient's low `NARROW_BITS` bits, whether it fits them,
+and the guard and sticky bits from the bits it drops (no shifted mask); the cycle after, the
+rounding, zero point and clamp (`hwgen.postprocess.clamp`) give the lane's result (a raw lane's
+result, the product's low 32 bits, one cycle earlier), which enters a result shift register at
+its top lane.
 
 Timing: a new beat is accepted every `serial_interval(R)` cycles at most (`i.ready` is low
-while the lanes of the previous one are still loading or multiplying), and its results leave
-on `o` exactly `serial_latency(R)` cycles after it was accepted; `o.ready` is not looked at
-(the consumer must take every beat, as both engines do).
+until the last of them), its results leave on `o` exactly `serial_latency(R)` cycles after it
+was accepted; `o.ready` is not looked at (the consumer must take every beat, as both engines
+do). With two lanes or more the last result is written before the next beat can replace the
+layer register; a single lane keeps a delayed copy for its clamp.
 """
 from __future__ import annotations
 
@@ -25,13 +32,12 @@ from hwgen.accumulator import accumulator_shape
 from hwgen.config import AcceleratorConfig
 from hwgen.pe import register
 from hwgen.postprocess import LATENCY, LAYER, NARROW_BITS, SHIFT_BITS, PostProcess, clamp, postprocess_signature
-from hwgen.shift_add import shift_add
 from planner.quant import MULTIPLIER_BITS
 
 DIGIT_BITS = 4
 DIGITS = MULTIPLIER_BITS // DIGIT_BITS
 LANE_CYCLES = 1 + DIGITS
-"""Cycles each lane occupies the multiplier: the sum, then one per multiplier digit."""
+"""Cycles per lane between accepted beats: one per multiplier digit, and one for the tail."""
 
 
 def serial_interval(lanes: int) -> int:
@@ -92,6 +98,14 @@ def narrow_shift(value: Value, amount: Value, keep: int) -> tuple[Value, Value, 
     return bits, fits & ~(bits[keep - 1] ^ sign), guard, sticky
 
 
+def booth_term(value: Value, bits: Value) -> tuple[Value, Value]:
+    """`value * (bits[0] + bits[1] - 2 * bits[2])` (a radix-4 Booth digit) as a term and a
+    carry whose sum it is: a negative digit's term is the one's complement of its magnitude."""
+    one, two = bits[0] ^ bits[1], Mux(bits[2], ~bits[1] & ~bits[0], bits[1] & bits[0])
+    magnitude = Mux(two, value << 1, Mux(one, value, 0))
+    return Mux(bits[2], ~magnitude, magnitude), bits[2]
+
+
 class SerialPostProcess(PostProcess):
     """`lanes` requantizations per beat on one digit-serial lane (see the module docstring)."""
 
@@ -102,50 +116,69 @@ class SerialPostProcess(PostProcess):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        lanes, raw_width = self.lanes, self.raw_shape.width
+        lanes, raw_width, beat = self.lanes, self.raw_shape.width, self.i.payload
+        accept = self.i.valid & self.i.ready
 
-        # ---- the beat and the lane schedule: lane `lane`, cycle `step` of LANE_CYCLES
-        hold = Signal(self.i.payload.shape(), reset_less=True)
-        active, lane, step = Signal(), Signal(range(lanes)), Signal(range(LANE_CYCLES))
-        last_slot = (lane == lanes - 1) & (step == LANE_CYCLES - 1)
-        m.d.comb += self.i.ready.eq(~active | last_slot)
+        # ---- the schedule: `slot` counts the cycles after an accept; the digits of lane `l`
+        # take slots 4l .. 4l + 3, the other `lanes` slots let the tail finish
+        active, slot = Signal(), Signal(range(serial_interval(lanes)))
+        m.d.comb += self.i.ready.eq(~active | (slot == serial_interval(lanes) - 1))
         with m.If(active):
-            m.d.sync += step.eq(Mux(step == LANE_CYCLES - 1, 0, step + 1))
-            with m.If(step == LANE_CYCLES - 1):
-                m.d.sync += [lane.eq(Mux(lane == lanes - 1, 0, lane + 1)), active.eq(lane != lanes - 1)]
-        with m.If(self.i.valid & self.i.ready):
-            m.d.sync += [hold.eq(self.i.payload), active.eq(1), lane.eq(0), step.eq(0)]
-        # the layer for the rounding and clamp stages, which run up to 2 cycles into the next beat
+            m.d.sync += [slot.eq(slot + 1), active.eq(slot != serial_interval(lanes) - 1)]
+        with m.If(accept):
+            m.d.sync += [active.eq(1), slot.eq(0)]
+        digit_slot = active & (slot < lanes * DIGITS)
+        lane_end = digit_slot & (slot % DIGITS == DIGITS - 1)
+
+        # ---- the beat as lane queues (lane 0 at the head): sums, shifts, multiplier digits
+        raw = beat.layer.raw
+        sums = [Signal(signed(max(len(beat.acc[0]), 32) + 1), name=f"sum_{lane}", reset_less=True) for lane in range(lanes)]
+        shifts = [Signal(SHIFT_BITS, name=f"shift_{lane}", reset_less=True) for lane in range(lanes)]
+        digits = Signal(lanes * MULTIPLIER_BITS, reset_less=True)  # lane 0's top digit on top
         layer = Signal(LAYER, reset_less=True)
-        with m.If(active & (lane == 0) & (step == 1)):
-            m.d.sync += layer.eq(hold.layer)
+        finished = register(m, lane_end, "finished", reset_less=False)
+        with m.If(accept):
+            m.d.sync += [layer.eq(beat.layer),
+                         digits.eq(Cat(*(Mux(raw, 1, beat.multiplier[lane]) for lane in reversed(range(lanes))))),
+                         *(sums[lane].eq(beat.acc[lane] + beat.bias[lane]) for lane in range(lanes)),
+                         *(shifts[lane].eq(Mux(raw, 0, beat.shift[lane])) for lane in range(lanes))]
+        with m.Else():
+            with m.If(digit_slot):
+                m.d.sync += digits.eq(digits << DIGIT_BITS)
+            with m.If(lane_end):
+                m.d.sync += [sums[lane].eq(sums[lane + 1]) for lane in range(lanes - 1)]
+            with m.If(finished):  # the shift is used the cycle after the lane's last digit
+                m.d.sync += [shifts[lane].eq(shifts[lane + 1]) for lane in range(lanes - 1)]
 
-        # ---- step 0: acc + bias and the shift; steps 1..DIGITS: product, top digit first
-        raw = hold.layer.raw
-        total = Signal(signed(max(len(hold.acc[0]), 32) + 1), reset_less=True)
-        shift = Signal(SHIFT_BITS, reset_less=True)
-        with m.If(active & (step == 0)):
-            m.d.sync += [total.eq(hold.acc[lane] + hold.bias[lane]), shift.eq(Mux(raw, 0, hold.shift[lane]))]
-        multiplier = Mux(raw, 1, hold.multiplier[lane])
-        digit = multiplier.word_select((DIGITS - step).as_unsigned(), DIGIT_BITS)
-        product = Signal(signed(len(total) + MULTIPLIER_BITS), reset_less=True)
-        with m.If(active & (step != 0)):
-            m.d.sync += product.eq(Mux(step == 1, 0, product << DIGIT_BITS) + shift_add(total, digit))
+        # ---- the product, top digit first: two radix-4 Booth digits per cycle; the unsigned
+        # multiplier's extra top Booth digit (its top bit) starts the partial product
+        product = Signal(signed(len(sums[0]) + MULTIPLIER_BITS), reset_less=True)
+        restart, top = slot % DIGITS == 0, digits[-DIGIT_BITS:]
+        below = digits[-DIGIT_BITS - 1] & (slot % DIGITS != DIGITS - 1)  # 0 below the lane's last digit
+        high, carry_high = booth_term(sums[0], Cat(top[1], top[2], top[3]))
+        low, carry_low = booth_term(sums[0], Cat(below, top[0], top[1]))
+        start = Mux(restart, Mux(top[3], sums[0], 0), product)
+        with m.If(digit_slot):
+            m.d.sync += product.eq(Cat(Const(0, 2), carry_high, Const(0, 1), start).as_signed()
+                                   + Cat(carry_low, Const(0, 1), high).as_signed() + low)
 
-        # ---- the cycle after a lane's last digit: shift and rounding bits; then clamp
-        finished = register(m, active & (step == LANE_CYCLES - 1), "finished", reset_less=False)
-        finished_lane = register(m, lane, "finished_lane")
-        narrow, fits, guard, sticky = narrow_shift(product, shift, NARROW_BITS)
-        quotient = register(m, Mux(layer.raw, product[:raw_width], narrow), "quotient")
+        # ---- the cycle after a lane's last digit: shift and rounding bits (a raw lane's result
+        # is the product's low bits); the cycle after, the rounding, zero point and clamp
+        narrow, fits, guard, sticky = narrow_shift(product, shifts[0], NARROW_BITS)
+        quotient = register(m, narrow, "quotient")
         up = register(m, guard & (sticky | narrow[0]), "round_up")
         fits, negative = register(m, fits, "fits"), register(m, product[-1], "negative")
         rounded = register(m, finished, "rounded", reset_less=False)
-        rounded_lane = register(m, finished_lane, "rounded_lane")
-        clamped = clamp(quotient[:NARROW_BITS], up, fits, negative, layer)
+        if lanes * DIGITS + 2 > serial_interval(lanes):  # the tail outlasts the beat's layer
+            layer = register(m, layer, "layer_round")
+        clamped = clamp(quotient, up, fits, negative, layer)
+        # results enter at the top lane and move down: after `lanes` results, lane 0 is at 0
         results = Signal(data.ArrayLayout(self.raw_shape, lanes), reset_less=True)
-        with m.If(rounded):
-            m.d.sync += results[rounded_lane].eq(Mux(layer.raw, quotient, clamped))
-        m.d.comb += [self.o.payload.eq(results),
-                     self.o.valid.eq(register(m, rounded & (rounded_lane == lanes - 1), "out_valid",
-                                              reset_less=False))]
+        with m.If(Mux(layer.raw, finished, rounded)):
+            m.d.sync += results.eq(Cat(results.as_value()[raw_width:],
+                                       Mux(layer.raw, product[:raw_width], clamped)[:raw_width]))
+        out_valid = active & (slot == serial_interval(lanes) - 1)
+        for stage in range(serial_latency(lanes) - serial_interval(lanes)):
+            out_valid = register(m, out_valid, f"out_valid_{stage}", reset_less=False)
+        m.d.comb += [self.o.payload.eq(results), self.o.valid.eq(out_valid)]
         return m

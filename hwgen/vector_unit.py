@@ -20,7 +20,8 @@ Schedule: one read of one pixel's `S` lanes per cycle, loops (outer to inner) `o
 kw, operand`, so the results are consecutive `S`-byte chunks of the accumulator bank. Pipeline
 (nothing stalls): read issue → select the pixel in the word, the zero point and the coefficient
 (a register right after the block RAM's output and the word selection) → subtract the zero
-point → product → accumulate (max or sum) and read the parameters → post-processing →
+point → product → accumulate (max or sum) and read the parameters (MAX alone: read → select →
+accumulate, `accumulate_latency`) → post-processing →
 byte-enabled write. With `template.postprocess: serial` the post-processing is the lane the
 engines share (a port, `post`: the unit fills its first `S` lanes) and an output window
 starts at least `hwgen.serial_post.serial_interval(R)` cycles after the previous one; with
@@ -32,7 +33,9 @@ for exactly `vec_cycles(config, vec, convcfg)` cycles.
 `template.vector_ops` generates only the listed operations (`vector_ops`): without ADD and COPY
 no coefficient (the product stage only delays), without ADD no operand loop, without MAX and
 SUM no kernel-window loops, and an accumulator of `acc_shape` (the listed operations' largest
-value). A VEC with an operation left out gives undefined results (the compiler never emits one).
+value); MAX alone takes the maximum of `x` and subtracts the zero point as the post-processing's
+bias. With one kind of op (windows only, or none) the CONVCFG-derived bounds and steps are read
+from `convcfg` and `steps` throughout the command instead of being copied. A VEC with an operation left out gives undefined results (the compiler never emits one).
 """
 from __future__ import annotations
 
@@ -52,9 +55,11 @@ from hwgen.shift_add import shift_add
 from hwgen.steps import steps_layout
 from planner.quant import MULTIPLIER_BITS
 
-ACCUMULATE_LATENCY = 5
-"""Cycles from a window's last read to its post-processing input: read, select, subtract, product,
-accumulate."""
+def accumulate_latency(ops: frozenset[VecOp]) -> int:
+    """Cycles from a window's last read to its post-processing input: read, select, subtract,
+    product, accumulate; read, select, accumulate with MAX alone."""
+    return 3 if ops == {VecOp.MAX} else 5
+
 
 MAX_KERNEL = 15
 MAX_DIFF = 255  # |x - zero point| for int8 x and zero point
@@ -108,7 +113,8 @@ def busy_cycles(config: AcceleratorConfig, outputs: int, slots: int) -> int:
     accumulation and the post-processing; 0 without outputs."""
     if not outputs:
         return 0
-    return (outputs - 1) * max(slots, beat_interval(config)) + slots + ACCUMULATE_LATENCY + beat_latency(config)
+    return ((outputs - 1) * max(slots, beat_interval(config)) + slots + accumulate_latency(vector_ops(config))
+            + beat_latency(config))
 
 
 def vec_cycles(config: AcceleratorConfig, vec: Instruction, convcfg: Instruction) -> int:
@@ -219,18 +225,29 @@ class VectorUnit(wiring.Component):
         oh_step = Mux(new_window, steps.oh, cfg.in_row_pitch)
         group_step = Mux(new_window, steps.plane, steps.flat_plane)
         new_kw_wrap = Mux(new_window, 1 + cfg.in_row_pitch - steps.row, 1)  # 1 - (stride - 1) * pitch
-        latched = {"oh": (new.out_rows - 1, oh_step), "ow": (new.out_cols - 1, 1),
+        latched = {"oh": (new.out_rows - 1, oh_step), "ow": (new.out_cols - 1, Const(1)),
                    "group": (new.channel_groups - 1, group_step),
                    "kh": (Mux(new_window, cfg.kernel_h - 1, 0), row_step),
                    "kw": (Mux(new_window, cfg.kernel_w - 1, 0), cfg.in_row_pitch),
                    "operand": (new.op == VecOp.ADD, new.in2_addr >> self._log_simd)}
+        # With one kind of op (`new_window` constant), what comes from CONVCFG and its steps
+        # alone (held stable while the command runs) is used as is: no copy; `ow` steps by 1.
+        fixed = isinstance(new_window, Const)
+        copied = {"oh": (True, not fixed), "ow": (True, False), "group": (True, not fixed),
+                  "kh": (not fixed, not fixed), "kw": (not fixed, not fixed), "operand": (True, True)}
+        for name in loops:
+            for index, signals in enumerate((last, step)):
+                if not copied[name][index]:
+                    signals[name] = latched[name][index][:len(signals[name])]
         with m.If(self.cmd.valid & self.cmd.ready):
             nonempty = (new.out_rows != 0) & (new.out_cols != 0) & (new.channel_groups != 0)
             m.d.sync += [busy.eq(nonempty), running.eq(nonempty), vec.eq(new),
-                         *(last[name].eq(latched[name][0]) for name in loops),
-                         *(step[name].eq(latched[name][1]) for name in loops)]
-            if windows:
+                         *(signals[name].eq(latched[name][index]) for name in loops
+                           for index, signals in enumerate((last, step)) if copied[name][index])]
+            if windows and not fixed:
                 m.d.sync += [stride.eq(Mux(new_window, cfg.stride, 1)), kw_wrap.eq(new_kw_wrap)]
+        if windows and fixed:
+            stride, kw_wrap = cfg.stride, new_kw_wrap[:len(kw_wrap)]
 
         # ---- read issue: nested counters, `base[name]` = the pointer where the current
         # iteration of that loop started (the innermost one is the read address)
@@ -290,11 +307,16 @@ class VectorUnit(wiring.Component):
         words = Mux(read.odd, self.input_odd.data, self.input_even.data)
         lanes = data.ArrayLayout(signed(8), S)
         x = register(m, lanes(words.word_select(read.slice[:log_cols], lanes.size)), "pixel")
-        second = vec.in2_zero_point if VecOp.ADD in ops else cfg.in_zero_point
-        zero_point = register(m, Mux(read.operand, second, cfg.in_zero_point), "zero_point")
         control = register(m, read, "control_select", reset_less=False)
-        held = control.valid if serial_products else 1  # serial: the operands stay for the digits
-        diffs = [register(m, x[lane] - zero_point, f"diff_{lane}", held) for lane in range(S)]
+        # MAX alone: max(x - zp) = max(x) - zp, the post-processing's bias subtracts the zero point
+        max_only = ops == {VecOp.MAX}
+        if max_only:
+            diffs = list(x)
+        else:
+            second = vec.in2_zero_point if VecOp.ADD in ops else cfg.in_zero_point
+            zero_point = register(m, Mux(read.operand, second, cfg.in_zero_point), "zero_point")
+            held = control.valid if serial_products else 1  # serial: the operands stay for the digits
+            diffs = [register(m, x[lane] - zero_point, f"diff_{lane}", held) for lane in range(S)]
 
         # ---- product, then accumulate; a window's last value reads the channels' parameters
         # The product registers keep a reset (the ice40_dsp workaround of `hwgen.pe`). Without
@@ -303,8 +325,11 @@ class VectorUnit(wiring.Component):
             coefficient = register(m, Mux(window, 1, Mux(read.operand, vec.multiplier_b, vec.multiplier_a)),
                                    "coefficient_select")
             coefficient = register(m, coefficient, "coefficient", held)
-        control = register(m, control, "control_diff", reset_less=False)
-        if serial_products:
+        if not max_only:
+            control = register(m, control, "control_diff", reset_less=False)
+        if max_only:  # no subtraction, no product: the maximum of the selected pixels
+            products = diffs
+        elif serial_products:
             products, control = self._serial_products(m, diffs, coefficient, control, window)
         else:
             products = [register(m, diff * coefficient if scaled else diff, f"product_{lane}", reset_less=False)
@@ -336,12 +361,17 @@ class VectorUnit(wiring.Component):
             *(post.i.payload.acc[lane].eq(total[lane]) for lane in range(S)),
             *(post.i.payload.multiplier[lane].eq(params[lane].multiplier) for lane in range(S)),
             *(post.i.payload.shift[lane].eq(params[lane].shift) for lane in range(S)),
+            *(post.i.payload.bias[lane].eq(-cfg.in_zero_point) for lane in range(S) if max_only),
         ]
 
         # ---- write the S results as the next S-byte chunk of the accumulator bank
-        final = done.valid & done.last & done.final
-        for stage in range(beat_latency(self.config)):
-            final = register(m, final, f"final_{stage}", reset_less=False)
+        # the command's last output leaves the post-processing `beat_latency` cycles after its input
+        latency = beat_latency(self.config)
+        ending = Signal(range(latency + 1))  # cycles until the last output, from its input on
+        with m.If(done.valid & done.last & done.final):
+            m.d.sync += ending.eq(latency)
+        with m.Elif(ending != 0):
+            m.d.sync += ending.eq(ending - 1)
         chunk_bits = exact_log2(len(self.acc.en) // S)
         out_chunk = Signal(len(self.acc.addr) + chunk_bits)
         result = Cat(*(post.o.payload[lane][:8] for lane in range(S)))
@@ -355,6 +385,6 @@ class VectorUnit(wiring.Component):
             m.d.sync += out_chunk.eq(0)
         with m.Elif(post.o.valid):
             m.d.sync += out_chunk.eq(out_chunk + 1)
-            with m.If(final):
+            with m.If(ending == 1):
                 m.d.sync += busy.eq(0)
         return m

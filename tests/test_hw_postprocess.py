@@ -12,7 +12,7 @@ from amaranth.sim import Simulator
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hwgen.postprocess import PostProcess
+from hwgen.postprocess import NARROW_BITS, PostProcess
 from hwgen.serial_post import SerialPostProcess, serial_interval, serial_latency
 from sim.golden.kernels import requantize
 
@@ -162,9 +162,10 @@ def test_pass_through_and_back_to_back(unit: str) -> None:
 
 @pytest.mark.parametrize("unit", UNITS)
 def test_clamp_around_the_narrow_width(unit: str) -> None:
-    """Quotients on both sides of the clamp's narrow width (`NARROW_BITS`: 2**11) and of the
-    8-bit range, with the zero points and rounding that push them across a bound."""
-    quotients = [2**11 - 1, 2**11, 2**11 + 1, -(2**11), -(2**11) - 1, 127, 128, -128, -129, 2**20, -(2**20)]
+    """Quotients on both sides of the clamp's narrow width (`NARROW_BITS`) and of the 8-bit
+    range, with the zero points and rounding that push them across a bound."""
+    edge = 2 ** (NARROW_BITS - 1)
+    quotients = [edge - 1, edge, edge + 1, -edge, -edge - 1, 127, 128, -128, -129, 2**11, -(2**11), 2**20, -(2**20)]
     cases = [beat([2 * q + up, 0, 0], 0, 1, 1, zy=zy, lo=lo, hi=hi)
              for q in quotients for up in (0, 1) for zy, lo, hi in ((-128, -128, 127), (127, -5, 127), (0, 0, 0))]
     expected = [[exact(a + b, m, s, c["layer"]["zero_point"], c["layer"]["low"], c["layer"]["high"])
