@@ -5,7 +5,8 @@ Pipeline (one register per stage, the controls travel with the data):
 the multipliers: `x` comes from block RAM through the window selection) → multiplier input
 registers holding `x - zx` (9-bit signed) and `w` → per-lane product register (both
 stages inside one DSP primitive per lane on iCE40 / ECP5: `hwgen.dsp.RegisteredMultiplier`) →
-adder tree, one register per level → accumulator. `out` is the accumulator and is valid for the one cycle `out_valid` is high.
+adder tree, one register per level → accumulator. In the PE array the input registers
+are the array's (`input_registers=False`), shared by the PEs of a row or column. `out` is the accumulator and is valid for the one cycle `out_valid` is high.
 """
 from __future__ import annotations
 
@@ -42,9 +43,11 @@ class PE(wiring.Component):
     `latency` cycles. `first` and `last` may be set on the same cycle; invalid cycles are bubbles.
     """
 
-    def __init__(self, simd: int, acc_shape: Shape, act_bits: int = 8, weight_bits: int = 8) -> None:
+    def __init__(self, simd: int, acc_shape: Shape, act_bits: int = 8, weight_bits: int = 8,
+                 input_registers: bool = True) -> None:
         self.simd = simd
         self.acc_shape = acc_shape
+        self.input_registers = input_registers
         super().__init__({
             "x": In(data.ArrayLayout(signed(act_bits), simd)),
             "zx": In(signed(act_bits)),
@@ -59,15 +62,18 @@ class PE(wiring.Component):
     @property
     def latency(self) -> int:
         """Cycles from presenting a `last` input to `out_valid`: input, multiplier input, product,
-        log2(S) tree levels, accumulator."""
-        return LATENCY + exact_log2(self.simd)
+        log2(S) tree levels, accumulator (without `input_registers`: one less, the inputs are
+        then the input registers of a caller that shares them between PEs)."""
+        return LATENCY + exact_log2(self.simd) - (0 if self.input_registers else 1)
 
     def elaborate(self, platform) -> Module:
         m = Module()
         control = Signal(CONTROL)
         m.d.comb += [control.valid.eq(self.valid), control.first.eq(self.first), control.last.eq(self.last)]
-        control = register(m, control, "control_in", reset_less=False)
-        x, zx, w = register(m, self.x, "x_in"), register(m, self.zx, "zx_in"), register(m, self.w, "w_in")
+        x, zx, w = self.x, self.zx, self.w
+        if self.input_registers:
+            control = register(m, control, "control_in", reset_less=False)
+            x, zx, w = register(m, x, "x_in"), register(m, zx, "zx_in"), register(m, w, "w_in")
         control = register(m, control, "control_operand", reset_less=False)
         level = []
         for lane in range(self.simd):  # input and product registers inside the DSP (hwgen.dsp)
