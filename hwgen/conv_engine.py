@@ -286,7 +286,8 @@ class ConvEngine(wiring.Component):
         m.d.comb += [group_meta.ocg.eq(ocg), group_meta.record.eq(record),
                      group_meta.cols.eq(Mux(owg_wrap, conv.last_group_cols, C))]
         # groups' last steps are at least C * interval cycles apart (the group period)
-        meta_valid, meta = delay_queue(m, group_meta, issue & last_step, self.latency, C * interval, "meta")
+        meta_valid, meta = delay_queue(m, group_meta, issue & last_step, self.latency, C * interval, "meta",
+                                       valid=array.loaded)
         drain_record = Signal(self.acc_bits)
         drain_col, drain_cols = Signal(range(C + 1)), Signal(range(C + 1))
         beat = array.drain.valid & array.drain.ready
@@ -319,12 +320,14 @@ class ConvEngine(wiring.Component):
                          post.i.payload.shift[r].eq(params[r].shift[:SHIFT_BITS])]
 
         # ---- write: the beat's address and byte enables follow it through the post-processing
-        # (beats are accepted at least `interval` cycles apart)
-        write, written = delay_queue(m, drain_record, beat & (drain_col < drain_cols), post_latency, interval, "write")
+        # (beats are accepted at least `interval` cycles apart; their results are `post.o.valid`)
+        beat_meta = Signal(data.StructLayout({"record": self.acc_bits, "write": 1}))
+        m.d.comb += [beat_meta.record.eq(drain_record), beat_meta.write.eq(drain_col < drain_cols)]
+        out, written = delay_queue(m, beat_meta, beat, post_latency, interval, "write", valid=post.o.valid)
         full = Const((1 << (ACC_BYTES * R)) - 1, ACC_BYTES * R)
-        record_bytes = Const((1 << R) - 1, ACC_BYTES * R) << (written[:2] * R)
-        enable = Mux(write, Mux(conv.requantize, record_bytes, full), 0)
-        address = Mux(conv.requantize, written >> 2, written + partials)
+        record_bytes = Const((1 << R) - 1, ACC_BYTES * R) << (written.record[:2] * R)
+        enable = Mux(out & written.write, Mux(conv.requantize, record_bytes, full), 0)
+        address = Mux(conv.requantize, written.record >> 2, written.record + partials)
         results = post.o.payload
         int8 = Cat(*(results[r][:8] for r in range(R)))
         m.d.comb += [

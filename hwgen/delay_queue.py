@@ -20,13 +20,15 @@ def entries(latency: int, spacing: int) -> int:
 
 
 def delay_queue(m: Module, value: Value | data.View, put: Value, latency: int, spacing: int,
-                name: str) -> tuple[Signal, Value | data.View]:
+                name: str, valid: Value | None = None) -> tuple[Value, Value | data.View]:
     """(`valid`, value out): `value` as it was when `put` was high `latency` cycles ago, `valid`
-    high in that cycle. `put` must be high at most once every `spacing` cycles."""
+    high in that cycle. `put` must be high at most once every `spacing` cycles. A caller that
+    already has `put` delayed by `latency` cycles passes it as `valid` (then no copy is made)."""
     assert latency >= 1 and spacing >= 1
-    valid = put
-    for stage in range(latency):
-        valid = register(m, valid, f"{name}_valid_{stage}", reset_less=False)
+    if valid is None:
+        valid = put
+        for stage in range(latency):
+            valid = register(m, valid, f"{name}_valid_{stage}", reset_less=False)
     depth = entries(latency, spacing)
     if depth >= latency:
         for stage in range(latency):

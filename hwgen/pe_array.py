@@ -14,7 +14,8 @@ the post-processing one pixel's channels per beat, which the output buffer store
 (HWC), matching the DRAM activation layout. The bank holds one group: the sums of a group must
 not arrive before the previous group's last beat is accepted (the cycle it is accepted is
 fine), i.e. successive `last` inputs at least `C` cycles apart with a consumer that never
-stalls, or the issuer holds `last` back otherwise.
+stalls, or the issuer holds `last` back otherwise. `loaded` is high in the cycle a group's sums
+enter the bank, `latency` cycles after its `last` input (the cycle before its first beat).
 """
 from __future__ import annotations
 
@@ -53,6 +54,7 @@ class PEArray(wiring.Component):
             "last": In(1),
             "drain": Out(stream.Signature(data.StructLayout({
                 "acc": data.ArrayLayout(self.acc_shape, self.rows), "last": 1}))),
+            "loaded": Out(1),
         })
 
     @property
@@ -77,6 +79,7 @@ class PEArray(wiring.Component):
                 for c in range(self.cols)]
         pending = Signal(range(self.cols + 1))
         m.d.comb += [
+            self.loaded.eq(self._pes[0][0].out_valid),
             self.drain.valid.eq(pending != 0),
             self.drain.payload.acc.eq(bank[0]),
             self.drain.payload.last.eq(pending == 1),

@@ -10,11 +10,14 @@ from amaranth.sim import Simulator
 from hwgen.delay_queue import delay_queue, entries
 
 
+@pytest.mark.parametrize("given_valid", [False, True], ids=["own-valid", "caller-valid"])
 @pytest.mark.parametrize("latency, spacing", [(1, 1), (6, 1), (6, 2), (6, 4), (13, 10), (6, 20), (6, 6), (7, 3)])
-def test_values_come_out_latency_cycles_later(latency: int, spacing: int) -> None:
+def test_values_come_out_latency_cycles_later(latency: int, spacing: int, given_valid: bool) -> None:
     m = Module()
     value, put = Signal(signed(9)), Signal()
-    valid, out = delay_queue(m, value, put, latency, spacing, "q")
+    line = [Signal(name=f"line_{k}") for k in range(latency)]  # the caller's delayed `put`
+    m.d.sync += [line[0].eq(put), *(line[k + 1].eq(line[k]) for k in range(latency - 1))]
+    valid, out = delay_queue(m, value, put, latency, spacing, "q", valid=line[-1] if given_valid else None)
     rng = random.Random(latency * 100 + spacing)
     cycles = 400
     puts, gap = {}, spacing
