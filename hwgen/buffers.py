@@ -148,7 +148,8 @@ def _read_port(m: Module, memory: Memory, name: str) -> ReadPort.Signature:
     synchronous)."""
     port = memory.read_port(domain="comb")
     read = ReadPort.Signature(addr_width=len(port.addr), shape=memory.shape).create(path=(f"{name}_read",))
-    m.d.comb += port.addr.eq(read.addr)
+    data = Signal.like(port.data, name=f"{name}_data", reset_less=True)  # a reset would be emulated in logic
+    m.d.comb += [port.addr.eq(read.addr), read.data.eq(data)]
     with m.If(read.en):
-        m.d.sync += read.data.eq(port.data)
+        m.d.sync += data.eq(port.data)
     return read
