@@ -6,7 +6,8 @@ select a bank while active (`dma_write_bank`/`dma_write_active`, `dma_read_bank`
 `dma_read_active`: a load DMA writes, a store DMA reads, possibly different banks at once);
 a bank port not taken by the DMA side belongs to the compute side when `compute_bank` selects
 it. The sequencer's semaphores guarantee the sides never use one bank at the same time. Read data arrives one cycle after a read with `en` high, from the bank that read
-addressed.
+addressed, straight from the block RAM's output register; a read of the word written in the
+same cycle returns an undefined value (no user does that).
 """
 from __future__ import annotations
 
@@ -102,8 +103,8 @@ class DoubleBuffer(wiring.Component):
     def _merged(self, m: Module) -> Module:
         """Both banks in one memory: the DMA side's write (else the compute side's) and the DMA
         side's read (else the compute side's) at `Cat(addr, bank)`."""
-        m.submodules.banks = banks = Memory(shape=unsigned(8 * self.word_bytes), depth=2 << ceil_log2(self.depth), init=[])
-        write, read = banks.write_port(granularity=8), banks.read_port()
+        m.submodules.banks = banks = _memory(unsigned(8 * self.word_bytes), 2 << ceil_log2(self.depth))
+        write, read = banks.write_port(granularity=8), _read_port(m, banks, "banks")
         with m.If(self.dma_write_active):
             m.d.comb += [write.addr.eq(Cat(self.dma_wr.addr, self.dma_write_bank)), write.data.eq(self.dma_wr.data),
                          write.en.eq(self.dma_wr.en)]
@@ -121,8 +122,8 @@ class DoubleBuffer(wiring.Component):
         """One bank's write and read port (on a dual-port Memory, or sharing an SPRAM port)."""
         shape = unsigned(8 * self.word_bytes)
         if not self.spram:
-            bank = m.submodules[f"bank{index}"] = Memory(shape=shape, depth=self.depth, init=[])
-            return bank.write_port(granularity=8), bank.read_port()
+            bank = m.submodules[f"bank{index}"] = _memory(shape, self.depth)
+            return bank.write_port(granularity=8), _read_port(m, bank, f"bank{index}")
         bank = m.submodules[f"bank{index}"] = SinglePortBank(self.word_bytes, self.depth)
         addr = ceil_log2(self.depth)
         write = WritePort.Signature(addr_width=addr, shape=shape, granularity=8).create(path=(f"bank{index}_write",))
@@ -130,3 +131,25 @@ class DoubleBuffer(wiring.Component):
         m.d.comb += [bank.addr.eq(Mux(write.en.any(), write.addr, read.addr)), bank.wr_data.eq(write.data),
                      bank.wr_en.eq(write.en), bank.rd_en.eq(read.en), read.data.eq(bank.rd_data)]
         return write, read
+
+
+def _memory(shape, depth: int) -> Memory:
+    """A block-RAM memory whose reads may return anything when they hit the word being written
+    in the same cycle (Yosys' `no_rw_check`: no write-bypass logic around the block RAM). The
+    users never do that: a bank's two sides never share it, and each side's reads and writes
+    of one cycle address different words."""
+    return Memory(shape=shape, depth=depth, init=[], attrs={"no_rw_check": 1})
+
+
+def _read_port(m: Module, memory: Memory, name: str) -> ReadPort.Signature:
+    """A synchronous read port of `memory` with `en` (data holds while it is low), written as an
+    asynchronous read and a register so that Yosys (`memory_dff`) merges the register into the
+    port and applies the memory's `no_rw_check` (it does not on a port that is already
+    synchronous)."""
+    port = memory.read_port(domain="comb")
+    read = ReadPort.Signature(addr_width=len(port.addr), shape=memory.shape).create(path=(f"{name}_read",))
+    data = Signal.like(port.data, name=f"{name}_data", reset_less=True)  # a reset would be emulated in logic
+    m.d.comb += [port.addr.eq(read.addr), read.data.eq(data)]
+    with m.If(read.en):
+        m.d.sync += data.eq(port.data)
+    return read

@@ -54,6 +54,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
 from hwgen.config import AcceleratorConfig
+from hwgen.delay_queue import delay_queue
 from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Opcode
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
 from hwgen.pe import register
@@ -281,29 +282,30 @@ class ConvEngine(wiring.Component):
         ]
 
         # ---- drain: the group's metadata follows its last step by the array latency
-        meta = Signal(data.StructLayout({"valid": 1, "ocg": 8, "record": self.acc_bits, "cols": range(C + 1)}))
-        m.d.comb += [meta.valid.eq(issue & last_step), meta.ocg.eq(ocg), meta.record.eq(record),
-                     meta.cols.eq(Mux(owg_wrap, conv.last_group_cols, C))]
-        for stage in range(self.latency):
-            meta = register(m, meta, f"meta_{stage}", reset_less=False)
+        group_meta = Signal(data.StructLayout({"ocg": 8, "record": self.acc_bits, "cols": range(C + 1)}))
+        m.d.comb += [group_meta.ocg.eq(ocg), group_meta.record.eq(record),
+                     group_meta.cols.eq(Mux(owg_wrap, conv.last_group_cols, C))]
+        # groups' last steps are at least C * interval cycles apart (the group period)
+        meta_valid, meta = delay_queue(m, group_meta, issue & last_step, self.latency, C * interval, "meta",
+                                       valid=array.loaded)
         drain_record = Signal(self.acc_bits)
         drain_col, drain_cols = Signal(range(C + 1)), Signal(range(C + 1))
         beat = array.drain.valid & array.drain.ready
         with m.If(beat):
             m.d.sync += [drain_record.eq(drain_record + conv.oc_groups), drain_col.eq(drain_col + 1)]
-        with m.If(meta.valid):
+        with m.If(meta_valid):
             m.d.sync += [drain_record.eq(meta.record), drain_col.eq(0), drain_cols.eq(meta.cols)]
-        m.d.comb += [self.param.addr.eq(meta.ocg), self.param.en.eq(meta.valid)]
+        m.d.comb += [self.param.addr.eq(meta.ocg), self.param.en.eq(meta_valid)]
         params = data.View(data.ArrayLayout(PARAM_RECORD, R), self.param.data)
         # the beat's partial sums, read the cycle before it is on the drain: the group's first
-        # record at `meta.valid`, the next one whenever a beat is accepted (`read_record`)
+        # record at `meta_valid`, the next one whenever a beat is accepted (`read_record`)
         read_record = Signal(self.acc_bits)
         with m.If(beat):
             m.d.sync += read_record.eq(read_record + conv.oc_groups)
-        with m.If(meta.valid):
+        with m.If(meta_valid):
             m.d.sync += read_record.eq(meta.record + conv.oc_groups)
-        m.d.comb += [self.acc_read.addr.eq(Mux(meta.valid, meta.record, read_record) + partials),
-                     self.acc_read.en.eq(conv.init_from_acc & (meta.valid | beat))]
+        m.d.comb += [self.acc_read.addr.eq(Mux(meta_valid, meta.record, read_record) + partials),
+                     self.acc_read.en.eq(conv.init_from_acc & (meta_valid | beat))]
         partial_sums = data.View(data.ArrayLayout(signed(32), R), self.acc_read.data)
         layer = post.i.payload.layer
         m.d.comb += [
@@ -318,13 +320,14 @@ class ConvEngine(wiring.Component):
                          post.i.payload.shift[r].eq(params[r].shift[:SHIFT_BITS])]
 
         # ---- write: the beat's address and byte enables follow it through the post-processing
+        # (beats are accepted at least `interval` cycles apart; their results are `post.o.valid`)
+        beat_meta = Signal(data.StructLayout({"record": self.acc_bits, "write": 1}))
+        m.d.comb += [beat_meta.record.eq(drain_record), beat_meta.write.eq(drain_col < drain_cols)]
+        out, written = delay_queue(m, beat_meta, beat, post_latency, interval, "write", valid=post.o.valid)
         full = Const((1 << (ACC_BYTES * R)) - 1, ACC_BYTES * R)
-        record_bytes = Const((1 << R) - 1, ACC_BYTES * R) << (drain_record[:2] * R)
-        enable = Mux(beat & (drain_col < drain_cols), Mux(conv.requantize, record_bytes, full), 0)
-        address = Mux(conv.requantize, drain_record >> 2, drain_record + partials)
-        for stage in range(post_latency):
-            enable = register(m, enable, f"write_enable_{stage}", reset_less=False)
-            address = register(m, address, f"write_address_{stage}")
+        record_bytes = Const((1 << R) - 1, ACC_BYTES * R) << (written.record[:2] * R)
+        enable = Mux(out & written.write, Mux(conv.requantize, record_bytes, full), 0)
+        address = Mux(conv.requantize, written.record >> 2, written.record + partials)
         results = post.o.payload
         int8 = Cat(*(results[r][:8] for r in range(R)))
         m.d.comb += [

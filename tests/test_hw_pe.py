@@ -78,10 +78,13 @@ def test_pe_matches_numpy_dot_products(simd: int, groups, seed: int) -> None:
     assert run_pe(dut, cycles) == [(cycle - 1 + dut.latency, value) for cycle, value in expected]
 
 
+@pytest.mark.parametrize("input_registers", [True, False])
 @pytest.mark.parametrize("simd, latency", [(1, 4), (2, 5), (32, 9)])
-def test_latency_is_four_plus_tree_depth(simd: int, latency: int) -> None:
-    """A one-term group (first and last together) presented on cycle 0 leaves on cycle `latency`."""
-    dut = PE(simd, signed(32))
+def test_latency_is_four_plus_tree_depth(simd: int, latency: int, input_registers: bool) -> None:
+    """A one-term group (first and last together) presented on cycle 0 leaves on cycle `latency`
+    (one earlier without the input registers, which the PE array keeps outside its PEs)."""
+    latency -= 0 if input_registers else 1
+    dut = PE(simd, signed(32), input_registers=input_registers)
     cycles = [{"valid": 1, "first": 1, "last": 1, "x": [5] * simd, "zx": 2, "w": [-3] * simd}]
     assert dut.latency == latency
     assert run_pe(dut, cycles) == [(latency, -9 * simd)]
