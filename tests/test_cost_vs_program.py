@@ -213,7 +213,7 @@ def test_outputs_written_once_when_reduction_is_innermost(spec, config, data):
     ("default", 8, 8), ("default", 16, 12), ("ice40up5k", 32, 4), ("ice40up5k", 16, 12),
     ("icebreaker", 8, 8), ("icebreaker", 32, 4)])
 def test_stream_cost_near_the_program(config_name, channels, size):
-    """A 2x2 max pool's streamed-layer cost (`planner.stream`) is within 1% of the program
+    """A 2x2 max pool's streamed-layer cost (`planner.stream`) is within 2% of the program
     model's cycles: with the SPRAM program memory's start-up and, on a shared DMA, stores that
     hold the DMA. (On icebreaker a pool of several tiles is slower than modelled: its 2-deep
     queues keep the next tile's loads from passing the store, docs/cost_model.md.)"""
@@ -223,4 +223,4 @@ def test_stream_cost_near_the_program(config_name, channels, size):
     samples = np.random.default_rng(0).standard_normal((4, *float_net.input_shape)).astype(np.float32)
     net = quantize_network(float_net, samples)
     program = predict(compile_network(net, {}, config).program, config)
-    assert 0.99 <= stream_cost(net.layers[0], config).cycles / program.cycles <= 1.01
+    assert 0.98 <= stream_cost(net.layers[0], config).cycles / program.cycles <= 1.02
