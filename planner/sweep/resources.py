@@ -234,7 +234,8 @@ class TemplateTerm:
 def _template_terms() -> tuple[TemplateTerm, ...]:
     """One term per value of a choice option other than its default, per list option the
     number of names added to or left out of its default (merged buffers, vector operations
-    left out), and log2(value / default) of each numeric option."""
+    left out), and log2(value / default) of each numeric option (whether it is set, for one
+    whose default 0 stands for another option's value)."""
     terms: list[TemplateTerm] = []
     for option in fields(Template):
         spec, name = _SCHEMA["template"][option.name]["range"], f"template.{option.name}"
@@ -244,6 +245,8 @@ def _template_terms() -> tuple[TemplateTerm, ...]:
         elif isinstance(spec, _Choices):
             terms.append(TemplateTerm(f"{name} (names added to or left out of the default)", option.name,
                                       measure=lambda v, d=option.default: len(set(v) ^ set(d))))
+        elif option.default == 0:  # 0 takes another option's value: whether it is set
+            terms.append(TemplateTerm(f"{name} (set)", option.name, measure=lambda v: v != 0))
         else:
             terms.append(TemplateTerm(f"{name} (log2 of value / {option.default})", option.name,
                                       measure=lambda v, d=option.default: math.log2(v / d)))
