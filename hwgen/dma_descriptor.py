@@ -112,7 +112,8 @@ class DmaParams:
 
     def descriptor_layout(self) -> data.StructLayout:
         """The descriptor: field widths from these parameters; per outer dimension the count and
-        strides (`levels`) or the count - 1 and the steps (`pointer`, see `hwgen.dma_walker`)."""
+        strides (`levels`) or the count - 1 and the steps (`pointer`, see `hwgen.dma_walker`,
+        without `run_dx`, which is 0)."""
         coord = signed(self.coord_width)
         if self.walker == "pointer":
             dim = data.StructLayout({"repeats": self.count_width, "dram_step": self.addr_width,
@@ -120,9 +121,10 @@ class DmaParams:
         else:
             dim = data.StructLayout({"count": self.count_width, "dram_stride": self.addr_width,
                                      "buf_stride": self.buf_addr_width, "dy": coord, "dx": coord})
+        run_dx = {} if self.walker == "pointer" else {"run_dx": 1}  # the `pointer` walker's runs have run_dx 0
         return data.StructLayout({
             "load": 1, "dram_addr": self.addr_width, "buf_addr": self.buf_addr_width,
-            "run_bytes": self.count_width, "run_dx": 1, "dims": data.ArrayLayout(dim, self.outer_dims),
+            "run_bytes": self.count_width, **run_dx, "dims": data.ArrayLayout(dim, self.outer_dims),
             "y0": coord, "x0": coord, "height": unsigned(self.coord_width - 1),
             "width": unsigned(self.coord_width - 1), "fill": 8,
         })
@@ -149,14 +151,16 @@ class DmaParams:
         fit raises `DescriptorError` (bounds beyond the coordinates mean no padding)."""
         dram, buf = (1 << self.addr_width) - 1, (1 << self.buf_addr_width) - 1
         bounds = {"height": desc.height, "width": desc.width}
+        run_dx = {}
         if self.walker == "pointer":
             dims = pointer_dims(self, desc)
             bounds = {name: min(value, (1 << (self.coord_width - 1)) - 1) for name, value in bounds.items()}
         else:
             dims = [{"count": d.count, "dram_stride": d.dram_stride & dram, "buf_stride": d.buf_stride & buf,
                      "dy": d.dy, "dx": d.dx} for d in desc.outer()]
+            run_dx = {"run_dx": desc.run_dx}
         return {"load": int(desc.load), "dram_addr": desc.dram_addr & dram, "buf_addr": desc.buf_addr & buf,
-                "run_bytes": desc.run_bytes, "run_dx": desc.run_dx, "dims": dims, "y0": desc.y0, "x0": desc.x0,
+                "run_bytes": desc.run_bytes, **run_dx, "dims": dims, "y0": desc.y0, "x0": desc.x0,
                 **bounds, "fill": desc.fill & 0xFF}
 
     def segment_layout(self) -> data.StructLayout:
@@ -175,10 +179,10 @@ def pointer_steps(dims: tuple[Dim, ...], stride: str) -> list[int]:
             for j, d in enumerate(dims)]
 
 
-def _extent(dims: tuple[Dim, ...], field: str, run: int = 0) -> tuple[int, int]:
-    """Lowest and highest displacement of a coordinate over the loops (plus `run` within a run)."""
+def _extent(dims: tuple[Dim, ...], field: str) -> tuple[int, int]:
+    """Lowest and highest displacement of a coordinate over the loops."""
     low = sum(min(0, (d.count - 1) * getattr(d, field)) for d in dims)
-    high = sum(max(0, (d.count - 1) * getattr(d, field)) for d in dims) + run
+    high = sum(max(0, (d.count - 1) * getattr(d, field)) for d in dims)
     return low, high
 
 
@@ -187,15 +191,16 @@ def pointer_dims(params: DmaParams, desc: Descriptor) -> list[dict]:
     steps (addresses wrap to their widths). Raises `DescriptorError` when the run, a count, a
     loop beyond `outer_dims` (count above 1), a coordinate step or the coordinates' extent (at
     most a quarter of the coordinate range, leaving the rest to the origin an instruction adds)
-    does not fit `params`."""
+    does not fit `params`, or when `run_dx` is 1 (the `pointer` walker never splits a run)."""
     dims = desc.outer()
     count_limit, coord_limit = 1 << params.count_width, 1 << (params.coord_width - 2)
     problems = [f"run_bytes {desc.run_bytes} >= {count_limit}"] if desc.run_bytes >= count_limit else []
+    problems += [f"run_dx {desc.run_dx} (its runs are all padding or all data: run_dx 0)"] if desc.run_dx else []
     problems += [f"dims[{j}].count {d.count} > {count_limit}" for j, d in enumerate(dims) if d.count > count_limit]
     problems += [f"dims[{j}].count {d.count} > 1 beyond the DMA's {params.outer_dims} loops"
                  for j, d in enumerate(dims) if j >= params.outer_dims and d.count > 1]
-    for field, run in (("dy", 0), ("dx", desc.run_dx * (desc.run_bytes - 1))):
-        low, high = _extent(dims, field, run)
+    for field in ("dy", "dx"):
+        low, high = _extent(dims, field)
         if low < -coord_limit or high >= coord_limit:
             problems.append(f"{field} spans [{low}, {high}], beyond [{-coord_limit}, {coord_limit - 1}]")
     if problems:

@@ -82,8 +82,8 @@ def simulate(params: DmaParams, dram: np.ndarray, buffer: np.ndarray, descs: lis
             ctx.set(dma.desc.valid, 0)
             if params.entry_held:
                 ctx.set(dma.desc.payload.load, not desc.load)
-            else:
-                ctx.set(dma.desc.payload, params.encode(JUNK))
+            else:  # the `pointer` walker's descriptors have run_dx 0
+                ctx.set(dma.desc.payload, params.encode(replace(JUNK, run_dx=int(params.walker == "levels"))))
             await wait_for(ctx, dma.done)
             out.busy_cycles.append(ctx.get(dma.busy_cycles))
             out.stall_cycles.append(ctx.get(dma.stall_cycles))
@@ -132,7 +132,7 @@ def random_descriptor(rng: np.random.Generator, params: DmaParams, load: bool, p
     buf_extent = run + sum((d.count - 1) * d.buf_stride for d in dims)
     bounds = {}
     if padded:  # a window [0, H) x [0, W) that cuts through the coordinates the loops visit
-        run_dx = int(rng.integers(0, 2))
+        run_dx = int(rng.integers(0, 2)) * (params.walker == "levels")  # the `pointer` walker's runs: run_dx 0
         ys = [sum(i * d.dy for i, d in zip(index, dims)) for index in np.ndindex(*counts)]
         xs = [sum(i * d.dx for i, d in zip(index, dims)) for index in np.ndindex(*counts)]
         x_lo, x_hi = min(xs), max(xs) + run_dx * (run - 1)
@@ -194,16 +194,23 @@ def test_phase_decomposed_input_tile_with_padding(walker: str) -> None:
 
 @pytest.mark.parametrize("walker", WALKERS)
 def test_clipped_output_tile_store(walker: str) -> None:
-    """A (rows, pixels, channels) tile stored row by row with x in bytes; the part beyond W is skipped."""
+    """A (rows, pixels, channels) tile stored row by row with x in bytes (`run_dx` 1), or by
+    the `pointer` walker, which refuses that, pixel by pixel; the part beyond W is skipped."""
     params = variant(PARAMS["bus4"], walker)
     height, width, channels, rows, pixels, base = 4, 7, 4, 3, 4, 100
     rng = np.random.default_rng(12)
     dram = rng.integers(0, 256, DRAM_BYTES, dtype=np.uint8)
     buffer = rng.integers(0, 256, params.buf_depth * params.buf_word_bytes, dtype=np.uint8)
     y0, w0 = 2, 5
+    row = Dim(rows, width * channels, pixels * channels, dy=1)
     desc = Descriptor(load=False, dram_addr=base + (y0 * width + w0) * channels, buf_addr=3,
-                      run_bytes=pixels * channels, dims=(Dim(rows, width * channels, pixels * channels, dy=1),),
-                      run_dx=1, y0=y0, x0=w0 * channels, height=height, width=width * channels)
+                      run_bytes=pixels * channels, dims=(row,), run_dx=1, y0=y0, x0=w0 * channels,
+                      height=height, width=width * channels)
+    if params.walker == "pointer":
+        with pytest.raises(DescriptorError, match=r"run_dx 1 \(its runs are all padding or all data: run_dx 0\)"):
+            params.encode(desc)
+        desc = replace(desc, run_bytes=channels, dims=(Dim(pixels, channels, channels, dx=1), row), run_dx=0,
+                       x0=w0, width=width)
     expected = dram.copy()
     image = expected[base:base + height * width * channels].reshape(height, width, channels)
     tile = buffer[3:3 + rows * pixels * channels].reshape(rows, pixels, channels)
