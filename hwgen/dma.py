@@ -219,7 +219,8 @@ class Dma(wiring.Component):
         # A FIFO read asynchronously cannot map to block RAM, so `registers` puts it in flip-flops
         # (and lets a segment through a cycle earlier).
         queue = fifo.SyncFIFO if p.segment_fifos == "registers" else BlockRamQueue if pointer else fifo.SyncFIFOBuffered
-        m.submodules.to_source = to_source = queue(width=source_layout.size, depth=p.queue_depth)
+        if not pointer:  # the `pointer` walker's runs go straight to the source side
+            m.submodules.to_source = to_source = queue(width=source_layout.size, depth=p.queue_depth)
         m.submodules.to_realign = to_realign = queue(width=realign_layout.size, depth=p.queue_depth)
 
         desc = Signal(p.descriptor_layout())
@@ -243,9 +244,11 @@ class Dma(wiring.Component):
             m.d.sync += [target.eq(source) for target, source in held]
             m.d.sync += [self.busy.eq(1), self.busy_cycles.eq(0), self.stall_cycles.eq(0)]
 
-        # Walker -> both queues (the source queue gets data segments only).
+        # Walker -> the realign queue, and its data segments to the source side: through the
+        # source queue, or (`pointer`) straight, each taken as the source side takes its next.
         seg = walker.seg.payload
-        to_source_needed = ~seg.fill
+        data_seg = ~seg.fill
+        src_take = Signal()  # the source side takes its next segment (if there is one)
         if p.narrow_queues:
             source_entry, realign_entry = Signal(source_layout), Signal(realign_layout)
             m.d.comb += [source_entry.addr.eq(Mux(load, seg.dram, seg.buf)),
@@ -255,26 +258,28 @@ class Dma(wiring.Component):
                 m.d.comb += [source_entry.n.eq(seg.n), realign_entry.n.eq(seg.n)]
         else:
             source_entry = realign_entry = seg
-        m.d.comb += [
-            walker.seg.ready.eq(to_realign.w_rdy & (to_source.w_rdy | ~to_source_needed)),
-            to_realign.w_data.eq(realign_entry), to_source.w_data.eq(source_entry),
-            to_realign.w_en.eq(walker.seg.valid & walker.seg.ready),
-            to_source.w_en.eq(walker.seg.valid & walker.seg.ready & to_source_needed),
-        ]
+        m.d.comb += [to_realign.w_data.eq(realign_entry), to_realign.w_en.eq(walker.seg.valid & walker.seg.ready)]
+        if pointer:
+            m.d.comb += walker.seg.ready.eq(to_realign.w_rdy & (src_take | ~data_seg))
+            src_seg, src_valid = source_entry, walker.seg.valid & data_seg & to_realign.w_rdy
+            src_n = desc.run_bytes
+        else:
+            m.d.comb += [walker.seg.ready.eq(to_realign.w_rdy & (to_source.w_rdy | ~data_seg)),
+                         to_source.w_data.eq(source_entry),
+                         to_source.w_en.eq(walker.seg.valid & walker.seg.ready & data_seg),
+                         to_source.r_en.eq(src_take)]
+            src_seg, src_valid = source_layout(to_source.r_data), to_source.r_rdy
+            src_n = src_seg.n
 
         # Source side: one segment at a time, the next one taken as the current one finishes.
-        src_seg = source_layout(to_source.r_data)
         src_addr = Signal(p.dst_width)  # bus-aligned DRAM address (loads) or buffer chunk address (stores)
         src_left = Signal(p.count_width + 1)  # bus words left in the segment
         src_first = src_seg.addr if p.narrow_queues else Mux(load, src_seg.dram, src_seg.buf)
-        src_n = desc.run_bytes if pointer else src_seg.n
-        src_take = Signal()
         src_step = Signal()
         src_beats = Signal(range(p.burst_beats + 1))
-        m.d.comb += to_source.r_en.eq(src_take)
         with m.If(src_step):
             m.d.sync += [src_addr.eq(src_addr + (src_beats << lb)), src_left.eq(src_left - src_beats)]
-        with m.If(src_take & to_source.r_rdy):
+        with m.If(src_take & src_valid):
             m.d.sync += [src_addr.eq(src_first >> lb << lb), src_left.eq((src_first[:lb] + src_n + B - 1) >> lb)]
 
         # Loads: read requests in bursts that stay inside a burst block.
@@ -342,7 +347,8 @@ class Dma(wiring.Component):
             ]
 
         # Completion and counters.
-        working = (started | walker.busy | (to_source.level != 0) | (to_realign.level != 0) | (src_left != 0)
+        queued = (to_realign.level != 0) if pointer else (to_source.level != 0) | (to_realign.level != 0)
+        working = (started | walker.busy | queued | (src_left != 0)
                    | read_valid | word_valid | realigner.busy | wr.valid)
         waiting = (rd_data.ready & ~rd_data.valid) | (wr.valid & ~wr.ready)
         with m.If(self.busy):
