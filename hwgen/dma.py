@@ -12,7 +12,10 @@ Pipeline: the walker splits each run into segments (fill prefix, data, fill suff
 segments go to two queues: one drives the source (DRAM read requests, or buffer reads), the
 other the realigner, which shifts source words (aligned in the source) into destination words
 (aligned in the destination) with byte masks; DRAM write beats leave through a register. Each
-moves up to one bus word per cycle.
+moves up to one bus word per cycle. The `pointer` walker (`template.dma: shared`) emits whole
+runs (its descriptors have `run_dx` 0) and hands the data runs straight to the source side,
+which takes the next as it finishes one: only the realigner's queue remains, its entries
+without the run length (the descriptor's `run_bytes`), in a `BlockRamQueue`.
 """
 from __future__ import annotations
 

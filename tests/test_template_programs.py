@@ -46,9 +46,9 @@ def test_register_instructions_are_refused_without_registers(text, culprit):
 
 def test_spram_program_memory_layout_and_limits():
     """Instructions from halfword 0, eight each, least significant first; descriptor-table
-    entries of 24 halfwords from halfword 8192 (the 376-bit `pointer` layout of the shared DMA
-    with `dma_descriptor: copy`: load 1, DRAM address 17, buffer address 11, run 12, run_dx 1,
-    four dimensions of count - 1 (12), DRAM step 17, buffer step 11, y and x steps 14 each,
+    entries of 24 halfwords from halfword 8192 (the 375-bit `pointer` layout of the shared DMA
+    with `dma_descriptor: copy`: load 1, DRAM address 17, buffer address 11, run 12, four
+    dimensions of count - 1 (12), DRAM step 17, buffer step 11, y and x steps 14 each,
     origin 2 x 14, bounds 2 x 13, fill 8); 1024 instructions and 341 descriptors fit the 16 K
     halfwords of one SB_SPRAM256KA."""
     words = [Instruction.make(Opcode.STORE, dram_offset=-1 - i, buf_addr=i).encode() for i in range(3)]
@@ -60,7 +60,7 @@ def test_spram_program_memory_layout_and_limits():
         assert sum(h << (16 * k) for k, h in enumerate(halfwords[8 * i:8 * i + 8])) == word
     params = descriptor_table_params(COPYING)
     layout = params.descriptor_layout()
-    assert layout.size == 1 + 17 + 11 + 12 + 1 + 4 * (12 + 17 + 11 + 14 + 14) + 2 * 14 + 2 * 13 + 8 == 376
+    assert layout.size == 1 + 17 + 11 + 12 + 4 * (12 + 17 + 11 + 14 + 14) + 2 * 14 + 2 * 13 + 8 == 375
     for i, desc in enumerate(descriptors):
         bits = sum(h << (16 * k) for k, h in enumerate(table[24 * i:24 * i + 24]))
         entry = layout.const(params.encode(desc))
@@ -79,23 +79,23 @@ def test_spram_program_memory_layout_and_limits():
 def test_spram_descriptor_entries_without_the_filled_fields():
     """With `dma_descriptor: reader` and `dma_loops: 3` (the iCEBreaker's) an entry leaves out
     what the LOAD or STORE fills in (load, DRAM and buffer address, origin) and the fourth loop:
-    251 bits (run 12, run_dx 1, three dimensions of 68, bounds 2 x 13, fill 8), 16 halfwords,
+    250 bits (run 12, three dimensions of 68, bounds 2 x 13, fill 8), 16 halfwords,
     512 entries after halfword 8192; a descriptor with an origin (a STORE's would be lost) or a
     fourth loop is refused."""
     desc = Descriptor(load=True, dram_addr=99, buf_addr=7, run_bytes=5, dims=(Dim(3, 7, 9, 1, -2), Dim(1), Dim(2, 1)),
-                      run_dx=1, height=6, width=300, fill=0xA5)
+                      height=6, width=300, fill=0xA5)
     _, (table_start, table) = program_regions(Program([], [desc, desc]), ICEBREAKER)
     assert (table_start, len(table), table[:16]) == (8192, 32, table[16:])
     bits = sum(h << (16 * k) for k, h in enumerate(table[:16]))
-    fields = {"run_bytes": (0, 12), "run_dx": (12, 1), "repeats0": (13, 12), "dram_step0": (25, 17),
-              "buf_step0": (42, 11), "dy_step0": (53, 14), "dx_step0": (67, 14), "repeats1": (81, 12),
-              "repeats2": (149, 12), "dram_step2": (161, 17), "height": (217, 13), "width": (230, 13),
-              "fill": (243, 8)}
+    fields = {"run_bytes": (0, 12), "repeats0": (12, 12), "dram_step0": (24, 17),
+              "buf_step0": (41, 11), "dy_step0": (52, 14), "dx_step0": (66, 14), "repeats1": (80, 12),
+              "repeats2": (148, 12), "dram_step2": (160, 17), "height": (216, 13), "width": (229, 13),
+              "fill": (242, 8)}
     got = {name: bits >> offset & ((1 << width) - 1) for name, (offset, width) in fields.items()}
-    assert got == {"run_bytes": 5, "run_dx": 1, "repeats0": 2, "dram_step0": 7, "buf_step0": 9, "dy_step0": 1,
+    assert got == {"run_bytes": 5, "repeats0": 2, "dram_step0": 7, "buf_step0": 9, "dy_step0": 1,
                    "dx_step0": (1 << 14) - 2, "repeats1": 0, "repeats2": 1,
                    "dram_step2": (1 << 17) + 1 - 2 * 7, "height": 6, "width": 300, "fill": 0xA5}
-    assert bits >> 251 == 0 and 8192 + 512 * 16 == 16384
+    assert bits >> 250 == 0 and 8192 + 512 * 16 == 16384
     nop = Instruction.make(Opcode.NOP).encode()
     for culprit, refused in ((r"origin \(0, 3\); .*allowed: \(0, 0\)",
                               Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=1, x0=3)),
