@@ -9,7 +9,7 @@ from amaranth.hdl import Cat, Module, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
-from amaranth.utils import ceil_log2, exact_log2
+from amaranth.utils import ceil_log2
 
 from hwgen.dma import Descriptor, DmaParams
 from hwgen.dma_descriptor import FILLED_FIELDS
@@ -126,13 +126,15 @@ class DescriptorReader(wiring.Component):
         m.d.comb += self.entry.eq(bits)
         with m.If(arriving):
             m.d.sync += [bits.eq(Cat(bits[SPRAM_BITS:], self.memory.data)), arrived.eq(arrived + 1)]
-        # DESCRIPTOR_BASE + index * count + requested, the product as shifts and adds (a constant
-        # product, kept out of the DSPs); a power-of-two `count` needs no adder, and the table
-        # lies below the next power of two above DESCRIPTOR_BASE, which is one itself
-        if count & (count - 1):
-            offset = sum(index << bit for bit in range(count.bit_length()) if count >> bit & 1) + requested
-        else:
-            offset = Cat(requested[:exact_log2(count)], index)
+        # DESCRIPTOR_BASE + index * count + requested as (index * 2**k + requested) - index * (2**k
+        # - count) with 2**k >= count: side by side, less shifts and adds (a constant product, kept
+        # out of the DSPs), none for a power-of-two `count`; the table lies below the next power
+        # of two above DESCRIPTOR_BASE, which is one itself
+        k = ceil_log2(count)
+        spare = (1 << k) - count
+        offset = Cat(requested[:k], index)
+        if spare:
+            offset = offset - sum(index << bit for bit in range(spare.bit_length()) if spare >> bit & 1)
         assert DESCRIPTOR_BASE & (DESCRIPTOR_BASE - 1) == 0 and descriptor_capacity(self.params) * count <= DESCRIPTOR_BASE
         with m.FSM():
             with m.State("IDLE"):

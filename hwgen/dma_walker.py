@@ -17,15 +17,16 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hwgen.dma_descriptor import STEPPED, DmaParams
+from hwgen.dma_descriptor import COORDINATES, STEPPED, DmaParams
 
 QUANTITIES = ("dram", "buf", "y", "x")
-"""What the loops advance, in the order of `STEPPED` and of the descriptor's base fields."""
+"""What the loops advance, in the order of `STEPPED` then `COORDINATES` and of the descriptor's base
+fields."""
 
 
 BASES = ("dram_addr", "buf_addr", "y0", "x0")
 """The descriptor's base fields, one per quantity: the `pointer` walker takes them a cycle
-before it starts (`Walker.bases`)."""
+before it starts (`PointerWalker.bases`)."""
 
 
 def _bases(desc: data.View) -> tuple:
@@ -47,7 +48,7 @@ def levels_loop(m: Module, p: DmaParams, desc: data.View, start, take) -> tuple[
     dims = desc.dims
     idx = [Signal(p.count_width, name=f"idx{d}") for d in range(p.outer_dims)]
     levels = [[Signal(shape, name=f"{q}{d}") for d in range(p.outer_dims)] for q, shape in zip(QUANTITIES, _shapes(p))]
-    strides = [stride for stride, _ in STEPPED]
+    strides = [stride for stride, _ in STEPPED] + [stride for _, stride in COORDINATES]
     # `last[d]` (idx[d] is the level's last iteration) is a register updated with idx[d], so
     # that no count comparison lies before the level registers' enables
     last = [Signal(name=f"last{d}") for d in range(p.outer_dims)]
@@ -67,15 +68,18 @@ def levels_loop(m: Module, p: DmaParams, desc: data.View, start, take) -> tuple[
 
 
 def pointer_loop(m: Module, p: DmaParams, desc: data.View, start, take, bases: tuple, load_bases) -> tuple[tuple, Signal]:
-    """The `pointer` loop stage: one pointer per quantity plus the selected level's step; the
-    pointers take `bases` when `load_bases` pulses (the cycle before `start`), so the DMA need
-    not hold the descriptor's base fields. Each level counts its advances up from 0 (`start`
-    clears them, reading nothing of the descriptor) to its `repeats`."""
+    """The `pointer` loop stage: one pointer per quantity; an address adds the advancing
+    level's step, a coordinate its stride if its loop advances, its rewind if an outer one does
+    (`hwgen.dma_descriptor.pointer_coordinates`). The pointers take `bases` when `load_bases`
+    pulses (the cycle before `start`), so the DMA need not hold the descriptor's base fields.
+    Each level counts its advances up from 0 (`start` clears them, reading nothing of the
+    descriptor) to its `repeats`."""
     dims = desc.dims
     idx = [Signal(p.count_width, name=f"idx{d}") for d in range(p.outer_dims)]  # advances so far per level
     pointers = [Signal(shape, name=q) for q, shape in zip(QUANTITIES, _shapes(p))]
     last = [idx[d] == dims[d].repeats for d in range(p.outer_dims)]
     advance = [~last[j] & Cat(*last[:j]).all() for j in range(p.outer_dims)]  # one-hot: the level that advances
+    moving = Cat(*advance)
     with m.If(take):
         for j in range(p.outer_dims):
             with m.If(advance[j]):
@@ -84,6 +88,10 @@ def pointer_loop(m: Module, p: DmaParams, desc: data.View, start, take, bases: t
         for pointer, (_, step) in zip(pointers, STEPPED):
             selected = [Mux(advance[j], dims[j][step], 0) for j in range(p.outer_dims)]
             m.d.sync += pointer.eq(pointer + reduce(operator.or_, selected))
+        for pointer, (name, _) in zip(pointers[len(STEPPED):], COORDINATES):
+            level = desc[f"{name}_level"]
+            own, outer = moving.bit_select(level, 1), (moving >> level >> 1).any()  # its loop, or one outside
+            m.d.sync += pointer.eq(pointer + Mux(own, desc[f"{name}_step"], Mux(outer, desc[f"{name}_rewind"], 0)))
     with m.If(start):
         m.d.sync += [i.eq(0) for i in idx]
     with m.If(load_bases):
