@@ -4,8 +4,9 @@ Two walkers, chosen by `DmaParams.walker`: `levels` (`Walker`) keeps each quanti
 address, buffer address, y, x) value at the start of every loop level and adds the
 descriptor's strides, an adder per level and quantity, and splits runs at the image bounds;
 `pointer` (`PointerWalker`) keeps one pointer per quantity and a counter per level, and adds
-the step of the level that advances (precomputed by `hwgen.dma_descriptor.pointer_dims`): one
-adder per quantity behind a one-hot selection; its runs are never split (`run_dx` 0). Both
+to each address the step of the level that advances (precomputed by
+`hwgen.dma_descriptor.pointer_dims`), to each coordinate its stride or rewind (it moves with one
+loop): one adder per quantity behind a selection; its runs are never split (`run_dx` 0). Both
 visit the runs in the same order, cycle for cycle.
 """
 from __future__ import annotations
