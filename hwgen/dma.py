@@ -19,7 +19,7 @@ without the run length (the descriptor's `run_bytes`), in a `BlockRamQueue`.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Module, Mux, Shape, Signal, unsigned
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.memory import Memory, ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
@@ -49,6 +49,16 @@ def segment_queue_layouts(params: DmaParams) -> tuple[data.StructLayout, data.St
             del source["n"], realign["n"]
         return data.StructLayout(source), data.StructLayout(realign)
     return params.segment_layout(), params.segment_layout()
+
+
+def segment_queue_memories(params: DmaParams) -> list[tuple[int, int]]:
+    """(bits, words) of the memory behind each of the DMA's segment queues in `memory`
+    (`SyncFIFOBuffered` keeps all but one entry in its memory, `BlockRamQueue` in a power-of-two
+    number of words); the `pointer` DMA has only the realigner's queue."""
+    source, realign = segment_queue_layouts(params)
+    if params.walker == "pointer":
+        return [(Shape.cast(realign).width, 1 << ceil_log2(params.queue_depth - 1))]
+    return [(Shape.cast(layout).width, params.queue_depth - 1) for layout in (source, realign)]
 
 
 class BlockRamQueue(wiring.Component):
