@@ -12,21 +12,25 @@ Pipeline: the walker splits each run into segments (fill prefix, data, fill suff
 segments go to two queues: one drives the source (DRAM read requests, or buffer reads), the
 other the realigner, which shifts source words (aligned in the source) into destination words
 (aligned in the destination) with byte masks; DRAM write beats leave through a register. Each
-moves up to one bus word per cycle.
+moves up to one bus word per cycle. The `pointer` walker (`template.dma: shared`) emits whole
+runs (its descriptors have `run_dx` 0) and hands the data runs straight to the source side,
+which takes the next as it finishes one: only the realigner's queue remains, its entries
+without the run length (the descriptor's `run_bytes`), in a `BlockRamQueue`.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Module, Mux, Shape, Signal, unsigned
 from amaranth.lib import data, fifo, stream, wiring
-from amaranth.lib.memory import ReadPort, WritePort
+from amaranth.lib.memory import Memory, ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
 from hwgen.dma_descriptor import OUTER_DIMS, Descriptor, DescriptorError, Dim, DmaParams
-from hwgen.dma_walker import BASES, Walker
+from hwgen.dma_walker import BASES, PointerWalker, Walker
 from hwgen.memory_port import MemoryPort
 
-__all__ = ["OUTER_DIMS", "Descriptor", "DescriptorError", "Dim", "DmaParams", "Dma", "Realigner", "Walker"]
+__all__ = ["OUTER_DIMS", "BlockRamQueue", "Descriptor", "DescriptorError", "Dim", "DmaParams", "Dma", "PointerWalker",
+           "Realigner", "Walker"]
 
 def realign_command_layout(params: DmaParams) -> data.StructLayout:
     """A realigner command: `n` bytes from byte `src_off` of the first source word to `dst`."""
@@ -35,10 +39,72 @@ def realign_command_layout(params: DmaParams) -> data.StructLayout:
 
 def segment_queue_layouts(params: DmaParams) -> tuple[data.StructLayout, data.StructLayout]:
     """The entries of the walker's two segment queues (source side, realigner side): with
-    `narrow_queues` (source address, n) and the realigner's command; otherwise whole segments."""
+    `narrow_queues` (source address, n) and the realigner's command, without `n` behind the
+    `pointer` walker (every segment is a whole run: `n` is the descriptor's `run_bytes`);
+    otherwise whole segments."""
     if params.narrow_queues:
-        return data.StructLayout({"addr": params.dst_width, "n": params.count_width}), realign_command_layout(params)
+        source = {"addr": params.dst_width, "n": params.count_width}
+        realign = dict(realign_command_layout(params).members)
+        if params.walker == "pointer":
+            del source["n"], realign["n"]
+        return data.StructLayout(source), data.StructLayout(realign)
     return params.segment_layout(), params.segment_layout()
+
+
+def segment_queue_memories(params: DmaParams) -> list[tuple[int, int]]:
+    """(bits, words) of the memory behind each of the DMA's segment queues in `memory`
+    (`SyncFIFOBuffered` keeps all but one entry in its memory, `BlockRamQueue` in a power-of-two
+    number of words); the `pointer` DMA has only the realigner's queue."""
+    source, realign = segment_queue_layouts(params)
+    if params.walker == "pointer":
+        return [(Shape.cast(realign).width, 1 << ceil_log2(params.queue_depth - 1))]
+    return [(Shape.cast(layout).width, params.queue_depth - 1) for layout in (source, realign)]
+
+
+class BlockRamQueue(wiring.Component):
+    """A first-in first-out queue of `depth` entries in block RAM, with the interface and the
+    cycles of `amaranth.lib.fifo.SyncFIFOBuffered` (`depth - 1` entries in the memory, one in
+    its read register, an entry written into an empty queue readable two cycles later). The
+    memory has a power-of-two number of words, so its pointers wrap by themselves; the read
+    register has no reset (Yosys would emulate one in logic around the block RAM) and the
+    memory carries `no_rw_check` (the queue never reads the word it writes) and `ram_style:
+    block` (Yosys would put a queue this shallow in flip-flops)."""
+
+    def __init__(self, width: int, depth: int):
+        assert depth >= 2
+        self.width, self.depth = width, depth
+        super().__init__({
+            "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
+            "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1),
+            "level": Out(range(depth + 1)),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        stored = self.depth - 1  # entries in the memory at most
+        words = 1 << ceil_log2(stored)
+        m.submodules.storage = storage = Memory(shape=self.width, depth=words, init=[],
+                                                attrs={"no_rw_check": 1, "ram_style": "block"})
+        write, read = storage.write_port(), storage.read_port(domain="comb")
+        produce, consume = Signal(range(words)), Signal(range(words))
+        inside = Signal(range(stored + 1))  # entries in the memory
+        data_out = Signal(self.width, reset_less=True)
+        do_write = self.w_en & self.w_rdy
+        do_read = (inside != 0) & (~self.r_rdy | self.r_en)  # into the read register
+        m.d.comb += [self.w_rdy.eq(inside != stored), write.addr.eq(produce), write.data.eq(self.w_data),
+                     write.en.eq(do_write), read.addr.eq(consume), self.r_data.eq(data_out),
+                     self.level.eq(inside + self.r_rdy)]
+        with m.If(do_write):
+            m.d.sync += produce.eq(produce + 1)
+        with m.If(do_read):
+            m.d.sync += [consume.eq(consume + 1), data_out.eq(read.data), self.r_rdy.eq(1)]
+        with m.Elif(self.r_en):
+            m.d.sync += self.r_rdy.eq(0)
+        with m.If(do_write & ~do_read):
+            m.d.sync += inside.eq(inside + 1)
+        with m.If(do_read & ~do_write):
+            m.d.sync += inside.eq(inside - 1)
+        return m
 
 
 class Realigner(wiring.Component):
@@ -47,7 +113,9 @@ class Realigner(wiring.Component):
     A command moves `n` bytes starting at byte `src_off` of the first source word to destination
     byte address `dst`; it consumes `ceil((src_off + n) / B)` source words (none for a fill
     command, whose bytes are `fill_byte`) and emits `ceil((dst % B + n) / B)` destination words,
-    `last` on the final one. Up to one word per cycle in each direction.
+    `last` on the final one. Up to one word per cycle in each direction. On a one-byte bus
+    every source word pairs with a destination word, whose one byte is always enabled, so the
+    source count and the masks' state are left out.
     """
 
     def __init__(self, params: DmaParams):
@@ -77,7 +145,8 @@ class Realigner(wiring.Component):
         addr = Signal(p.dst_width)
         prev = Signal(8 * B)
 
-        need_in = in_left != 0
+        bytewise = B == 1
+        need_in = ~fill if bytewise else in_left != 0
         emit = ~skip
         src_ok = ~need_in | self.src.valid
         dst_ok = ~emit | self.dst.ready
@@ -93,13 +162,16 @@ class Realigner(wiring.Component):
         window = (Cat(prev, self.src.payload) << (shift * 8))[8 * B:16 * B]
         m.d.comb += self.dst.payload.data.eq(Mux(fill, Cat(*[self.fill_byte] * B), window))
         for lane in range(B):
-            m.d.comb += self.dst.payload.mask[lane].eq((~first | (lane >= start)) & (lane < remaining))
+            m.d.comb += self.dst.payload.mask[lane].eq(1 if bytewise else (~first | (lane >= start)) & (lane < remaining))
 
         with m.If(step):
-            with m.If(need_in):
-                m.d.sync += [in_left.eq(in_left - 1), prev.eq(self.src.payload)]
+            if not bytewise:
+                with m.If(need_in):
+                    m.d.sync += [in_left.eq(in_left - 1), prev.eq(self.src.payload)]
             with m.If(emit):
-                m.d.sync += [out_left.eq(out_left - 1), remaining.eq(remaining - B), addr.eq(addr + B), first.eq(0)]
+                m.d.sync += [out_left.eq(out_left - 1), addr.eq(addr + B)]
+                if not bytewise:
+                    m.d.sync += [remaining.eq(remaining - B), first.eq(0)]
             with m.Else():
                 m.d.sync += skip.eq(0)
         with m.If(final):
@@ -110,15 +182,14 @@ class Realigner(wiring.Component):
             m.d.sync += [
                 self.busy.eq(1),
                 fill.eq(cmd.fill),
-                in_left.eq(Mux(cmd.fill, 0, (cmd.src_off + cmd.n + B - 1) >> lb)),
                 out_left.eq((dst_off + cmd.n + B - 1) >> lb),
                 skip.eq(~cmd.fill & (cmd.src_off > dst_off)),
                 shift.eq(dst_off - cmd.src_off),
-                first.eq(1),
-                start.eq(dst_off),
-                remaining.eq(dst_off + cmd.n),
                 addr.eq(cmd.dst >> lb << lb),
             ]
+            if not bytewise:
+                m.d.sync += [in_left.eq(Mux(cmd.fill, 0, (cmd.src_off + cmd.n + B - 1) >> lb)), first.eq(1),
+                             start.eq(dst_off), remaining.eq(dst_off + cmd.n)]
         return m
 
 
@@ -154,13 +225,15 @@ class Dma(wiring.Component):
         p = self.params
         B, lb = p.bus_bytes, p.lb
         lw = exact_log2(p.buf_word_bytes)
-        m.submodules.walker = walker = Walker(p)
+        pointer = p.walker == "pointer"
+        m.submodules.walker = walker = PointerWalker(p) if pointer else Walker(p)
         m.submodules.realigner = realigner = Realigner(p)
         source_layout, realign_layout = segment_queue_layouts(p)
         # A FIFO read asynchronously cannot map to block RAM, so `registers` puts it in flip-flops
         # (and lets a segment through a cycle earlier).
-        queue = fifo.SyncFIFO if p.segment_fifos == "registers" else fifo.SyncFIFOBuffered
-        m.submodules.to_source = to_source = queue(width=source_layout.size, depth=p.queue_depth)
+        queue = fifo.SyncFIFO if p.segment_fifos == "registers" else BlockRamQueue if pointer else fifo.SyncFIFOBuffered
+        if not pointer:  # the `pointer` walker's runs go straight to the source side
+            m.submodules.to_source = to_source = queue(width=source_layout.size, depth=p.queue_depth)
         m.submodules.to_realign = to_realign = queue(width=realign_layout.size, depth=p.queue_depth)
 
         desc = Signal(p.descriptor_layout())
@@ -170,7 +243,7 @@ class Dma(wiring.Component):
         m.d.sync += started.eq(accept)
         m.d.comb += [self.desc.ready.eq(~self.busy), walker.desc.eq(desc), walker.start.eq(started),
                      realigner.fill_byte.eq(desc.fill)]
-        if p.walker == "pointer":  # the walker's pointers take the base fields: `desc` holds none of them
+        if pointer:  # the walker's pointers take the base fields: `desc` holds none of them
             m.d.comb += [getattr(walker.bases, name).eq(getattr(self.desc.payload, name)) for name in BASES]
             m.d.comb += walker.load_bases.eq(accept)
         if p.entry_held:  # the source holds the other fields until `done`: `desc` reads them through
@@ -179,42 +252,48 @@ class Dma(wiring.Component):
             held = [(held_load, self.desc.payload.load)]
         else:
             held = [(getattr(desc, name), getattr(self.desc.payload, name)) for name, _ in desc.shape()
-                    if p.walker != "pointer" or name not in BASES]
+                    if not pointer or name not in BASES]
         with m.If(accept):
             m.d.sync += [target.eq(source) for target, source in held]
             m.d.sync += [self.busy.eq(1), self.busy_cycles.eq(0), self.stall_cycles.eq(0)]
 
-        # Walker -> both queues (the source queue gets data segments only).
+        # Walker -> the realign queue, and its data segments to the source side: through the
+        # source queue, or (`pointer`) straight, each taken as the source side takes its next.
         seg = walker.seg.payload
-        to_source_needed = ~seg.fill
+        data_seg = ~seg.fill
+        src_take = Signal()  # the source side takes its next segment (if there is one)
         if p.narrow_queues:
             source_entry, realign_entry = Signal(source_layout), Signal(realign_layout)
-            m.d.comb += [source_entry.addr.eq(Mux(load, seg.dram, seg.buf)), source_entry.n.eq(seg.n),
+            m.d.comb += [source_entry.addr.eq(Mux(load, seg.dram, seg.buf)),
                          realign_entry.src_off.eq(Mux(load, seg.dram, seg.buf)[:lb]),
-                         realign_entry.dst.eq(Mux(load, seg.buf, seg.dram)), realign_entry.n.eq(seg.n),
-                         realign_entry.fill.eq(seg.fill)]
+                         realign_entry.dst.eq(Mux(load, seg.buf, seg.dram)), realign_entry.fill.eq(seg.fill)]
+            if not pointer:
+                m.d.comb += [source_entry.n.eq(seg.n), realign_entry.n.eq(seg.n)]
         else:
             source_entry = realign_entry = seg
-        m.d.comb += [
-            walker.seg.ready.eq(to_realign.w_rdy & (to_source.w_rdy | ~to_source_needed)),
-            to_realign.w_data.eq(realign_entry), to_source.w_data.eq(source_entry),
-            to_realign.w_en.eq(walker.seg.valid & walker.seg.ready),
-            to_source.w_en.eq(walker.seg.valid & walker.seg.ready & to_source_needed),
-        ]
+        m.d.comb += [to_realign.w_data.eq(realign_entry), to_realign.w_en.eq(walker.seg.valid & walker.seg.ready)]
+        if pointer:
+            m.d.comb += walker.seg.ready.eq(to_realign.w_rdy & (src_take | ~data_seg))
+            src_seg, src_valid = source_entry, walker.seg.valid & data_seg & to_realign.w_rdy
+            src_n = desc.run_bytes
+        else:
+            m.d.comb += [walker.seg.ready.eq(to_realign.w_rdy & (to_source.w_rdy | ~data_seg)),
+                         to_source.w_data.eq(source_entry),
+                         to_source.w_en.eq(walker.seg.valid & walker.seg.ready & data_seg),
+                         to_source.r_en.eq(src_take)]
+            src_seg, src_valid = source_layout(to_source.r_data), to_source.r_rdy
+            src_n = src_seg.n
 
         # Source side: one segment at a time, the next one taken as the current one finishes.
-        src_seg = source_layout(to_source.r_data)
         src_addr = Signal(p.dst_width)  # bus-aligned DRAM address (loads) or buffer chunk address (stores)
         src_left = Signal(p.count_width + 1)  # bus words left in the segment
         src_first = src_seg.addr if p.narrow_queues else Mux(load, src_seg.dram, src_seg.buf)
-        src_take = Signal()
         src_step = Signal()
         src_beats = Signal(range(p.burst_beats + 1))
-        m.d.comb += to_source.r_en.eq(src_take)
         with m.If(src_step):
             m.d.sync += [src_addr.eq(src_addr + (src_beats << lb)), src_left.eq(src_left - src_beats)]
-        with m.If(src_take & to_source.r_rdy):
-            m.d.sync += [src_addr.eq(src_first >> lb << lb), src_left.eq((src_first[:lb] + src_seg.n + B - 1) >> lb)]
+        with m.If(src_take & src_valid):
+            m.d.sync += [src_addr.eq(src_first >> lb << lb), src_left.eq((src_first[:lb] + src_n + B - 1) >> lb)]
 
         # Loads: read requests in bursts that stay inside a burst block.
         req = self.port.rd_req
@@ -246,7 +325,8 @@ class Dma(wiring.Component):
         cmd = realigner.cmd
         m.d.comb += [cmd.valid.eq(to_realign.r_rdy), to_realign.r_en.eq(cmd.ready)]
         if p.narrow_queues:
-            m.d.comb += cmd.payload.eq(rel_seg)
+            m.d.comb += [cmd.payload.src_off.eq(rel_seg.src_off), cmd.payload.dst.eq(rel_seg.dst),
+                         cmd.payload.n.eq(desc.run_bytes if pointer else rel_seg.n), cmd.payload.fill.eq(rel_seg.fill)]
         else:
             m.d.comb += [cmd.payload.src_off.eq(Mux(load, rel_seg.dram, rel_seg.buf)[:lb]),
                          cmd.payload.dst.eq(Mux(load, rel_seg.buf, rel_seg.dram)),
@@ -280,7 +360,8 @@ class Dma(wiring.Component):
             ]
 
         # Completion and counters.
-        working = (started | walker.busy | (to_source.level != 0) | (to_realign.level != 0) | (src_left != 0)
+        queued = (to_realign.level != 0) if pointer else (to_source.level != 0) | (to_realign.level != 0)
+        working = (started | walker.busy | queued | (src_left != 0)
                    | read_valid | word_valid | realigner.busy | wr.valid)
         waiting = (rd_data.ready & ~rd_data.valid) | (wr.valid & ~wr.ready)
         with m.If(self.busy):

@@ -4,8 +4,9 @@ descriptor's encoding in a DMA's generated `descriptor_layout`.
 A descriptor describes up to `OUTER_DIMS` nested loops (innermost first) around a *run* of
 `run_bytes` bytes contiguous in DRAM and in the buffer (`hwgen/dma.py` has the semantics). The
 `levels` walker reads the loops' strides; the `pointer` walker reads per loop the *step* its
-pointers take when that loop advances (its stride minus the inner loops' full extents), which
-`pointer_dims` precomputes, so the walker adds one value per pointer and never multiplies.
+address pointers take when that loop advances (its stride minus the inner loops' full extents),
+which `pointer_dims` precomputes, and per coordinate the one loop that moves it, its stride and
+its rewind (`pointer_coordinates`), so the walker adds one value per pointer and never multiplies.
 """
 from __future__ import annotations
 
@@ -112,18 +113,24 @@ class DmaParams:
 
     def descriptor_layout(self) -> data.StructLayout:
         """The descriptor: field widths from these parameters; per outer dimension the count and
-        strides (`levels`) or the count - 1 and the steps (`pointer`, see `hwgen.dma_walker`)."""
+        strides (`levels`) or the count - 1 and the address steps (`pointer`, see
+        `hwgen.dma_walker`, without `run_dx`, which is 0, and per coordinate the one loop that
+        moves it, its stride and its rewind, `pointer_coordinates`)."""
         coord = signed(self.coord_width)
         if self.walker == "pointer":
             dim = data.StructLayout({"repeats": self.count_width, "dram_step": self.addr_width,
-                                     "buf_step": self.buf_addr_width, "dy_step": coord, "dx_step": coord})
+                                     "buf_step": self.buf_addr_width})
+            coordinates = {f"{name}_{part}": shape for name, _ in COORDINATES
+                           for part, shape in (("level", range(self.outer_dims)), ("step", coord), ("rewind", coord))}
+            run_dx = {}
         else:
             dim = data.StructLayout({"count": self.count_width, "dram_stride": self.addr_width,
                                      "buf_stride": self.buf_addr_width, "dy": coord, "dx": coord})
+            coordinates, run_dx = {}, {"run_dx": 1}
         return data.StructLayout({
             "load": 1, "dram_addr": self.addr_width, "buf_addr": self.buf_addr_width,
-            "run_bytes": self.count_width, "run_dx": 1, "dims": data.ArrayLayout(dim, self.outer_dims),
-            "y0": coord, "x0": coord, "height": unsigned(self.coord_width - 1),
+            "run_bytes": self.count_width, **run_dx, "dims": data.ArrayLayout(dim, self.outer_dims),
+            **coordinates, "y0": coord, "x0": coord, "height": unsigned(self.coord_width - 1),
             "width": unsigned(self.coord_width - 1), "fill": 8,
         })
 
@@ -150,13 +157,14 @@ class DmaParams:
         dram, buf = (1 << self.addr_width) - 1, (1 << self.buf_addr_width) - 1
         bounds = {"height": desc.height, "width": desc.width}
         if self.walker == "pointer":
-            dims = pointer_dims(self, desc)
+            dims, extra = pointer_dims(self, desc), pointer_coordinates(desc)
             bounds = {name: min(value, (1 << (self.coord_width - 1)) - 1) for name, value in bounds.items()}
         else:
             dims = [{"count": d.count, "dram_stride": d.dram_stride & dram, "buf_stride": d.buf_stride & buf,
                      "dy": d.dy, "dx": d.dx} for d in desc.outer()]
+            extra = {"run_dx": desc.run_dx}
         return {"load": int(desc.load), "dram_addr": desc.dram_addr & dram, "buf_addr": desc.buf_addr & buf,
-                "run_bytes": desc.run_bytes, "run_dx": desc.run_dx, "dims": dims, "y0": desc.y0, "x0": desc.x0,
+                "run_bytes": desc.run_bytes, "dims": dims, **extra, "y0": desc.y0, "x0": desc.x0,
                 **bounds, "fill": desc.fill & 0xFF}
 
     def segment_layout(self) -> data.StructLayout:
@@ -164,8 +172,12 @@ class DmaParams:
         return data.StructLayout({"fill": 1, "dram": self.addr_width, "buf": self.buf_addr_width, "n": self.count_width})
 
 
-STEPPED = (("dram_stride", "dram_step"), ("buf_stride", "buf_step"), ("dy", "dy_step"), ("dx", "dx_step"))
-"""Per outer dimension: a stride of `Dim` and the step the `pointer` layout holds for it."""
+STEPPED = (("dram_stride", "dram_step"), ("buf_stride", "buf_step"))
+"""Per outer dimension: an address stride of `Dim` and the step the `pointer` layout holds for it."""
+
+COORDINATES = (("y", "dy"), ("x", "dx"))
+"""The image coordinates and their strides in `Dim`: the `pointer` layout moves each with one
+loop (`pointer_coordinates`)."""
 
 
 def pointer_steps(dims: tuple[Dim, ...], stride: str) -> list[int]:
@@ -175,10 +187,10 @@ def pointer_steps(dims: tuple[Dim, ...], stride: str) -> list[int]:
             for j, d in enumerate(dims)]
 
 
-def _extent(dims: tuple[Dim, ...], field: str, run: int = 0) -> tuple[int, int]:
-    """Lowest and highest displacement of a coordinate over the loops (plus `run` within a run)."""
+def _extent(dims: tuple[Dim, ...], field: str) -> tuple[int, int]:
+    """Lowest and highest displacement of a coordinate over the loops."""
     low = sum(min(0, (d.count - 1) * getattr(d, field)) for d in dims)
-    high = sum(max(0, (d.count - 1) * getattr(d, field)) for d in dims) + run
+    high = sum(max(0, (d.count - 1) * getattr(d, field)) for d in dims)
     return low, high
 
 
@@ -187,17 +199,21 @@ def pointer_dims(params: DmaParams, desc: Descriptor) -> list[dict]:
     steps (addresses wrap to their widths). Raises `DescriptorError` when the run, a count, a
     loop beyond `outer_dims` (count above 1), a coordinate step or the coordinates' extent (at
     most a quarter of the coordinate range, leaving the rest to the origin an instruction adds)
-    does not fit `params`."""
+    does not fit `params`, when `run_dx` is 1 (the `pointer` walker never splits a run) or a
+    coordinate moves with more than one loop."""
     dims = desc.outer()
     count_limit, coord_limit = 1 << params.count_width, 1 << (params.coord_width - 2)
     problems = [f"run_bytes {desc.run_bytes} >= {count_limit}"] if desc.run_bytes >= count_limit else []
+    problems += [f"run_dx {desc.run_dx} (its runs are all padding or all data: run_dx 0)"] if desc.run_dx else []
     problems += [f"dims[{j}].count {d.count} > {count_limit}" for j, d in enumerate(dims) if d.count > count_limit]
     problems += [f"dims[{j}].count {d.count} > 1 beyond the DMA's {params.outer_dims} loops"
                  for j, d in enumerate(dims) if j >= params.outer_dims and d.count > 1]
-    for field, run in (("dy", 0), ("dx", desc.run_dx * (desc.run_bytes - 1))):
-        low, high = _extent(dims, field, run)
+    for _, field in COORDINATES:
+        low, high = _extent(dims, field)
         if low < -coord_limit or high >= coord_limit:
             problems.append(f"{field} spans [{low}, {high}], beyond [{-coord_limit}, {coord_limit - 1}]")
+        if len(moving := _moving(dims, field)) > 1:
+            problems.append(f"{field} moves with loops {moving} (the DMA moves each coordinate with one loop)")
     if problems:
         raise DescriptorError(f"descriptor {desc}: {'; '.join(problems)}; the DMA's {params.count_width}-bit counts "
                               f"and {params.coord_width}-bit coordinates allow no more")
@@ -206,3 +222,21 @@ def pointer_dims(params: DmaParams, desc: Descriptor) -> list[dict]:
     return [{"repeats": d.count - 1,  # a level that never advances keeps steps 0
              **{step: (values[j] if d.count > 1 else 0) & masks.get(step, -1) for step, values in steps.items()}}
             for j, d in enumerate(dims[:params.outer_dims])]
+
+
+def _moving(dims: tuple[Dim, ...], field: str) -> list[int]:
+    """The loops that move a coordinate (count above 1, stride not 0)."""
+    return [j for j, d in enumerate(dims) if d.count > 1 and getattr(d, field)]
+
+
+def pointer_coordinates(desc: Descriptor) -> dict:
+    """The `pointer` layout's coordinate fields of `desc` (checked by `pointer_dims`): per
+    coordinate the loop that moves it (0 if none), its stride, added as that loop advances, and
+    its rewind `-(count - 1) * stride`, added as an outer loop advances (that loop restarts)."""
+    fields = {}
+    for name, field in COORDINATES:
+        level = next(iter(_moving(desc.outer(), field)), 0)
+        dim = desc.outer()[level]
+        stride = getattr(dim, field)
+        fields |= {f"{name}_level": level, f"{name}_step": stride, f"{name}_rewind": -(dim.count - 1) * stride}
+    return fields

@@ -117,7 +117,7 @@ class DescriptorReader(wiring.Component):
         m = Module()
         count = self.halfwords
         owner = Signal(range(max(self.clients, 2)))
-        addr = Signal.like(self.memory.addr)
+        index = Signal(ceil_log2(descriptor_capacity(self.params)))  # of the entry being read
         requested = Signal(range(count + 1))
         arrived = Signal(range(count + 1))
         bits = Signal(count * SPRAM_BITS)
@@ -126,21 +126,28 @@ class DescriptorReader(wiring.Component):
         m.d.comb += self.entry.eq(bits)
         with m.If(arriving):
             m.d.sync += [bits.eq(Cat(bits[SPRAM_BITS:], self.memory.data)), arrived.eq(arrived + 1)]
+        # DESCRIPTOR_BASE + index * count + requested as (index * 2**k + requested) - index * (2**k
+        # - count) with 2**k >= count: side by side, less shifts and adds (a constant product, kept
+        # out of the DSPs), none for a power-of-two `count`; the table lies below the next power
+        # of two above DESCRIPTOR_BASE, which is one itself
+        k = ceil_log2(count)
+        spare = (1 << k) - count
+        offset = Cat(requested[:k], index)
+        if spare:
+            offset = offset - sum(index << bit for bit in range(spare.bit_length()) if spare >> bit & 1)
+        assert DESCRIPTOR_BASE & (DESCRIPTOR_BASE - 1) == 0 and descriptor_capacity(self.params) * count <= DESCRIPTOR_BASE
         with m.FSM():
             with m.State("IDLE"):
                 for client in reversed(range(self.clients)):  # the last assignment wins: client 0 first
                     lookup = self.lookup[client]
                     with m.If(lookup.valid):
                         m.d.comb += [*[other.ready.eq(0) for other in self.lookup], lookup.ready.eq(1)]
-                        # index * count as shifts and adds: a constant product, kept out of the DSPs
-                        offset = sum(lookup.payload << bit for bit in range(count.bit_length()) if count >> bit & 1)
-                        m.d.sync += [owner.eq(client), addr.eq(DESCRIPTOR_BASE + offset),
-                                     requested.eq(0), arrived.eq(0)]
+                        m.d.sync += [owner.eq(client), index.eq(lookup.payload), requested.eq(0), arrived.eq(0)]
                         m.next = "READ"
             with m.State("READ"):
-                m.d.comb += [self.memory.req.eq(requested != count), self.memory.addr.eq(addr)]
+                m.d.comb += [self.memory.req.eq(requested != count), self.memory.addr.eq(DESCRIPTOR_BASE | offset)]
                 with m.If(self.memory.grant):
-                    m.d.sync += [addr.eq(addr + 1), requested.eq(requested + 1)]
+                    m.d.sync += requested.eq(requested + 1)
                 with m.If(arriving & (arrived == count - 1)):
                     m.next = "HOLD"
             with m.State("HOLD"):

@@ -1,10 +1,12 @@
-"""The DMA walker: walks a descriptor's loops and splits each run into segments.
+"""The DMA walkers: walk a descriptor's loops and split each run into segments.
 
-Two loop stages, chosen by `DmaParams.walker`: `levels` keeps each quantity's (DRAM address,
-buffer address, y, x) value at the start of every loop level and adds the descriptor's
-strides, an adder per level and quantity; `pointer` keeps one pointer per quantity and
-down-counters per level, and adds the step of the level that advances (precomputed by
-`hwgen.dma_descriptor.pointer_dims`): one adder per quantity behind a one-hot selection. Both
+Two walkers, chosen by `DmaParams.walker`: `levels` (`Walker`) keeps each quantity's (DRAM
+address, buffer address, y, x) value at the start of every loop level and adds the
+descriptor's strides, an adder per level and quantity, and splits runs at the image bounds;
+`pointer` (`PointerWalker`) keeps one pointer per quantity and a counter per level, and adds
+to each address the step of the level that advances (precomputed by
+`hwgen.dma_descriptor.pointer_dims`), to each coordinate its stride or rewind (it moves with one
+loop): one adder per quantity behind a selection; its runs are never split (`run_dx` 0). Both
 visit the runs in the same order, cycle for cycle.
 """
 from __future__ import annotations
@@ -16,15 +18,16 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hwgen.dma_descriptor import STEPPED, DmaParams
+from hwgen.dma_descriptor import COORDINATES, STEPPED, DmaParams
 
 QUANTITIES = ("dram", "buf", "y", "x")
-"""What the loops advance, in the order of `STEPPED` and of the descriptor's base fields."""
+"""What the loops advance, in the order of `STEPPED` then `COORDINATES` and of the descriptor's base
+fields."""
 
 
 BASES = ("dram_addr", "buf_addr", "y0", "x0")
 """The descriptor's base fields, one per quantity: the `pointer` walker takes them a cycle
-before it starts (`Walker.bases`)."""
+before it starts (`PointerWalker.bases`)."""
 
 
 def _bases(desc: data.View) -> tuple:
@@ -46,7 +49,7 @@ def levels_loop(m: Module, p: DmaParams, desc: data.View, start, take) -> tuple[
     dims = desc.dims
     idx = [Signal(p.count_width, name=f"idx{d}") for d in range(p.outer_dims)]
     levels = [[Signal(shape, name=f"{q}{d}") for d in range(p.outer_dims)] for q, shape in zip(QUANTITIES, _shapes(p))]
-    strides = [stride for stride, _ in STEPPED]
+    strides = [stride for stride, _ in STEPPED] + [stride for _, stride in COORDINATES]
     # `last[d]` (idx[d] is the level's last iteration) is a register updated with idx[d], so
     # that no count comparison lies before the level registers' enables
     last = [Signal(name=f"last{d}") for d in range(p.outer_dims)]
@@ -66,47 +69,51 @@ def levels_loop(m: Module, p: DmaParams, desc: data.View, start, take) -> tuple[
 
 
 def pointer_loop(m: Module, p: DmaParams, desc: data.View, start, take, bases: tuple, load_bases) -> tuple[tuple, Signal]:
-    """The `pointer` loop stage: one pointer per quantity plus the selected level's step; the
-    pointers take `bases` when `load_bases` pulses (the cycle before `start`), so the DMA need
-    not hold the descriptor's base fields."""
+    """The `pointer` loop stage: one pointer per quantity; an address adds the advancing
+    level's step, a coordinate its stride if its loop advances, its rewind if an outer one does
+    (`hwgen.dma_descriptor.pointer_coordinates`). The pointers take `bases` when `load_bases`
+    pulses (the cycle before `start`), so the DMA need not hold the descriptor's base fields.
+    Each level counts its advances up from 0 (`start` clears them, reading nothing of the
+    descriptor) to its `repeats`."""
     dims = desc.dims
-    left = [Signal(p.count_width, name=f"left{d}") for d in range(p.outer_dims)]  # advances left per level
+    idx = [Signal(p.count_width, name=f"idx{d}") for d in range(p.outer_dims)]  # advances so far per level
     pointers = [Signal(shape, name=q) for q, shape in zip(QUANTITIES, _shapes(p))]
-    last = [left[d] == 0 for d in range(p.outer_dims)]
+    last = [idx[d] == dims[d].repeats for d in range(p.outer_dims)]
     advance = [~last[j] & Cat(*last[:j]).all() for j in range(p.outer_dims)]  # one-hot: the level that advances
+    moving = Cat(*advance)
     with m.If(take):
         for j in range(p.outer_dims):
             with m.If(advance[j]):
-                m.d.sync += left[j].eq(left[j] - 1)
-                m.d.sync += [left[k].eq(dims[k].repeats) for k in range(j)]
+                m.d.sync += idx[j].eq(idx[j] + 1)
+                m.d.sync += [idx[k].eq(0) for k in range(j)]
         for pointer, (_, step) in zip(pointers, STEPPED):
             selected = [Mux(advance[j], dims[j][step], 0) for j in range(p.outer_dims)]
             m.d.sync += pointer.eq(pointer + reduce(operator.or_, selected))
+        for pointer, (name, _) in zip(pointers[len(STEPPED):], COORDINATES):
+            level = desc[f"{name}_level"]
+            own, outer = moving.bit_select(level, 1), (moving >> level >> 1).any()  # its loop, or one outside
+            m.d.sync += pointer.eq(pointer + Mux(own, desc[f"{name}_step"], Mux(outer, desc[f"{name}_rewind"], 0)))
     with m.If(start):
-        m.d.sync += [left[d].eq(dims[d].repeats) for d in range(p.outer_dims)]
+        m.d.sync += [i.eq(0) for i in idx]
     with m.If(load_bases):
         m.d.sync += [pointer.eq(base) for pointer, base in zip(pointers, bases)]
     return tuple(pointers), Cat(*last).all()
 
 
 class Walker(wiring.Component):
-    """Walks a descriptor's loops and splits each run into up to three segments.
+    """The `levels` walker: walks a descriptor's loops and splits each run into up to three segments.
 
     Two stages: the loop stage takes the next run's addresses and in-bounds range `[lo, hi)`
     into a run register; the split stage emits that run's segments one per cycle: fill prefix,
     data, fill suffix (empty ones skipped; for stores fill segments are skipped too), or spends
     one cycle on a run without any. The loop stage refills the register in the cycle the split
     stage finishes, so runs follow each other without a gap; the first segment leaves two
-    cycles after `start` (one cycle) loads the loop state from `desc`. The `pointer` walker
-    takes the base fields from `bases` instead, when `load_bases` pulses in the cycle before
-    `start` (the DMA does not hold them).
+    cycles after `start` (one cycle) loads the loop state from `desc`.
     """
 
     def __init__(self, params: DmaParams):
         self.params = params
-        bases = {} if params.walker != "pointer" else {"bases": In(bases_layout(params)), "load_bases": In(1)}
         super().__init__({
-            **bases,
             "desc": In(params.descriptor_layout()),
             "start": In(1),
             "seg": Out(stream.Signature(params.segment_layout())),
@@ -118,10 +125,7 @@ class Walker(wiring.Component):
         p, desc = self.params, self.desc
         walking = Signal()  # the loop stage has runs left
         take = Signal()
-        if p.walker == "pointer":
-            (a, b, y, x), final = pointer_loop(m, p, desc, self.start, take, _bases(self.bases), self.load_bases)
-        else:
-            (a, b, y, x), final = levels_loop(m, p, desc, self.start, take)
+        (a, b, y, x), final = levels_loop(m, p, desc, self.start, take)
 
         # ---- loop stage: in-bounds bytes [lo, hi) of the run at the pointers
         n = desc.run_bytes
@@ -174,4 +178,44 @@ class Walker(wiring.Component):
         with m.If(self.start):
             m.d.sync += [walking.eq(1), held.eq(0), seg_state.eq(0)]
         m.d.comb += self.busy.eq(walking | held)
+        return m
+
+
+class PointerWalker(wiring.Component):
+    """The `pointer` walker: walks a descriptor's loops (`pointer_loop`) and emits each run as one
+    segment, all fill or all data: its descriptors have `run_dx` 0 (`DmaParams.encode`), so a
+    run's bytes share its (y, x), inside `[0, height) x [0, width)` or not (stores skip the runs
+    outside, spending a cycle on each). The pointers take the base fields from `bases` when
+    `load_bases` pulses, the cycle before `start`; the first run is offered two cycles after
+    `start` and runs follow one per cycle (the cycles of the `levels` walker with `run_dx` 0).
+    """
+
+    def __init__(self, params: DmaParams):
+        self.params = params
+        super().__init__({
+            "bases": In(bases_layout(params)),
+            "load_bases": In(1),
+            "desc": In(params.descriptor_layout()),
+            "start": In(1),
+            "seg": Out(stream.Signature(params.segment_layout())),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        p, desc = self.params, self.desc
+        take = Signal()
+        (a, b, y, x), final = pointer_loop(m, p, desc, self.start, take, _bases(self.bases), self.load_bases)
+        starting, walking = Signal(), Signal()  # the cycle after `start`; runs are left
+        m.d.sync += starting.eq(self.start)
+        # a negative coordinate, read unsigned, lies beyond every bound
+        inside = (y.as_unsigned() < desc.height) & (x.as_unsigned() < desc.width)
+        emits = desc.load | inside
+        seg = self.seg.payload
+        m.d.comb += [self.seg.valid.eq(walking & emits), seg.fill.eq(~inside), seg.dram.eq(a), seg.buf.eq(b),
+                     seg.n.eq(desc.run_bytes), take.eq(walking & (self.seg.ready | ~emits)), self.busy.eq(starting | walking)]
+        with m.If(take & final):
+            m.d.sync += walking.eq(0)
+        with m.If(starting):
+            m.d.sync += walking.eq(1)
         return m

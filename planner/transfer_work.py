@@ -19,6 +19,7 @@ from hwgen.dma_units import descriptor_table_params, entry_halfwords
 
 LOAD_START_CYCLES = 8     # a LOAD's unit and DMA start-up and drain, beyond latency and transfer
 STORE_START_CYCLES = 11   # the same for a STORE
+SHARED_START_SAVING = 2   # fewer with `template.dma: shared`: runs reach its source side without a queue
 LOOKUP_CYCLES = 3         # a descriptor read from the SPRAM program memory, beyond a cycle per halfword
 OFFER_CYCLES = 1          # from a LOAD's or STORE's issue until its unit offers the descriptor to the DMA
 
@@ -112,7 +113,8 @@ def transfer_work(desc: Descriptor, bus_bytes: int) -> TransferWork:
 def transfer_cycles(load: bool, steps, fill_steps, beats, config: AcceleratorConfig, transfers=1):
     """`(fixed, port, port_use)` cycles of `transfers` LOADs (or STORESs) moving these totals
     (ints or numpy arrays). `fixed`: start-up and descriptor lookup, plus the memory latency of
-    reads; `port`: the
+    reads, less `SHARED_START_SAVING` for transfers that move data on a shared DMA (counted
+    as if their first run did); `port`: the
     realigner's steps or the beats at the configured bandwidth, whichever is longer (fill words
     keep the realigner from taking beats, and a slow memory banks little bandwidth meanwhile);
     `port_use`: the cycles of port bandwidth the beats occupy. Alone, a transfer takes
@@ -120,11 +122,12 @@ def transfer_cycles(load: bool, steps, fill_steps, beats, config: AcceleratorCon
     dram = config.dram
     beats_per_cycle = dram.beats_per_cycle
     port_use = np.asarray(beats) / beats_per_cycle
+    saving = np.where(np.asarray(beats) > 0, SHARED_START_SAVING if config.template.dma == "shared" else 0, 0) * transfers
     if load:
         latency = np.where(np.asarray(beats) > 0, dram.latency_cycles, 0) * transfers
-        fixed = (LOAD_START_CYCLES + lookup_cycles(config)) * transfers + latency
+        fixed = (LOAD_START_CYCLES + lookup_cycles(config)) * transfers + latency - saving
         port = np.maximum(np.asarray(steps) - latency, port_use + np.asarray(fill_steps) * (1 - beats_per_cycle))
     else:
-        fixed = (STORE_START_CYCLES + lookup_cycles(config)) * np.asarray(transfers)
+        fixed = (STORE_START_CYCLES + lookup_cycles(config)) * np.asarray(transfers) - saving
         port = np.maximum(np.asarray(steps), port_use)
     return fixed, port, port_use

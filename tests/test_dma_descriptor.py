@@ -1,6 +1,8 @@
-"""The `pointer` descriptor encoding (`hwgen.dma_descriptor.pointer_dims`): starting from the
-base and adding the step of the level that advances visits every run at the address the
-strides give (enumerated independently), and descriptors that do not fit are refused."""
+"""The `pointer` descriptor encoding (`hwgen.dma_descriptor.pointer_dims`,
+`pointer_coordinates`): starting from the base and adding the step of the level that advances
+(a coordinate: its stride if its loop advances, its rewind if an outer one does) visits every
+run at the address the strides give (enumerated independently), and descriptors that do not
+fit are refused."""
 from __future__ import annotations
 
 import itertools
@@ -17,8 +19,11 @@ PARAMS = DmaParams(bus_bytes=1, burst_beats=4, buf_word_bytes=1, buf_depth=4096,
 
 @st.composite
 def descriptors(draw):
+    loops = draw(st.integers(0, 4))
+    y_loop, x_loop = draw(st.integers(0, 3)), draw(st.integers(0, 3))  # the loop moving each coordinate
     dims = tuple(Dim(draw(st.integers(1, 4)), draw(st.integers(-300, 300)), draw(st.integers(-50, 50)),
-                     draw(st.integers(-3, 3)), draw(st.integers(-5, 5))) for _ in range(draw(st.integers(0, 4))))
+                     draw(st.integers(-3, 3)) * (j == y_loop), draw(st.integers(-5, 5)) * (j == x_loop))
+                 for j in range(loops))
     return Descriptor(load=draw(st.booleans()), dram_addr=draw(st.integers(0, 4095)), buf_addr=draw(st.integers(0, 4095)),
                       run_bytes=draw(st.integers(1, 20)), dims=dims, y0=draw(st.integers(-9, 9)), x0=draw(st.integers(-9, 9)))
 
@@ -33,8 +38,10 @@ def walk(encoded: dict) -> list[tuple[int, int, int, int]]:
         level = next(j for j, n in enumerate(left) if n)
         left[level] -= 1
         left[:level] = [d["repeats"] for d in dims[:level]]
-        steps = [dims[level][name] for name in ("dram_step", "buf_step", "dy_step", "dx_step")]
-        point = [point[0] + steps[0] & 0xFFF, point[1] + steps[1] & 0xFFF, point[2] + steps[2], point[3] + steps[3]]
+        moves = [encoded[f"{c}_step"] if level == encoded[f"{c}_level"] else
+                 encoded[f"{c}_rewind"] if level > encoded[f"{c}_level"] else 0 for c in "yx"]
+        point = [point[0] + dims[level]["dram_step"] & 0xFFF, point[1] + dims[level]["buf_step"] & 0xFFF,
+                 point[2] + moves[0], point[3] + moves[1]]
         runs.append(tuple(point))
     return runs
 
@@ -56,7 +63,9 @@ def test_steps_visit_the_runs_the_strides_give(desc):
     (Descriptor(load=True, dram_addr=0, buf_addr=0, run_bytes=8192), "run_bytes 8192"),
     (Descriptor(load=True, dram_addr=0, buf_addr=0, run_bytes=1, dims=(Dim(8193),)), r"dims\[0\].count 8193"),
     (Descriptor(load=True, dram_addr=0, buf_addr=0, run_bytes=4, dims=(Dim(600, dy=2),)), r"dy spans \[0, 1198\]"),
-    (Descriptor(load=True, dram_addr=0, buf_addr=0, run_bytes=1030, run_dx=1), r"dx spans \[0, 1029\]"),
+    (Descriptor(load=True, dram_addr=0, buf_addr=0, run_bytes=3, run_dx=1), r"run_dx 1 \(its runs are all padding"),
+    (Descriptor(load=True, dram_addr=0, buf_addr=0, run_bytes=2, dims=(Dim(3, dx=2), Dim(2), Dim(2, dx=1))),
+     r"dx moves with loops \[0, 2\] \(the DMA moves each coordinate with one loop\)"),
 ])
 def test_descriptors_that_do_not_fit_are_refused(desc, culprit):
     with pytest.raises(DescriptorError, match=culprit):

@@ -15,6 +15,7 @@ from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
 
 from hwgen.dma import Descriptor, DescriptorError, Dim, Dma, DmaParams
+from planner.transfer_work import SHARED_START_SAVING
 from sim.dma_model import DmaTraffic, run_descriptor
 from sim.memory_model import MemoryModel
 
@@ -82,8 +83,8 @@ def simulate(params: DmaParams, dram: np.ndarray, buffer: np.ndarray, descs: lis
             ctx.set(dma.desc.valid, 0)
             if params.entry_held:
                 ctx.set(dma.desc.payload.load, not desc.load)
-            else:
-                ctx.set(dma.desc.payload, params.encode(JUNK))
+            else:  # the `pointer` walker's descriptors have run_dx 0
+                ctx.set(dma.desc.payload, params.encode(replace(JUNK, run_dx=int(params.walker == "levels"))))
             await wait_for(ctx, dma.done)
             out.busy_cycles.append(ctx.get(dma.busy_cycles))
             out.stall_cycles.append(ctx.get(dma.stall_cycles))
@@ -128,11 +129,13 @@ def random_descriptor(rng: np.random.Generator, params: DmaParams, load: bool, p
             break
     dims = tuple(Dim(c, int(rng.integers(0, 48)), int(rng.integers(0, 48)), int(rng.integers(-1, 3)),
                      int(rng.integers(-3, 8))) for c in counts)
+    if params.walker == "pointer":  # it moves each coordinate with one loop: y with the first, x with the last
+        dims = tuple(replace(d, dy=d.dy * (j == 0), dx=d.dx * (j == len(dims) - 1)) for j, d in enumerate(dims))
     dram_extent = run + sum((d.count - 1) * d.dram_stride for d in dims)
     buf_extent = run + sum((d.count - 1) * d.buf_stride for d in dims)
     bounds = {}
     if padded:  # a window [0, H) x [0, W) that cuts through the coordinates the loops visit
-        run_dx = int(rng.integers(0, 2))
+        run_dx = int(rng.integers(0, 2)) * (params.walker == "levels")  # the `pointer` walker's runs: run_dx 0
         ys = [sum(i * d.dy for i, d in zip(index, dims)) for index in np.ndindex(*counts)]
         xs = [sum(i * d.dx for i, d in zip(index, dims)) for index in np.ndindex(*counts)]
         x_lo, x_hi = min(xs), max(xs) + run_dx * (run - 1)
@@ -160,8 +163,10 @@ def test_random_descriptors_under_stalls(name: str, seed: int, walker: str) -> N
 
 @pytest.mark.parametrize("walker", WALKERS)
 def test_phase_decomposed_input_tile_with_padding(walker: str) -> None:
-    """An input tile in the buffer layout [group][h][phase][index][lane] with padding on every side
-    (four loops: the three-loop DMA refuses it)."""
+    """An input tile in the buffer layout [group][h][phase][index][lane] with padding on every side:
+    four loops, x moving with two; the `pointer` DMA (which moves each coordinate with one loop,
+    and with `entry_held` has three) refuses that and takes one descriptor per phase, as the
+    compiler emits them."""
     params = variant(PARAMS["bus2"], walker)
     height, width, channels, lanes, stride, fill = 5, 7, 4, 2, 2, 0x80
     groups, rows, indices, base, buf_addr = channels // lanes, 6, 5, 64, 8
@@ -170,12 +175,21 @@ def test_phase_decomposed_input_tile_with_padding(walker: str) -> None:
     dram = rng.integers(0, 256, DRAM_BYTES, dtype=np.uint8)
     dram[base:base + image.size] = image.ravel()
     y0 = x0 = -1
+    index, row, group = (Dim(indices, stride * channels, lanes, dx=stride),
+                         Dim(rows, width * channels, stride * indices * lanes, dy=1),
+                         Dim(groups, lanes, rows * stride * indices * lanes))
     desc = Descriptor(load=True, dram_addr=base + (y0 * width + x0) * channels, buf_addr=buf_addr, run_bytes=lanes,
-                      dims=(Dim(indices, stride * channels, lanes, dx=stride),
-                            Dim(stride, channels, indices * lanes, dx=1),
-                            Dim(rows, width * channels, stride * indices * lanes, dy=1),
-                            Dim(groups, lanes, rows * stride * indices * lanes)),
+                      dims=(index, Dim(stride, channels, indices * lanes, dx=1), row, group),
                       y0=y0, x0=x0, height=height, width=width, fill=fill)
+    descs = [desc]
+    if params.walker == "pointer":
+        with pytest.raises(DescriptorError, match=r"dx moves with loops \[0, 1\]"):
+            params.encode(desc)
+        if params.outer_dims < 4:
+            with pytest.raises(DescriptorError, match=r"dims\[3\]\.count 2 > 1 beyond the DMA's 3 loops"):
+                params.encode(desc)
+        descs = [replace(desc, dram_addr=desc.dram_addr + phase * channels, buf_addr=buf_addr + phase * indices * lanes,
+                         dims=(index, row, group), x0=x0 + phase) for phase in range(stride)]
     buffer = np.zeros(params.buf_depth * params.buf_word_bytes, dtype=np.uint8)
     expected = buffer.copy()
     tile = np.full((groups, rows, stride, indices, lanes), fill, dtype=np.uint8)
@@ -184,26 +198,29 @@ def test_phase_decomposed_input_tile_with_padding(walker: str) -> None:
         if 0 <= y < height and 0 <= x < width:
             tile[g, h, p, i, lane] = image[y, x, g * lanes + lane]
     expected[buf_addr:buf_addr + tile.size] = tile.ravel()
-    np.testing.assert_array_equal(reference(params, dram, buffer, [desc])[1], expected)
-    if params.outer_dims < 4:
-        with pytest.raises(DescriptorError, match=r"dims\[3\]\.count 2 > 1 beyond the DMA's 3 loops"):
-            params.encode(desc)
-        return
-    check(params, dram, buffer, [desc], latency=6, stall=0.3, seed=4)
+    np.testing.assert_array_equal(reference(params, dram, buffer, descs)[1], expected)
+    check(params, dram, buffer, descs, latency=6, stall=0.3, seed=4)
 
 
 @pytest.mark.parametrize("walker", WALKERS)
 def test_clipped_output_tile_store(walker: str) -> None:
-    """A (rows, pixels, channels) tile stored row by row with x in bytes; the part beyond W is skipped."""
+    """A (rows, pixels, channels) tile stored row by row with x in bytes (`run_dx` 1), or by
+    the `pointer` walker, which refuses that, pixel by pixel; the part beyond W is skipped."""
     params = variant(PARAMS["bus4"], walker)
     height, width, channels, rows, pixels, base = 4, 7, 4, 3, 4, 100
     rng = np.random.default_rng(12)
     dram = rng.integers(0, 256, DRAM_BYTES, dtype=np.uint8)
     buffer = rng.integers(0, 256, params.buf_depth * params.buf_word_bytes, dtype=np.uint8)
     y0, w0 = 2, 5
+    row = Dim(rows, width * channels, pixels * channels, dy=1)
     desc = Descriptor(load=False, dram_addr=base + (y0 * width + w0) * channels, buf_addr=3,
-                      run_bytes=pixels * channels, dims=(Dim(rows, width * channels, pixels * channels, dy=1),),
-                      run_dx=1, y0=y0, x0=w0 * channels, height=height, width=width * channels)
+                      run_bytes=pixels * channels, dims=(row,), run_dx=1, y0=y0, x0=w0 * channels,
+                      height=height, width=width * channels)
+    if params.walker == "pointer":
+        with pytest.raises(DescriptorError, match=r"run_dx 1 \(its runs are all padding or all data: run_dx 0\)"):
+            params.encode(desc)
+        desc = replace(desc, run_bytes=channels, dims=(Dim(pixels, channels, channels, dx=1), row), run_dx=0,
+                       x0=w0, width=width)
     expected = dram.copy()
     image = expected[base:base + height * width * channels].reshape(height, width, channels)
     tile = buffer[3:3 + rows * pixels * channels].reshape(rows, pixels, channels)
@@ -232,15 +249,18 @@ def test_contiguous_throughput(load: bool, walker: str) -> None:
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_pointer_walker_takes_the_cycles_of_the_levels_walker(seed: int) -> None:
-    """The `pointer` walker visits the runs of the `levels` walker in the same cycles, with or
-    without `entry_held`: equal busy cycles per descriptor (the program and cost models assume
-    one timing for all)."""
+def test_pointer_dma_takes_the_cycles_of_the_levels_dma_less_its_source_queue(seed: int) -> None:
+    """The `pointer` DMA, with or without `entry_held`, takes the cycles of the `levels` DMA on
+    the same descriptors, but `SHARED_START_SAVING` fewer when the first run moves data: its
+    walker hands runs to the source side directly, not through a two-cycle source queue (the
+    program and cost models count that saving, `planner.transfer_work.start_cycles`)."""
     rng = np.random.default_rng(seed + 40)
     params = PARAMS["bus2"]
     dram = rng.integers(0, 256, DRAM_BYTES, dtype=np.uint8)
     buffer = rng.integers(0, 256, params.buf_depth * params.buf_word_bytes, dtype=np.uint8)
     descs = [random_descriptor(rng, variant(params, "held"), load=bool(rng.integers(0, 2)),
                                padded=bool(rng.integers(0, 2))) for _ in range(6)]  # at most three loops
-    cycles = [check(variant(params, walker), dram, buffer, descs, latency=5).busy_cycles for walker in WALKERS]
-    assert cycles[0] == cycles[1] == cycles[2]
+    levels, pointer, held = (check(variant(params, walker), dram, buffer, descs, latency=5).busy_cycles
+                             for walker in WALKERS)
+    first_moves_data = [0 <= d.y0 < d.height and 0 <= d.x0 < d.width for d in descs]
+    assert pointer == held == [cycles - SHARED_START_SAVING * moves for cycles, moves in zip(levels, first_moves_data)]

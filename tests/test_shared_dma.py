@@ -57,11 +57,17 @@ def test_arbiter_gives_the_idle_dma_to_one_unit_at_a_time_stores_first(common_en
                        (4, 0, [], []), (5, 0, [], []), (6, 0, [], [1])]
 
 
-def test_descriptor_beyond_the_compact_dma_is_refused():
+@pytest.mark.parametrize("desc, culprit", [
+    (Descriptor(load=True, dram_addr=0, buf_addr=0, run_bytes=2, dims=(Dim(4000, dx=2),)), "dx spans"),
+    (Descriptor(load=True, dram_addr=0, buf_addr=0, run_bytes=4, run_dx=1, width=2), r"run_dx 1 \(its runs are all"),
+])
+def test_descriptor_beyond_the_compact_dma_is_refused(desc, culprit):
+    """Coordinates beyond its 14 bits, or a run split at the image bounds (`run_dx` 1)."""
     config = load_config("icebreaker")
     program = Program()
-    program.descriptor(Descriptor(load=True, dram_addr=0, buf_addr=0, run_bytes=2, dims=(Dim(4000, dx=2),)))
-    with pytest.raises(ProgramError, match=r"descriptor 0 does not fit the DMA of configuration 'icebreaker': .*dx spans"):
+    program.descriptor(desc)
+    with pytest.raises(ProgramError, match=r"descriptor 0 does not fit the DMA of configuration 'icebreaker': .*"
+                                           + culprit):
         check_program(program, config)
     check_program(program, load_config("default"))  # the full template's DMA takes it
 

@@ -94,6 +94,8 @@ def test_dsp_free_options_leave_only_the_pe_multipliers(family):
     ("ice40", (2, 2, 2, 4096, 8, (), {"merged_banks": ["input", "param"], "param_bank_channels": 64,
                                       "program_memory": "spram"})),
     ("ecp5", (2, 2, 2, 8192, 16, (), {"merged_banks": ["weight"], "program_memory": "spram", "dma": "shared"})),
+    ("ice40", (2, 2, 2, 4096, 8, (), {"merged_banks": ["input", "param"], "param_bank_channels": 64,
+                                      "program_memory": "spram", "dma": "shared"})),
 ])
 def test_buffer_ram_blocks_are_exact(family, shape):
     cfg = config(*shape)

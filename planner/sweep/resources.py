@@ -24,7 +24,6 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-from amaranth.hdl import Shape
 from amaranth.utils import ceil_log2
 
 from boards.devices import Resources
@@ -32,7 +31,7 @@ from hwgen.accumulator import accumulator_shape
 from hwgen.accelerator import load_dma_params
 from hwgen.buffers import bank_shape
 from hwgen.config import _SCHEMA, AcceleratorConfig, Template, _Choice, _Choices
-from hwgen.dma import DmaParams, segment_queue_layouts
+from hwgen.dma import DmaParams, segment_queue_memories as dma_queue_memories
 from hwgen.dma_units import descriptor_table_params, dma_params
 from hwgen.isa import PAYLOADS, Opcode, VecOp
 from hwgen.layout import ACC_BYTES, bank_bytes
@@ -178,12 +177,11 @@ def dma_units(config: AcceleratorConfig) -> list[DmaParams]:
 
 
 def segment_queue_memories(config: AcceleratorConfig) -> list[tuple[int, int]]:
-    """(bits, words) of each memory behind the DMAs' segment queues: `SyncFIFOBuffered` keeps
-    all but one entry in a memory; with `template.segment_fifos: registers` there is none."""
+    """(bits, words) of each memory behind the DMAs' segment queues
+    (`hwgen.dma.segment_queue_memories`); with `template.segment_fifos: registers` there is none."""
     if config.template.segment_fifos == "registers":
         return []
-    return [(Shape.cast(layout).width, params.queue_depth - 1)
-            for params in dma_units(config) for layout in segment_queue_layouts(params)]
+    return [memory for params in dma_units(config) for memory in dma_queue_memories(params)]
 
 
 def memory_counts(config: AcceleratorConfig, family: str) -> tuple[int, int]:
