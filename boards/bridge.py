@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
+from amaranth.lib.crc import catalog
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
@@ -24,6 +25,8 @@ from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
 
 ARGUMENT_BYTES = CHECKSUM_REQUEST.size  # the longest fixed part of a request payload
 REPLY_INDEX_BITS = (max(REPLY_BYTES.values()) - 1).bit_length()
+REGION_CRC_NIBBLES = catalog.CRC32_ISO_HDLC(data_width=4)
+"""`REGION_CRC` taking each byte in two halves, low first: the same CRC with half the logic."""
 
 
 class Bridge(wiring.Component):
@@ -57,7 +60,7 @@ class Bridge(wiring.Component):
         word = self.word_bytes
         # One frame CRC unit: requests and replies never overlap.
         m.submodules.frame_crc = frame_crc = FRAME_CRC.create()
-        m.submodules.region_crc = region_crc = REGION_CRC.create()
+        m.submodules.region_crc = region_crc = REGION_CRC_NIBBLES.create()
         m.submodules.buffer = buffer = Memory(shape=8, depth=MAX_REQUEST_PAYLOAD, init=[])
         buffer_write, buffer_read = buffer.write_port(), buffer.read_port()
 
@@ -66,31 +69,31 @@ class Bridge(wiring.Component):
         span = range(max(self.info.memory_bytes, program_bytes) + 1)  # memory addresses and their ends
         command = Signal(8)
         length_low = Signal(8)
-        length = Signal(payload_range)
+        length = Signal(payload_range)   # the request's payload bytes; from EXECUTE on, the reply's
         count = Signal(payload_range)    # payload bytes received / copied; reply bytes sent
-        pointer = Signal(span)           # the next memory access
-        end = Signal(span)               # the end of the request's memory range
+        last = count + 1 == length       # the last payload byte of the request or the reply
+        pointer = Signal(span)           # the address argument, then the next memory access
         bits = len(pointer)
-        # The arguments in the width of memory addresses; a set bit above it puts them out of range.
-        address, size_argument = Signal(bits), Signal(bits)
+        # The size argument in the width of memory addresses; a set bit above the width puts an
+        # argument out of range.
+        size_argument = Signal(bits)
         wide_address, wide_size = Signal(), Signal()
         status = Signal(8)
-        reply_length = Signal(range(MAX_DATA + 1))
         from_memory = Signal()           # READ: the reply payload comes from memory
         out_byte = Signal(8)             # the next reply byte; CHECKSUM: the byte read last
         summing = Signal()               # CHECKSUM: `out_byte` waits to go into the region CRC
         fetch_lane = Signal(range(word))  # READ, CHECKSUM: the byte of the fetched word
-        gap = Signal(range(self.gap_cycles + 1))
+        gap = Signal(range(self.gap_cycles + 1), init=self.gap_cycles)  # cycles left until the frame is abandoned
 
         rx, tx, memory = self.rx, self.tx, self.memory
         byte = rx.payload
         got = rx.valid & rx.ready
         sent = tx.valid & tx.ready
         with m.If(got):
-            m.d.sync += gap.eq(0)
-        with m.Elif(gap != self.gap_cycles):
-            m.d.sync += gap.eq(gap + 1)
-        timed_out = gap == self.gap_cycles
+            m.d.sync += gap.eq(self.gap_cycles)
+        with m.Elif(gap != 0):
+            m.d.sync += gap.eq(gap - 1)
+        timed_out = gap == 0
 
         data_bytes = Signal(payload_range)  # WRITE, PROGRAM: the data after the address
         m.d.comb += data_bytes.eq(length - WRITE_ADDRESS.size)
@@ -100,21 +103,20 @@ class Bridge(wiring.Component):
                 m.d.comb += [request_size.eq(size_argument), request_wide.eq(wide_size)]
             with m.Case(Command.WRITE, Command.PROGRAM):
                 m.d.comb += [request_size.eq(data_bytes), request_wide.eq(data_bytes[bits:] != 0)]
-        # The size and the end of the range through two registers (EXECUTE's checks stay short):
-        # the last argument byte is followed by the two CRC bytes and CHECK before EXECUTE.
-        size, request_end, narrow = Signal(bits), Signal(bits + 1), Signal()
-        m.d.sync += [size.eq(request_size), narrow.eq(~wide_address & ~request_wide),
-                     request_end.eq(address + size)]
+        size = request_size
+        # The end of the range, registered in CHECK (EXECUTE's checks stay short); it stays put
+        # while `pointer` moves through the range.
+        request_end, narrow = Signal(bits + 1), Signal()
         in_memory = narrow & (size != 0) & (request_end <= self.info.memory_bytes)
         in_program = narrow & (request_end <= program_bytes)
 
         def refuse(code: Status) -> None:
-            m.d.sync += status.eq(code)
+            m.d.sync += [status.eq(code), length.eq(0)]
             m.next = "REPLY"
 
-        def accept_range(next_state: str) -> None:
-            m.d.sync += [pointer.eq(address), end.eq(request_end)]
-            m.next = next_state
+        def reply(length_value) -> None:
+            """A reply of `length_value` payload bytes."""
+            m.d.sync += length.eq(length_value)
 
         def receive(next_state: str) -> None:
             """A header, payload or CRC byte: into the CRC, then on; abandon the frame on silence."""
@@ -145,8 +147,8 @@ class Bridge(wiring.Component):
                 m.d.comb += rx.ready.eq(1)
                 with m.If(got & (byte == REQUEST_SYNC)):
                     m.d.comb += frame_crc.start.eq(1)
-                    m.d.sync += [status.eq(Status.OK), reply_length.eq(0), from_memory.eq(0), count.eq(0),
-                                 address.eq(0), size_argument.eq(0), wide_address.eq(0), wide_size.eq(0)]
+                    m.d.sync += [status.eq(Status.OK), length.eq(0), from_memory.eq(0), count.eq(0),
+                                 size_argument.eq(0), wide_address.eq(0), wide_size.eq(0)]
                     m.next = "COMMAND"
             with m.State("COMMAND"):
                 receive("LENGTH_LOW")
@@ -175,10 +177,10 @@ class Bridge(wiring.Component):
                         for index in range(ARGUMENT_BYTES):
                             with m.Case(index):
                                 if index < WRITE_ADDRESS.size:
-                                    self._capture(m, address, wide_address, index, byte)
+                                    self._capture(m, pointer, wide_address, index, byte)
                                 else:
                                     self._capture(m, size_argument, wide_size, index - WRITE_ADDRESS.size, byte)
-                    with m.If(count + 1 == length):
+                    with m.If(last):
                         m.next = "CRC_HIGH"
             with m.State("CRC_HIGH"):
                 receive("CRC_LOW")
@@ -187,30 +189,32 @@ class Bridge(wiring.Component):
             with m.State("DISCARD"):  # an over-long request: skip it to its end
                 m.d.comb += rx.ready.eq(1)
                 with m.If(timed_out):
+                    m.d.sync += length.eq(0)
                     m.next = "REPLY"
             with m.State("CHECK"):  # the CRC register has taken the last byte
+                m.d.sync += [request_end.eq(pointer + size), narrow.eq(~wide_address & ~request_wide)]
                 with m.If(frame_crc.match_detected):
                     m.next = "EXECUTE"
                 with m.Else():
                     refuse(Status.BAD_CRC)
 
             with m.State("EXECUTE"):
-                m.d.sync += count.eq(0)
+                m.d.sync += [count.eq(0), length.eq(0)]
                 m.next = "REPLY"
                 with m.Switch(command):
                     with m.Case(Command.IDENTIFY, Command.STATUS, Command.START, Command.COUNTERS):
                         with m.If(length != 0):
                             refuse(Status.BAD_LENGTH)
                         with m.Else():
-                            self._execute_without_arguments(m, command, refuse, reply_length)
+                            self._execute_without_arguments(m, command, refuse, reply)
                     with m.Case(Command.READ):
                         with m.If(length != READ_REQUEST.size):
                             refuse(Status.BAD_LENGTH)
                         with m.Elif((size > MAX_DATA) | ~in_memory):
                             refuse(Status.OUT_OF_RANGE)
                         with m.Else():
-                            m.d.sync += [reply_length.eq(size), from_memory.eq(1)]
-                            accept_range("REPLY")
+                            m.d.sync += from_memory.eq(1)
+                            reply(size)
                     with m.Case(Command.WRITE):
                         with m.If(length <= WRITE_ADDRESS.size):
                             refuse(Status.BAD_LENGTH)
@@ -219,34 +223,38 @@ class Bridge(wiring.Component):
                         with m.Elif(self.busy):
                             refuse(Status.BUSY)
                         with m.Else():
-                            accept_range("COPY_READ")
+                            m.d.sync += [count.eq(WRITE_ADDRESS.size), length.eq(length)]
+                            m.next = "COPY_READ"
                     with m.Case(Command.CHECKSUM):
                         with m.If(length != CHECKSUM_REQUEST.size):
                             refuse(Status.BAD_LENGTH)
                         with m.Elif(~in_memory):
                             refuse(Status.OUT_OF_RANGE)
-                        with m.Elif((address | size)[:exact_log2(CHECKSUM_ALIGNMENT)] != 0):
+                        with m.Elif((pointer | size)[:exact_log2(CHECKSUM_ALIGNMENT)] != 0):
                             refuse(Status.UNALIGNED)
                         with m.Else():
                             m.d.comb += region_crc.start.eq(1)
-                            accept_range("SUM")
+                            m.next = "SUM"
                     if program_bytes:
                         with m.Case(Command.PROGRAM):
                             with m.If((length <= WRITE_ADDRESS.size) | size[0]):
                                 refuse(Status.BAD_LENGTH)
-                            with m.Elif(address[0]):
+                            with m.Elif(pointer[0]):
                                 refuse(Status.UNALIGNED)
                             with m.Elif(~in_program):
                                 refuse(Status.OUT_OF_RANGE)
                             with m.Elif(self.busy):
                                 refuse(Status.BUSY)
                             with m.Else():
-                                accept_range("PROGRAM_LOW")
+                                m.d.sync += [count.eq(WRITE_ADDRESS.size), length.eq(length)]
+                                m.next = "PROGRAM_LOW"
                     with m.Default():
                         refuse(Status.BAD_COMMAND)
 
+            # WRITE, PROGRAM: `count` runs over the data bytes in the buffer (after the address);
+            # the reply is empty.
             with m.State("COPY_READ"):  # WRITE: buffer -> memory, one byte per two cycles
-                m.d.comb += [buffer_read.addr.eq(WRITE_ADDRESS.size + count), buffer_read.en.eq(1)]
+                m.d.comb += [buffer_read.addr.eq(count), buffer_read.en.eq(1)]
                 m.next = "COPY_WRITE"
             with m.State("COPY_WRITE"):
                 m.d.comb += [memory.req.valid.eq(1), memory.req.payload.addr.eq(pointer),
@@ -254,38 +262,44 @@ class Bridge(wiring.Component):
                 with m.If(memory.req.ready):
                     m.d.sync += [pointer.eq(pointer + 1), count.eq(count + 1)]
                     m.next = "COPY_READ"
-                    with m.If(pointer + 1 == end):
-                        m.d.sync += count.eq(0)
+                    with m.If(last):
+                        m.d.sync += length.eq(0)
                         m.next = "REPLY"
 
             if program_bytes:
                 low = Signal(8)
-                with m.State("PROGRAM_LOW"):  # PROGRAM: buffer -> program memory, a halfword per three cycles
-                    m.d.comb += [buffer_read.addr.eq(WRITE_ADDRESS.size + count), buffer_read.en.eq(1)]
+                # PROGRAM: buffer -> program memory, a halfword per three cycles; `pointer` and
+                # `count` step a byte at a time.
+                with m.State("PROGRAM_LOW"):
+                    m.d.comb += [buffer_read.addr.eq(count), buffer_read.en.eq(1)]
+                    m.d.sync += [pointer.eq(pointer + 1), count.eq(count + 1)]
                     m.next = "PROGRAM_HIGH"
                 with m.State("PROGRAM_HIGH"):
-                    m.d.comb += [buffer_read.addr.eq(WRITE_ADDRESS.size + count + 1), buffer_read.en.eq(1)]
+                    m.d.comb += [buffer_read.addr.eq(count), buffer_read.en.eq(1)]
                     m.d.sync += low.eq(buffer_read.data)
                     m.next = "PROGRAM_WRITE"
                 with m.State("PROGRAM_WRITE"):
                     m.d.comb += [self.program.addr.eq(pointer >> 1), self.program.data.eq(Cat(low, buffer_read.data)),
                                  self.program.en.eq(1)]
-                    m.d.sync += [pointer.eq(pointer + 2), count.eq(count + 2)]
+                    m.d.sync += [pointer.eq(pointer + 1), count.eq(count + 1)]
                     m.next = "PROGRAM_LOW"
-                    with m.If(pointer + 2 == end):
-                        m.d.sync += count.eq(0)
+                    with m.If(last):
+                        m.d.sync += length.eq(0)
                         m.next = "REPLY"
 
-            with m.State("SUM"):  # CHECKSUM: a byte per memory read, registered, then into the CRC
-                m.d.comb += [region_crc.valid.eq(summing), region_crc.data.eq(out_byte)]
+            # CHECKSUM: a byte per memory read, its low half into the CRC as it arrives, its high
+            # half the next cycle.
+            with m.State("SUM"):
+                m.d.comb += [region_crc.valid.eq(summing), region_crc.data.eq(out_byte[4:])]
                 m.d.sync += summing.eq(0)
-                with m.If(pointer == end):
-                    m.d.sync += reply_length.eq(REPLY_BYTES[Command.CHECKSUM])
+                with m.If(pointer == request_end):
+                    reply(REPLY_BYTES[Command.CHECKSUM])
                     m.next = "REPLY"
                 with m.Else():
                     fetch("SUM_WAIT")
             with m.State("SUM_WAIT"):
                 with m.If(memory.rd_valid):
+                    m.d.comb += [region_crc.valid.eq(1), region_crc.data.eq(fetched[:4])]
                     m.d.sync += [out_byte.eq(fetched), summing.eq(1)]
                     m.next = "SUM"
 
@@ -297,10 +311,10 @@ class Bridge(wiring.Component):
             with m.State("REPLY_STATUS"):
                 send(status, "REPLY_LENGTH_LOW")
             with m.State("REPLY_LENGTH_LOW"):
-                send(reply_length[:8], "REPLY_LENGTH_HIGH")
+                send(length[:8], "REPLY_LENGTH_HIGH")
             with m.State("REPLY_LENGTH_HIGH"):
-                send(reply_length[8:], "FETCH")
-                with m.If(sent & (reply_length == 0)):
+                send(length[8:], "FETCH")
+                with m.If(sent & (length == 0)):
                     m.next = "REPLY_CRC_HIGH"
             with m.State("FETCH"):
                 with m.If(from_memory):
@@ -316,7 +330,7 @@ class Bridge(wiring.Component):
                 send(out_byte, "FETCH")
                 with m.If(sent):
                     m.d.sync += count.eq(count + 1)
-                    with m.If(count + 1 == reply_length):
+                    with m.If(last):
                         m.next = "REPLY_CRC_HIGH"
             with m.State("REPLY_CRC_HIGH"):
                 send(frame_crc.crc[8:], "REPLY_CRC_LOW", checked=False)
@@ -335,12 +349,12 @@ class Bridge(wiring.Component):
             with m.If(beyond != 0):
                 m.d.sync += wide.eq(1)
 
-    def _execute_without_arguments(self, m: Module, command, refuse, reply_length) -> None:
+    def _execute_without_arguments(self, m: Module, command, refuse, reply) -> None:
         """IDENTIFY, STATUS, COUNTERS: set the reply length; START: pulse `start` unless busy."""
         with m.Switch(command):
             for fixed in (Command.IDENTIFY, Command.STATUS, Command.COUNTERS):
                 with m.Case(fixed):
-                    m.d.sync += reply_length.eq(REPLY_BYTES[fixed])
+                    reply(REPLY_BYTES[fixed])
             with m.Case(Command.START):
                 with m.If(self.busy):
                     refuse(Status.BUSY)
