@@ -18,15 +18,19 @@ from amaranth.utils import exact_log2
 
 from boards.main_memory import HostPort
 from boards.protocol import (CHECKSUM_ALIGNMENT, CHECKSUM_REQUEST, FRAME_CRC, MAX_DATA, MAX_REQUEST_PAYLOAD,
-                             READ_REQUEST, REGION_CRC, REPLY_BYTES, REPLY_SYNC, REQUEST_SYNC, STATUS_BUSY, STATUS_DONE,
+                             READ_REQUEST, REPLY_BYTES, REPLY_SYNC, REQUEST_SYNC, STATUS_BUSY, STATUS_DONE,
                              WRITE_ADDRESS, Command, DeviceInfo, Status)
 from hwgen.sequencer import COUNTERS_LAYOUT, program_write_signature
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
 
 ARGUMENT_BYTES = CHECKSUM_REQUEST.size  # the longest fixed part of a request payload
 REPLY_INDEX_BITS = (max(REPLY_BYTES.values()) - 1).bit_length()
+INFO_BASE = -(-MAX_REQUEST_PAYLOAD >> REPLY_INDEX_BITS) << REPLY_INDEX_BITS
+"""The IDENTIFY reply sits in the request buffer after the payload, from this address (its low
+`REPLY_INDEX_BITS` zero: the reply byte's index is the low part of its address)."""
 REGION_CRC_NIBBLES = catalog.CRC32_ISO_HDLC(data_width=4)
-"""`REGION_CRC` taking each byte in two halves, low first: the same CRC with half the logic."""
+"""`REGION_CRC` taking each byte in two halves, low first (the CRC is bit-reflected): the same
+CRC with half the logic."""
 
 
 class Bridge(wiring.Component):
@@ -61,14 +65,14 @@ class Bridge(wiring.Component):
         # One frame CRC unit: requests and replies never overlap.
         m.submodules.frame_crc = frame_crc = FRAME_CRC.create()
         m.submodules.region_crc = region_crc = REGION_CRC_NIBBLES.create()
-        m.submodules.buffer = buffer = Memory(shape=8, depth=MAX_REQUEST_PAYLOAD, init=[])
+        info = self.info.pack()
+        m.submodules.buffer = buffer = Memory(shape=8, depth=INFO_BASE + len(info), init=[0] * INFO_BASE + list(info))
         buffer_write, buffer_read = buffer.write_port(), buffer.read_port()
 
         payload_range = range(MAX_REQUEST_PAYLOAD + 1)
         program_bytes = SPRAM_WORDS * SPRAM_BITS // 8 if "program" in self.signature.members else 0
         span = range(max(self.info.memory_bytes, program_bytes) + 1)  # memory addresses and their ends
         command = Signal(8)
-        length_low = Signal(8)
         length = Signal(payload_range)   # the request's payload bytes; from EXECUTE on, the reply's
         count = Signal(payload_range)    # payload bytes received / copied; reply bytes sent
         last = count + 1 == length       # the last payload byte of the request or the reply
@@ -80,7 +84,7 @@ class Bridge(wiring.Component):
         wide_address, wide_size = Signal(), Signal()
         status = Signal(8)
         from_memory = Signal()           # READ: the reply payload comes from memory
-        out_byte = Signal(8)             # the next reply byte; CHECKSUM: the byte read last
+        out_byte = Signal(8)             # the next reply byte; CHECKSUM: the byte read last; PROGRAM: the low byte
         summing = Signal()               # CHECKSUM: `out_byte` waits to go into the region CRC
         fetch_lane = Signal(range(word))  # READ, CHECKSUM: the byte of the fetched word
         gap = Signal(range(self.gap_cycles + 1), init=self.gap_cycles)  # cycles left until the frame is abandoned
@@ -157,10 +161,10 @@ class Bridge(wiring.Component):
             with m.State("LENGTH_LOW"):
                 receive("LENGTH_HIGH")
                 with m.If(got):
-                    m.d.sync += length_low.eq(byte)
+                    m.d.sync += length.eq(byte)
             with m.State("LENGTH_HIGH"):
                 receive("PAYLOAD")
-                new_length = Cat(length_low, byte)
+                new_length = Cat(length[:8], byte)
                 with m.If(got):
                     m.d.sync += length.eq(new_length)
                     with m.If(new_length > MAX_REQUEST_PAYLOAD):
@@ -267,7 +271,6 @@ class Bridge(wiring.Component):
                         m.next = "REPLY"
 
             if program_bytes:
-                low = Signal(8)
                 # PROGRAM: buffer -> program memory, a halfword per three cycles; `pointer` and
                 # `count` step a byte at a time.
                 with m.State("PROGRAM_LOW"):
@@ -276,10 +279,10 @@ class Bridge(wiring.Component):
                     m.next = "PROGRAM_HIGH"
                 with m.State("PROGRAM_HIGH"):
                     m.d.comb += [buffer_read.addr.eq(count), buffer_read.en.eq(1)]
-                    m.d.sync += low.eq(buffer_read.data)
+                    m.d.sync += out_byte.eq(buffer_read.data)
                     m.next = "PROGRAM_WRITE"
                 with m.State("PROGRAM_WRITE"):
-                    m.d.comb += [self.program.addr.eq(pointer >> 1), self.program.data.eq(Cat(low, buffer_read.data)),
+                    m.d.comb += [self.program.addr.eq(pointer >> 1), self.program.data.eq(Cat(out_byte, buffer_read.data)),
                                  self.program.en.eq(1)]
                     m.d.sync += [pointer.eq(pointer + 1), count.eq(count + 1)]
                     m.next = "PROGRAM_LOW"
@@ -297,11 +300,10 @@ class Bridge(wiring.Component):
                     m.next = "REPLY"
                 with m.Else():
                     fetch("SUM_WAIT")
-            with m.State("SUM_WAIT"):
-                with m.If(memory.rd_valid):
-                    m.d.comb += [region_crc.valid.eq(1), region_crc.data.eq(fetched[:4])]
-                    m.d.sync += [out_byte.eq(fetched), summing.eq(1)]
-                    m.next = "SUM"
+            with m.State("SUM_WAIT"), m.If(memory.rd_valid):
+                m.d.comb += [region_crc.valid.eq(1), region_crc.data.eq(fetched[:4])]
+                m.d.sync += [out_byte.eq(fetched), summing.eq(1)]
+                m.next = "SUM"
 
             with m.State("REPLY"):
                 m.d.sync += self.error.eq(status != Status.OK)
@@ -320,12 +322,15 @@ class Bridge(wiring.Component):
                 with m.If(from_memory):
                     fetch("FETCH_WAIT")
                 with m.Else():
-                    m.d.sync += out_byte.eq(self._reply_byte(m, command, count[:REPLY_INDEX_BITS], region_crc.crc))
-                    m.next = "SEND"
-            with m.State("FETCH_WAIT"):
-                with m.If(memory.rd_valid):
-                    m.d.sync += out_byte.eq(fetched)
-                    m.next = "SEND"
+                    m.d.comb += [buffer_read.addr.eq(count[:REPLY_INDEX_BITS] | INFO_BASE), buffer_read.en.eq(1)]
+                    m.next = "FETCH_LOCAL"
+            with m.State("FETCH_LOCAL"):
+                local = self._reply_byte(m, command, count[:REPLY_INDEX_BITS], region_crc.crc)
+                m.d.sync += out_byte.eq(Mux(command == Command.IDENTIFY, buffer_read.data, local))
+                m.next = "SEND"
+            with m.State("FETCH_WAIT"), m.If(memory.rd_valid):
+                m.d.sync += out_byte.eq(fetched)
+                m.next = "SEND"
             with m.State("SEND"):
                 send(out_byte, "FETCH")
                 with m.If(sent):
@@ -362,15 +367,13 @@ class Bridge(wiring.Component):
                     m.d.comb += self.start.eq(1)
 
     def _reply_byte(self, m: Module, command, index, region_crc):
-        """Byte `index` of a reply that does not come from memory, read when it is sent: the
+        """Byte `index` of a STATUS, COUNTERS or CHECKSUM reply, read when it is sent: the
         counters only change while the accelerator runs, the CRC only during a CHECKSUM."""
-        info = self.info.pack()
         counters = self.counters.as_value()
         if not self.queue_counters:
             counters = Cat(self.counters.cycles, Const(0, len(counters) - len(self.counters.cycles)))
         flags = Mux(self.busy, STATUS_BUSY, 0) | Mux(self.done, STATUS_DONE, 0)
-        sources = {Command.IDENTIFY: Const(int.from_bytes(info, "little"), 8 * len(info)),
-                   Command.STATUS: flags.as_unsigned(), Command.COUNTERS: counters,
+        sources = {Command.STATUS: flags.as_unsigned(), Command.COUNTERS: counters,
                    Command.CHECKSUM: region_crc}
         byte = Signal(8)
         with m.Switch(command):

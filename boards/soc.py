@@ -75,13 +75,13 @@ class SocCore(wiring.Component):
         wiring.connect(m, uart_rx.data, bridge.rx)
         wiring.connect(m, bridge.tx, uart_tx.data)
         wiring.connect(m, bridge.memory, memory.host)
-        m.d.comb += [uart_rx.rx.eq(self.rx), self.tx.eq(uart_tx.tx), accelerator.start.eq(bridge.start)]
-        # The bridge reads the status and counters through registers (placed next to it: its
-        # reply multiplexer need not reach across the chip); they lag the accelerator by a cycle.
-        # With the cycle counter alone, only it is registered (the bridge replies 0 for the rest).
-        source, copy = ((accelerator.counters, bridge.counters) if queue_counters
+        # The bridge reads the status and the counters as they are (no copies: they are
+        # registers, and its reply multiplexer is registered). With the cycle counter alone, only
+        # it is connected (the bridge replies 0 for the rest).
+        source, sink = ((accelerator.counters, bridge.counters) if queue_counters
                         else (accelerator.counters.cycles, bridge.counters.cycles))
-        m.d.sync += [bridge.busy.eq(accelerator.busy), bridge.done.eq(accelerator.done), copy.eq(source)]
+        m.d.comb += [uart_rx.rx.eq(self.rx), self.tx.eq(uart_tx.tx), accelerator.start.eq(bridge.start),
+                     bridge.busy.eq(accelerator.busy), bridge.done.eq(accelerator.done), sink.eq(source)]
 
         hold = max(1, int(self.clk_hz * ACTIVITY_SECONDS))
         activity = Signal(range(hold + 1))
