@@ -87,17 +87,20 @@ class Bridge(wiring.Component):
         out_byte = Signal(8)             # the next reply byte; CHECKSUM: the byte read last; PROGRAM: the low byte
         summing = Signal()               # CHECKSUM: `out_byte` waits to go into the region CRC
         fetch_lane = Signal(range(word))  # READ, CHECKSUM: the byte of the fetched word
-        gap = Signal(range(self.gap_cycles + 1), init=self.gap_cycles)  # cycles left until the frame is abandoned
+        # Silence: counts up from `gap_start` to its top bit, `gap_cycles` cycles after a byte.
+        gap_bits = self.gap_cycles.bit_length()
+        gap_start = (1 << gap_bits) - self.gap_cycles
+        gap = Signal(gap_bits + 1, init=gap_start)
 
         rx, tx, memory = self.rx, self.tx, self.memory
         byte = rx.payload
         got = rx.valid & rx.ready
         sent = tx.valid & tx.ready
+        timed_out = gap[-1]
         with m.If(got):
-            m.d.sync += gap.eq(self.gap_cycles)
-        with m.Elif(gap != 0):
-            m.d.sync += gap.eq(gap - 1)
-        timed_out = gap == 0
+            m.d.sync += gap.eq(gap_start)
+        with m.Elif(~timed_out):
+            m.d.sync += gap.eq(gap + 1)
 
         data_bytes = Signal(payload_range)  # WRITE, PROGRAM: the data after the address
         m.d.comb += data_bytes.eq(length - WRITE_ADDRESS.size)
