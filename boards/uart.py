@@ -56,8 +56,9 @@ class UartTx(wiring.Component):
 class UartRx(wiring.Component):
     """Receives bytes from the `rx` pin into the `data` stream.
 
-    A byte arriving while the previous one is still unaccepted replaces it and pulses `error`
-    (overrun), as does a missing stop bit (framing error, the byte is dropped).
+    Bits shift straight into the stream's payload: the first data bit of a byte arriving while
+    the previous one is still unaccepted drops that one and pulses `error` (overrun), as does a
+    missing stop bit (framing error, the byte is dropped).
     """
 
     def __init__(self, divisor: int):
@@ -70,7 +71,7 @@ class UartRx(wiring.Component):
         line = Signal(init=1)
         m.submodules.sync = FFSynchronizer(self.rx, line, init=1)
         timer = Signal(range(self.divisor))
-        shift = Signal(8)
+        shift = self.data.payload
         bit = Signal(range(FRAME_BITS))  # 0: start bit, 1..8 data, 9 stop
         with m.If(self.data.valid & self.data.ready):
             m.d.sync += self.data.valid.eq(0)
@@ -89,12 +90,11 @@ class UartRx(wiring.Component):
                         with m.If(line):
                             m.next = "IDLE"  # a glitch, not a start bit
                     with m.Elif(bit < FRAME_BITS - 1):
-                        m.d.sync += shift.eq(Cat(shift[1:], line))
+                        m.d.sync += [shift.eq(Cat(shift[1:], line)), self.data.valid.eq(0),
+                                     self.error.eq(self.data.valid & ~self.data.ready)]
                     with m.Else():
                         with m.If(line):
-                            m.d.sync += [self.data.payload.eq(shift), self.data.valid.eq(1)]
-                            with m.If(self.data.valid & ~self.data.ready):
-                                m.d.sync += self.error.eq(1)
+                            m.d.sync += self.data.valid.eq(1)
                         with m.Else():
                             m.d.sync += self.error.eq(1)
                         m.next = "STOP"
