@@ -85,7 +85,7 @@ class Bridge(wiring.Component):
         status = Signal(8)
         from_memory = Signal()           # READ: the reply payload comes from memory
         out_byte = Signal(8)             # the next reply byte; CHECKSUM: the byte read last; PROGRAM: the low byte
-        summing = Signal()               # CHECKSUM: `out_byte` waits to go into the region CRC
+        summing = Signal()               # CHECKSUM: the high half of `out_byte` waits to go into the region CRC
         fetch_lane = Signal(range(word))  # READ, CHECKSUM: the byte of the fetched word
         # Silence: counts up from `gap_start` to its top bit, `gap_cycles` cycles after a byte.
         gap_bits = self.gap_cycles.bit_length()
@@ -293,8 +293,8 @@ class Bridge(wiring.Component):
                         m.d.sync += length.eq(0)
                         m.next = "REPLY"
 
-            # CHECKSUM: a byte per memory read, its low half into the CRC as it arrives, its high
-            # half the next cycle.
+            # CHECKSUM: a byte per memory read into `out_byte` (the memory's output goes no
+            # further in a cycle), its low half into the CRC, then its high half.
             with m.State("SUM"):
                 m.d.comb += [region_crc.valid.eq(summing), region_crc.data.eq(out_byte[4:])]
                 m.d.sync += summing.eq(0)
@@ -304,8 +304,11 @@ class Bridge(wiring.Component):
                 with m.Else():
                     fetch("SUM_WAIT")
             with m.State("SUM_WAIT"), m.If(memory.rd_valid):
-                m.d.comb += [region_crc.valid.eq(1), region_crc.data.eq(fetched[:4])]
-                m.d.sync += [out_byte.eq(fetched), summing.eq(1)]
+                m.d.sync += out_byte.eq(fetched)
+                m.next = "SUM_LOW"
+            with m.State("SUM_LOW"):
+                m.d.comb += [region_crc.valid.eq(1), region_crc.data.eq(out_byte[:4])]
+                m.d.sync += summing.eq(1)
                 m.next = "SUM"
 
             with m.State("REPLY"):

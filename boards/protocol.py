@@ -35,7 +35,7 @@ CHECKSUM_ALIGNMENT = 64
 """CHECKSUM regions start and end on this many bytes, so the device sums whole memory words."""
 CHECKSUM_CYCLES_PER_BYTE = 4
 """Clock cycles a CHECKSUM takes per byte at most while the accelerator leaves main memory to the
-host (the device reads a byte per memory access: two cycles)."""
+host (the device reads a byte per memory access and sums it in two halves: three cycles)."""
 FRAME_GAP_BYTE_TIMES = 64
 """A request whose next byte is this many byte times late is abandoned (reply TRUNCATED)."""
 

@@ -75,13 +75,16 @@ class SocCore(wiring.Component):
         wiring.connect(m, uart_rx.data, bridge.rx)
         wiring.connect(m, bridge.tx, uart_tx.data)
         wiring.connect(m, bridge.memory, memory.host)
-        # The bridge reads the status and the counters as they are (no copies: they are
-        # registers, and its reply multiplexer is registered). With the cycle counter alone, only
-        # it is connected (the bridge replies 0 for the rest).
-        source, sink = ((accelerator.counters, bridge.counters) if queue_counters
-                        else (accelerator.counters.cycles, bridge.counters.cycles))
-        m.d.comb += [uart_rx.rx.eq(self.rx), self.tx.eq(uart_tx.tx), accelerator.start.eq(bridge.start),
-                     bridge.busy.eq(accelerator.busy), bridge.done.eq(accelerator.done), sink.eq(source)]
+        m.d.comb += [uart_rx.rx.eq(self.rx), self.tx.eq(uart_tx.tx), accelerator.start.eq(bridge.start)]
+        # The bridge reads the status through registers, and all the counters through registers
+        # placed next to it (its 28-byte reply multiplexer need not reach across the chip); they
+        # lag the accelerator by a cycle. The cycle counter alone goes straight to its 4-byte
+        # multiplexer (the bridge replies 0 for the other counters).
+        m.d.sync += [bridge.busy.eq(accelerator.busy), bridge.done.eq(accelerator.done)]
+        if queue_counters:
+            m.d.sync += bridge.counters.eq(accelerator.counters)
+        else:
+            m.d.comb += bridge.counters.cycles.eq(accelerator.counters.cycles)
 
         hold = max(1, int(self.clk_hz * ACTIVITY_SECONDS))
         activity = Signal(range(hold + 1))
