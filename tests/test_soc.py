@@ -296,6 +296,21 @@ def test_write_read_and_checksum_memory(link):
     assert too_long == reply(0x04)  # more than 256 bytes in one READ
 
 
+def test_a_checksum_takes_at_most_its_cycles_per_byte(link):
+    """`CHECKSUM_CYCLES_PER_BYTE` bounds the host's wait: over a region 960 bytes longer, the
+    reply comes at most 960 times that many cycles later (the accelerator idle; the link's
+    simulation advances a byte time at a time)."""
+    def reply_cycles(size: int) -> float:
+        start = link.clock()
+        answer = exchange(link, request(0x07, bytes(4) + size.to_bytes(4, "little")), 4)
+        assert answer[:2] == bytes([0x5A, 0x00])
+        return (link.clock() - start) * SIM_CLK_HZ
+
+    extra = reply_cycles(TINY_MEMORY) - reply_cycles(64)
+    byte_cycles = link.byte_time * SIM_CLK_HZ
+    assert TINY_MEMORY - 64 < extra <= (TINY_MEMORY - 64) * protocol.CHECKSUM_CYCLES_PER_BYTE + byte_cycles
+
+
 @pytest.mark.parametrize("raw, status", [
     (request(0x02)[:-1] + bytes([request(0x02)[-1] ^ 0x10]), 0x01),                 # CRC
     (request(0x7F), 0x02),                                                            # command
