@@ -104,13 +104,12 @@ class Bridge(wiring.Component):
 
         data_bytes = Signal(payload_range)  # WRITE, PROGRAM: the data after the address
         m.d.comb += data_bytes.eq(length - WRITE_ADDRESS.size)
-        request_size, request_wide = Signal(bits), Signal()  # bytes a READ, WRITE or CHECKSUM covers
+        size, request_wide = Signal(bits), Signal()  # bytes a READ, WRITE, CHECKSUM or PROGRAM covers
         with m.Switch(command):
             with m.Case(Command.READ, Command.CHECKSUM):
-                m.d.comb += [request_size.eq(size_argument), request_wide.eq(wide_size)]
+                m.d.comb += [size.eq(size_argument), request_wide.eq(wide_size)]
             with m.Case(Command.WRITE, Command.PROGRAM):
-                m.d.comb += [request_size.eq(data_bytes), request_wide.eq(data_bytes[bits:] != 0)]
-        size = request_size
+                m.d.comb += [size.eq(data_bytes), request_wide.eq(data_bytes[bits:] != 0)]
         # The end of the range, registered in CHECK (EXECUTE's checks stay short); it stays put
         # while `pointer` moves through the range.
         request_end, narrow = Signal(bits + 1), Signal()
@@ -205,7 +204,7 @@ class Bridge(wiring.Component):
                 with m.Else():
                     refuse(Status.BAD_CRC)
 
-            with m.State("EXECUTE"):
+            with m.State("EXECUTE"):  # `length` becomes the reply's (empty unless set below)
                 m.d.sync += [count.eq(0), length.eq(0)]
                 m.next = "REPLY"
                 with m.Switch(command):
@@ -230,7 +229,7 @@ class Bridge(wiring.Component):
                         with m.Elif(self.busy):
                             refuse(Status.BUSY)
                         with m.Else():
-                            m.d.sync += [count.eq(WRITE_ADDRESS.size), length.eq(length)]
+                            m.d.sync += [count.eq(WRITE_ADDRESS.size), length.eq(length)]  # the copy's end
                             m.next = "COPY_READ"
                     with m.Case(Command.CHECKSUM):
                         with m.If(length != CHECKSUM_REQUEST.size):
@@ -253,7 +252,7 @@ class Bridge(wiring.Component):
                             with m.Elif(self.busy):
                                 refuse(Status.BUSY)
                             with m.Else():
-                                m.d.sync += [count.eq(WRITE_ADDRESS.size), length.eq(length)]
+                                m.d.sync += [count.eq(WRITE_ADDRESS.size), length.eq(length)]  # the copy's end
                                 m.next = "PROGRAM_LOW"
                     with m.Default():
                         refuse(Status.BAD_COMMAND)
