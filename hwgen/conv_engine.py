@@ -162,8 +162,6 @@ class ConvEngine(wiring.Component):
         set_records = Signal(self.acc_bits)   # records of a full pixel set (C pixels)
         last_records = Signal(self.acc_bits)  # records of the last pixel set of a row
         partials = Signal(self.acc_bits)      # word offset of the int32 partial sums (hwgen.layout)
-        # loop bounds as last indices, so that the wrap tests are comparisons of registers
-        last_ocg, last_owg, last_oh, last_icg, last_kh = Signal(8), Signal(8), Signal(10), Signal(8), Signal(4)
         if self.config.template.address_steps == "compiler":  # last_group_cols <= C: a few adders
             last_records_product = shift_add(new.oc_groups, new.last_group_cols[:ceil_log2(C + 1)])
         else:
@@ -171,8 +169,6 @@ class ConvEngine(wiring.Component):
         with m.If(accept):
             m.d.sync += [
                 conv.eq(new),
-                last_ocg.eq(new.oc_groups - 1), last_owg.eq(new.ow_groups - 1), last_oh.eq(new.out_rows - 1),
-                last_icg.eq(new.ic_groups - 1), last_kh.eq(cfg.kernel_h - 1),
                 set_records.eq(new.oc_groups << log_c),
                 last_records.eq(last_records_product),
                 partials.eq(((new.oc_groups << log_c) + ACC_BYTES - 1) >> exact_log2(ACC_BYTES)),
@@ -185,9 +181,10 @@ class ConvEngine(wiring.Component):
         oh, owg, ocg = Signal(10), Signal(8), Signal(8)
         row_base, col_base, group_base = Signal(pixel), Signal(pixel), Signal(pixel)  # input pixel of the group
         set_record = Signal(self.acc_bits)  # record L of (first pixel of the group, oc group 0)
-        ocg_wrap = ocg == last_ocg
-        owg_wrap = owg == last_owg
-        done = ocg_wrap & owg_wrap & (oh == last_oh)
+        # the wrap tests compare the incremented counters with the loop counts
+        ocg_wrap = ocg + 1 == conv.oc_groups
+        owg_wrap = owg + 1 == conv.ow_groups
+        done = ocg_wrap & owg_wrap & (oh + 1 == conv.out_rows)
         next_ocg = Mux(ocg_wrap, 0, ocg + 1)
         next_owg = Mux(ocg_wrap, Mux(owg_wrap, 0, owg + 1), owg)
         next_oh = Mux(ocg_wrap & owg_wrap, oh + 1, oh)
@@ -213,8 +210,8 @@ class ConvEngine(wiring.Component):
         flush = Signal(range(self.latency + drain + 1))
         q_wrap = kw + cfg.stride >= cfg.kernel_w
         phase_wrap = (phase + 1 >= cfg.stride) | (phase + 1 >= cfg.kernel_w)
-        kh_wrap = kh == last_kh
-        icg_wrap = icg == last_icg
+        kh_wrap = kh + 1 == cfg.kernel_h
+        icg_wrap = icg + 1 == conv.ic_groups
         last_step = q_wrap & phase_wrap & kh_wrap & icg_wrap
         issue = running & (~at_first | (gap == 0))
 
@@ -261,14 +258,15 @@ class ConvEngine(wiring.Component):
                     with m.If(done):
                         m.d.sync += [running.eq(0), flush.eq(self.latency + drain)]
 
-        # ---- stage 0: buffer reads; stage 1: funnel shift into the PE array
+        # ---- stage 0: input reads; stage 1: funnel shift into the PE array and the weight read,
+        # whose data enters the array a cycle after the pixels (`hwgen.pe_array`)
         word = pixel_ptr >> log_c
+        valid = register(m, issue, "step_valid", reset_less=False)
         m.d.comb += [
             self.input_even.addr.eq((word + 1) >> 1), self.input_odd.addr.eq(word >> 1),
             self.input_even.en.eq(issue), self.input_odd.en.eq(issue),
-            self.weight.addr.eq(weight_row + kw), self.weight.en.eq(issue),
+            self.weight.addr.eq(register(m, weight_row + kw, "step_weight")), self.weight.en.eq(valid),
         ]
-        valid = register(m, issue, "step_valid", reset_less=False)
         first = register(m, at_first, "step_first")
         last = register(m, last_step, "step_last")
         shift = register(m, pixel_ptr[:log_c], "step_shift")
