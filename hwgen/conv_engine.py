@@ -178,8 +178,10 @@ class ConvEngine(wiring.Component):
                      self.out_bank.eq(conv.out_bank)]
 
         # ---- group counters (oh, ow group, oc group) and their bases
-        oh, owg, ocg = Signal(10), Signal(8), Signal(8)
-        row_base, col_base, group_base = Signal(pixel), Signal(pixel), Signal(pixel)  # input pixel of the group
+        # (an oc group indexes a parameter word: no more of them than one bank holds)
+        oh, owg, ocg = Signal(10), Signal(8), Signal(max(1, len(self.param.addr)))
+        # input pixels: of (oh, ow group 0), of (oh, ow group), of the group's first input group
+        row_base, cell, group_start = Signal(pixel), Signal(pixel), Signal(pixel)
         set_record = Signal(self.acc_bits)  # record L of (first pixel of the group, oc group 0)
         # the wrap tests compare the incremented counters with the loop counts
         ocg_wrap = ocg + 1 == conv.oc_groups
@@ -188,15 +190,15 @@ class ConvEngine(wiring.Component):
         next_ocg = Mux(ocg_wrap, 0, ocg + 1)
         next_owg = Mux(ocg_wrap, Mux(owg_wrap, 0, owg + 1), owg)
         next_oh = Mux(ocg_wrap & owg_wrap, oh + 1, oh)
-        next_row_base = Mux(ocg_wrap & owg_wrap, row_base + ohstep, row_base)
-        next_col_base = Mux(ocg_wrap, Mux(owg_wrap, 0, col_base + C), col_base)
+        next_row = row_base + ohstep
+        next_row_base = Mux(ocg_wrap & owg_wrap, next_row, row_base)
+        next_cell = Mux(owg_wrap, next_row, cell + C)
         # depthwise: the first input group (ocg * R) // S moves by R // S per oc group, or by
         # one every S // R oc groups
         base_moves = conv.depthwise if R >= S else conv.depthwise & ((next_ocg * R) % S == 0)
-        next_group_base = Mux(ocg_wrap, 0, group_base + Mux(base_moves, depthwise_step, 0))
         next_set_record = Mux(ocg_wrap, set_record + Mux(owg_wrap, last_records, set_records), set_record)
-        next_input = Signal(pixel)
-        m.d.comb += next_input.eq(next_group_base + next_row_base + next_col_base)
+        next_input = Signal(pixel)  # the next group's `group_start`
+        m.d.comb += next_input.eq(Mux(ocg_wrap, next_cell, group_start + Mux(base_moves, depthwise_step, 0)))
         record = set_record + ocg
 
         # ---- reduction counters (ic group, kh, phase, kw = q * stride + phase) and pointers
@@ -223,7 +225,7 @@ class ConvEngine(wiring.Component):
         with m.If(accept):
             m.d.sync += [
                 running.eq(1), at_first.eq(1),
-                oh.eq(0), owg.eq(0), ocg.eq(0), row_base.eq(0), col_base.eq(0), group_base.eq(0), set_record.eq(0),
+                oh.eq(0), owg.eq(0), ocg.eq(0), row_base.eq(0), cell.eq(0), group_start.eq(0), set_record.eq(0),
                 icg.eq(0), kh.eq(0), phase.eq(0), kw.eq(0),
                 group_ptr.eq(0), row_ptr.eq(0), phase_ptr.eq(0), pixel_ptr.eq(0), weight_row.eq(0),
             ]
@@ -251,10 +253,10 @@ class ConvEngine(wiring.Component):
                         group_ptr.eq(next_input), row_ptr.eq(next_input), phase_ptr.eq(next_input),
                         pixel_ptr.eq(next_input),
                         ocg.eq(next_ocg), owg.eq(next_owg), oh.eq(next_oh), row_base.eq(next_row_base),
-                        col_base.eq(next_col_base), group_base.eq(next_group_base), set_record.eq(next_set_record),
+                        group_start.eq(next_input), set_record.eq(next_set_record),
                     ]
                     with m.If(ocg_wrap):
-                        m.d.sync += weight_row.eq(0)
+                        m.d.sync += [cell.eq(next_cell), weight_row.eq(0)]
                     with m.If(done):
                         m.d.sync += [running.eq(0), flush.eq(self.latency + drain)]
 
