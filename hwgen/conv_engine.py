@@ -298,13 +298,8 @@ class ConvEngine(wiring.Component):
         m.d.comb += [self.param.addr.eq(meta.ocg), self.param.en.eq(meta_valid)]
         params = data.View(data.ArrayLayout(PARAM_RECORD, R), self.param.data)
         # the beat's partial sums, read the cycle before it is on the drain: the group's first
-        # record at `meta_valid`, the next one whenever a beat is accepted (`read_record`)
-        read_record = Signal(self.acc_bits)
-        with m.If(beat):
-            m.d.sync += read_record.eq(read_record + conv.oc_groups)
-        with m.If(meta_valid):
-            m.d.sync += read_record.eq(meta.record + conv.oc_groups)
-        m.d.comb += [self.acc_read.addr.eq(Mux(meta_valid, meta.record, read_record) + partials),
+        # record at `meta_valid`, the next one whenever a beat is accepted
+        m.d.comb += [self.acc_read.addr.eq(Mux(meta_valid, meta.record, drain_record + conv.oc_groups) + partials),
                      self.acc_read.en.eq(conv.init_from_acc & (meta_valid | beat))]
         partial_sums = data.View(data.ArrayLayout(signed(32), R), self.acc_read.data)
         layer = post.i.payload.layer
