@@ -158,12 +158,14 @@ def _memory(shape, depth: int) -> Memory:
 
 
 def _read_port(m: Module, memory: Memory, name: str) -> ReadPort.Signature:
-    """A synchronous read port of `memory` with `en` (data holds while it is low). Its data
-    has no initial value (Amaranth's read ports leave it undefined), so Yosys maps the port
-    onto the block RAM's own output register with nothing around it: a register written in
-    logic after an asynchronous read would carry an initial value of 0, which Yosys emulates
-    on iCE40 with a gate per data bit."""
-    port = memory.read_port(domain="sync")
+    """A synchronous read port of `memory` with `en` (data holds while it is low), written as an
+    asynchronous read and a register so that Yosys (`memory_dff`) merges the register into the
+    port and applies the memory's `no_rw_check` (it does not on a port that is already
+    synchronous)."""
+    port = memory.read_port(domain="comb")
     read = ReadPort.Signature(addr_width=len(port.addr), shape=memory.shape).create(path=(f"{name}_read",))
-    m.d.comb += [port.addr.eq(read.addr), read.data.eq(port.data), port.en.eq(read.en)]
+    data = Signal.like(port.data, name=f"{name}_data", reset_less=True)  # a reset would be emulated in logic
+    m.d.comb += [port.addr.eq(read.addr), read.data.eq(data)]
+    with m.If(read.en):
+        m.d.sync += data.eq(port.data)
     return read
