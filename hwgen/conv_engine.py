@@ -102,10 +102,9 @@ class ConvEngine(wiring.Component):
         check_config(config)
         self.config = config
         self.rows, self.cols, self.simd = config.pe.rows, config.pe.cols, config.pe.simd
-        self.interval, self.post_latency = beat_interval(config), beat_latency(config)
-        # beats at least 2 cycles apart leave the array's bank a cycle to spare (`early_sums`)
-        self._array = PEArray(config, early_sums=self.interval >= 2)
+        self._array = PEArray(config)
         self._post = None if is_serial(config) else PostProcess(self.rows, self._array.acc_shape)
+        self.interval, self.post_latency = beat_interval(config), beat_latency(config)
         R, C, S = self.rows, self.cols, self.simd
         input_words = bank_bytes(config, "input") // (C * S)
         self.pixel_bits = ceil_log2(bank_bytes(config, "input") // S)

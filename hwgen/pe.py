@@ -8,15 +8,11 @@ stages inside one DSP primitive per lane on iCE40 / ECP5: `hwgen.dsp.RegisteredM
 adder tree, one register per level (its first level, of lane pairs, in the first lane's DSP on
 iCE40: `hwgen.dsp.RegisteredDotPair`) → accumulator. In the PE array the input registers are
 the array's (`input_registers=False`), shared by the PEs of a row or column. `out` is the
-accumulator and is valid for the one cycle `out_valid` is high. With `early_out`, `out` is the
-accumulator's input instead, valid in the cycle the `last` input is accumulated (one cycle
-earlier), and the accumulator clears itself after it (the flip-flops' synchronous reset) rather
-than `first` selecting 0 in front of the adder: no select logic, but every sum must end with
-`last` (`first` is not looked at).
+accumulator and is valid for the one cycle `out_valid` is high.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, ResetSignal, Shape, Signal, Value, signed
+from amaranth.hdl import Module, Mux, Shape, Signal, Value, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
@@ -50,11 +46,10 @@ class PE(wiring.Component):
     """
 
     def __init__(self, simd: int, acc_shape: Shape, act_bits: int = 8, weight_bits: int = 8,
-                 input_registers: bool = True, early_out: bool = False) -> None:
+                 input_registers: bool = True) -> None:
         self.simd = simd
         self.acc_shape = acc_shape
         self.input_registers = input_registers
-        self.early_out = early_out
         super().__init__({
             "x": In(data.ArrayLayout(signed(act_bits), simd)),
             "zx": In(signed(act_bits)),
@@ -70,9 +65,8 @@ class PE(wiring.Component):
     def latency(self) -> int:
         """Cycles from presenting a `last` input to `out_valid`: input, multiplier input, product,
         log2(S) tree levels, accumulator (without `input_registers`: one less, the inputs are
-        then the input registers of a caller that shares them between PEs; with `early_out`
-        one less)."""
-        return LATENCY + exact_log2(self.simd) - (0 if self.input_registers else 1) - self.early_out
+        then the input registers of a caller that shares them between PEs)."""
+        return LATENCY + exact_log2(self.simd) - (0 if self.input_registers else 1)
 
     def elaborate(self, platform) -> Module:
         m = Module()
@@ -106,16 +100,6 @@ class PE(wiring.Component):
             level = [register(m, a + b, f"tree{depth}_{i}") for i, (a, b) in enumerate(zip(level[::2], level[1::2]))]
             control = register(m, control, f"control_tree{depth}", reset_less=False)
 
-        if self.early_out:
-            # the domain's reset and `last` share the flip-flops' one synchronous reset input
-            acc, total = Signal(self.acc_shape, reset_less=True), Signal(self.acc_shape)
-            m.d.comb += [total.eq(acc + level[0]), self.out.eq(total),
-                         self.out_valid.eq(control.valid & control.last)]
-            with m.If(control.valid):
-                m.d.sync += acc.eq(total)
-            with m.If(self.out_valid | ResetSignal()):
-                m.d.sync += acc.eq(0)
-            return m
         acc = Signal(self.acc_shape, reset_less=True)
         with m.If(control.valid):
             m.d.sync += acc.eq(Mux(control.first, 0, acc) + level[0])

@@ -18,12 +18,6 @@ not arrive before the previous group's last beat is accepted (the cycle it is ac
 fine), i.e. successive `last` inputs at least `C` cycles apart with a consumer that never
 stalls, or the issuer holds `last` back otherwise. `loaded` is high in the cycle a group's sums
 enter the bank, `latency` cycles after its `last` input (the cycle before its first beat).
-
-With `early_sums` the PEs clear their accumulators themselves (`hwgen.pe.PE`'s `early_out`: no
-select in front of their adders) and the sums enter the bank a cycle before `loaded`, so they
-must not arrive before the previous group's last beat is accepted one cycle later than above:
-successive `last` inputs at least `(C - 1) * I + 2` cycles apart when beats are accepted every
-`I` cycles (the conv engine's groups, `C * I` apart, with `I >= 2`).
 """
 from __future__ import annotations
 
@@ -47,13 +41,11 @@ def array_latency(simd: int) -> int:
 class PEArray(wiring.Component):
     """`rows x cols` PEs of `simd` lanes, accumulators of `accumulator_shape(config)`."""
 
-    def __init__(self, config: AcceleratorConfig, early_sums: bool = False) -> None:
+    def __init__(self, config: AcceleratorConfig) -> None:
         self.rows, self.cols, self.simd = config.pe.rows, config.pe.cols, config.pe.simd
         self.acc_shape = accumulator_shape(config)
-        self.early_sums = early_sums
         act, weight = signed(config.widths.activation), signed(config.widths.weight)
-        self._pes = [[PE(self.simd, self.acc_shape, act.width, weight.width, input_registers=False,
-                         early_out=early_sums)
+        self._pes = [[PE(self.simd, self.acc_shape, act.width, weight.width, input_registers=False)
                       for _ in range(self.cols)] for _ in range(self.rows)]
         super().__init__({
             "weights": In(data.ArrayLayout(data.ArrayLayout(weight, self.simd), self.rows)),
@@ -88,21 +80,16 @@ class PEArray(wiring.Component):
         bank = [Signal(data.ArrayLayout(self.acc_shape, self.rows), name=f"bank_{c}", reset_less=True)
                 for c in range(self.cols)]
         pending = Signal(range(self.cols + 1))
-        sums = self._pes[0][0].out_valid  # the cycle the bank takes the sums
-        loaded = register(m, sums, "loaded", reset_less=False) if self.early_sums else sums
-        accept = self.drain.valid & self.drain.ready
         m.d.comb += [
-            self.loaded.eq(loaded),
+            self.loaded.eq(self._pes[0][0].out_valid),
             self.drain.valid.eq(pending != 0),
             self.drain.payload.acc.eq(bank[0]),
             self.drain.payload.last.eq(pending == 1),
         ]
-        with m.If(sums):
-            m.d.sync += [bank[c][r].eq(pe.out) for r, row in enumerate(self._pes) for c, pe in enumerate(row)]
-        with m.Elif(accept):
-            m.d.sync += [bank[c].eq(bank[c + 1]) for c in range(self.cols - 1)]
-        with m.If(loaded):
+        with m.If(self._pes[0][0].out_valid):
             m.d.sync += pending.eq(self.cols)
-        with m.Elif(accept):
+            m.d.sync += [bank[c][r].eq(pe.out) for r, row in enumerate(self._pes) for c, pe in enumerate(row)]
+        with m.Elif(self.drain.valid & self.drain.ready):
             m.d.sync += pending.eq(pending - 1)
+            m.d.sync += [bank[c].eq(bank[c + 1]) for c in range(self.cols - 1)]
         return m

@@ -67,27 +67,24 @@ def group_stimulus(rng: np.random.Generator, simd: int, groups: list[tuple[int, 
         min_size=1, max_size=6,
     ),
     seed=st.integers(0, 2**32 - 1),
-    early_out=st.booleans(),
 )
-def test_pe_matches_numpy_dot_products(simd: int, groups, seed: int, early_out: bool) -> None:
+def test_pe_matches_numpy_dot_products(simd: int, groups, seed: int) -> None:
     """Groups of 1..5 terms (a 1-term group has first and last on one cycle), random bubbles
     (whose control bits must be ignored), back-to-back groups (each starting from 0, not from the
-    previous sum), per-group zero points; with `early_out` too (each sum a cycle earlier)."""
+    previous sum), per-group zero points."""
     rng = np.random.default_rng(seed)
-    dut = PE(simd, signed(24), early_out=early_out)
+    dut = PE(simd, signed(24))
     cycles, expected = group_stimulus(rng, simd, groups)
     assert run_pe(dut, cycles) == [(cycle - 1 + dut.latency, value) for cycle, value in expected]
 
 
-@pytest.mark.parametrize("early_out", [False, True])
 @pytest.mark.parametrize("input_registers", [True, False])
 @pytest.mark.parametrize("simd, latency", [(1, 4), (2, 5), (32, 9)])
-def test_latency_is_four_plus_tree_depth(simd: int, latency: int, input_registers: bool, early_out: bool) -> None:
+def test_latency_is_four_plus_tree_depth(simd: int, latency: int, input_registers: bool) -> None:
     """A one-term group (first and last together) presented on cycle 0 leaves on cycle `latency`
-    (one earlier without the input registers, which the PE array keeps outside its PEs, and one
-    earlier with `early_out`)."""
-    latency -= (0 if input_registers else 1) + early_out
-    dut = PE(simd, signed(32), input_registers=input_registers, early_out=early_out)
+    (one earlier without the input registers, which the PE array keeps outside its PEs)."""
+    latency -= 0 if input_registers else 1
+    dut = PE(simd, signed(32), input_registers=input_registers)
     cycles = [{"valid": 1, "first": 1, "last": 1, "x": [5] * simd, "zx": 2, "w": [-3] * simd}]
     assert dut.latency == latency
     assert run_pe(dut, cycles) == [(latency, -9 * simd)]
