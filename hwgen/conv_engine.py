@@ -177,19 +177,19 @@ class ConvEngine(wiring.Component):
         m.d.comb += [self.in_bank.eq(conv.in_bank), self.weight_bank.eq(conv.weight_bank),
                      self.out_bank.eq(conv.out_bank)]
 
-        # ---- group counters (oh, ow group, oc group) and their bases
+        # ---- group counters (output rows left, ow group, oc group) and their bases
         # (an oc group indexes a parameter word: no more of them than one bank holds)
-        oh, owg, ocg = Signal(10), Signal(8), Signal(max(1, len(self.param.addr)))
+        rows_left, owg, ocg = Signal(10), Signal(8), Signal(max(1, len(self.param.addr)))
         # input pixels: of (oh, ow group 0), of (oh, ow group), of the group's first input group
         row_base, cell, group_start = Signal(pixel), Signal(pixel), Signal(pixel)
         set_record = Signal(self.acc_bits)  # record L of (first pixel of the group, oc group 0)
         # the wrap tests compare the incremented counters with the loop counts
         ocg_wrap = ocg + 1 == conv.oc_groups
         owg_wrap = owg + 1 == conv.ow_groups
-        done = ocg_wrap & owg_wrap & (oh + 1 == conv.out_rows)
+        done = ocg_wrap & owg_wrap & (rows_left == 1)
         next_ocg = Mux(ocg_wrap, 0, ocg + 1)
         next_owg = Mux(ocg_wrap, Mux(owg_wrap, 0, owg + 1), owg)
-        next_oh = Mux(ocg_wrap & owg_wrap, oh + 1, oh)
+        next_rows_left = Mux(ocg_wrap & owg_wrap, rows_left - 1, rows_left)
         next_row = row_base + ohstep
         next_row_base = Mux(ocg_wrap & owg_wrap, next_row, row_base)
         next_cell = Mux(owg_wrap, next_row, cell + C)
@@ -225,7 +225,7 @@ class ConvEngine(wiring.Component):
         with m.If(accept):
             m.d.sync += [
                 running.eq(1), at_first.eq(1),
-                oh.eq(0), owg.eq(0), ocg.eq(0), row_base.eq(0), cell.eq(0), group_start.eq(0), set_record.eq(0),
+                rows_left.eq(new.out_rows), owg.eq(0), ocg.eq(0), row_base.eq(0), cell.eq(0), group_start.eq(0), set_record.eq(0),
                 icg.eq(0), kh.eq(0), phase.eq(0), kw.eq(0),
                 group_ptr.eq(0), row_ptr.eq(0), phase_ptr.eq(0), pixel_ptr.eq(0), weight_row.eq(0),
             ]
@@ -252,7 +252,7 @@ class ConvEngine(wiring.Component):
                         kh.eq(0), icg.eq(0), at_first.eq(1),
                         group_ptr.eq(next_input), row_ptr.eq(next_input), phase_ptr.eq(next_input),
                         pixel_ptr.eq(next_input),
-                        ocg.eq(next_ocg), owg.eq(next_owg), oh.eq(next_oh), row_base.eq(next_row_base),
+                        ocg.eq(next_ocg), owg.eq(next_owg), rows_left.eq(next_rows_left), row_base.eq(next_row_base),
                         group_start.eq(next_input), set_record.eq(next_set_record),
                     ]
                     with m.If(ocg_wrap):
