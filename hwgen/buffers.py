@@ -5,7 +5,10 @@ synchronous read port), so it maps to block RAM. The DMA side's write and read p
 select a bank while active (`dma_write_bank`/`dma_write_active`, `dma_read_bank`/
 `dma_read_active`: a load DMA writes, a store DMA reads, possibly different banks at once);
 a bank port not taken by the DMA side belongs to the compute side when `compute_bank` selects
-it. The sequencer's semaphores guarantee the sides never use one bank at the same time. Read data arrives one cycle after a read with `en` high, from the bank that read
+it. The sequencer's semaphores guarantee the sides never use one bank at the same time. A
+`one_way` buffer (input, weight, param: `hwgen.config.MERGEABLE_BUFFERS`) has only the DMA
+side's write and the compute side's read port, wired to the banks without selection logic
+(the write enables select the bank). Read data arrives one cycle after a read with `en` high, from the bank that read
 addressed, straight from the block RAM's output register; a read of the word written in the
 same cycle returns an undefined value (no user does that).
 """
@@ -17,7 +20,7 @@ from amaranth.lib.memory import Memory, ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from hwgen.config import AcceleratorConfig
+from hwgen.config import MERGEABLE_BUFFERS, AcceleratorConfig
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
 from hwgen.spram import SinglePortBank
 
@@ -43,29 +46,30 @@ class DoubleBuffer(wiring.Component):
     its owner may read or write in a cycle, not both, which suits buffers that one side only
     writes (DMA) and the other only reads (compute): input and weight.
 
-    With `merged`, both banks live in one simple dual-port memory (the bank number is the top
-    address bit): one write and one read port for both sides, which suits buffers that one side
-    only writes (DMA) and the other only reads (compute): input, weight and param.
+    With `one_way`, the DMA side only writes and the compute side only reads (no `dma_rd`,
+    `compute_wr`, `dma_read_*` ports): input, weight and param.
+
+    With `merged` (only `one_way`), both banks live in one simple dual-port memory (the bank
+    number is the top address bit): its write port is the DMA side's, its read port the
+    compute side's.
     """
 
-    def __init__(self, word_bytes: int, depth: int, *, spram: bool = False, merged: bool = False):
-        assert not (spram and merged)
+    def __init__(self, word_bytes: int, depth: int, *, spram: bool = False, merged: bool = False,
+                 one_way: bool = False):
+        assert not (spram and merged) and (one_way or not merged)
         self.word_bytes = word_bytes
         self.depth = depth
         self.spram = spram
         self.merged = merged
+        self.one_way = one_way
         addr, word = ceil_log2(depth), unsigned(8 * word_bytes)
-        super().__init__({
-            "dma_wr": Out(WritePort.Signature(addr_width=addr, shape=word, granularity=8)),
-            "dma_rd": Out(ReadPort.Signature(addr_width=addr, shape=word)),
-            "compute_wr": Out(WritePort.Signature(addr_width=addr, shape=word, granularity=8)),
-            "compute_rd": Out(ReadPort.Signature(addr_width=addr, shape=word)),
-            "dma_write_bank": In(1),
-            "dma_write_active": In(1),
-            "dma_read_bank": In(1),
-            "dma_read_active": In(1),
-            "compute_bank": In(1),
-        })
+        write, read = WritePort.Signature(addr_width=addr, shape=word, granularity=8), ReadPort.Signature(
+            addr_width=addr, shape=word)
+        ports = {"dma_wr": Out(write), "compute_rd": Out(read), "dma_write_bank": In(1), "dma_write_active": In(1),
+                 "compute_bank": In(1)}
+        if not one_way:
+            ports |= {"dma_rd": Out(read), "compute_wr": Out(write), "dma_read_bank": In(1), "dma_read_active": In(1)}
+        super().__init__(ports)
 
     @classmethod
     def from_config(cls, config: AcceleratorConfig, kind: str, halves: int = 1) -> DoubleBuffer:
@@ -73,12 +77,14 @@ class DoubleBuffer(wiring.Component):
         of the even/odd-word halves of the input buffer)."""
         word, depth = bank_shape(config, kind)
         return cls(word, depth // halves, spram=kind in config.buffers.spram,
-                   merged=kind in config.template.merged_banks)
+                   merged=kind in config.template.merged_banks, one_way=kind in MERGEABLE_BUFFERS)
 
     def elaborate(self, platform) -> Module:
         m = Module()
         if self.merged:
             return self._merged(m)
+        if self.one_way:
+            return self._one_way(m)
         read_selects = (self.dma_read_bank, self.compute_bank)
         read_bank = [Signal(name=f"{side}_read_bank") for side in ("dma", "compute")]
         reads = []
@@ -101,21 +107,31 @@ class DoubleBuffer(wiring.Component):
         return m
 
     def _merged(self, m: Module) -> Module:
-        """Both banks in one memory: the DMA side's write (else the compute side's) and the DMA
-        side's read (else the compute side's) at `Cat(addr, bank)`."""
+        """Both banks in one memory: the DMA side writes at `Cat(addr, dma_write_bank)`, the
+        compute side reads at `Cat(addr, compute_bank)`."""
         m.submodules.banks = banks = _memory(unsigned(8 * self.word_bytes), 2 << ceil_log2(self.depth))
         write, read = banks.write_port(granularity=8), _read_port(m, banks, "banks")
-        with m.If(self.dma_write_active):
-            m.d.comb += [write.addr.eq(Cat(self.dma_wr.addr, self.dma_write_bank)), write.data.eq(self.dma_wr.data),
-                         write.en.eq(self.dma_wr.en)]
-        with m.Else():
-            m.d.comb += [write.addr.eq(Cat(self.compute_wr.addr, self.compute_bank)),
-                         write.data.eq(self.compute_wr.data), write.en.eq(self.compute_wr.en)]
-        with m.If(self.dma_read_active):
-            m.d.comb += [read.addr.eq(Cat(self.dma_rd.addr, self.dma_read_bank)), read.en.eq(self.dma_rd.en)]
-        with m.Else():
-            m.d.comb += [read.addr.eq(Cat(self.compute_rd.addr, self.compute_bank)), read.en.eq(self.compute_rd.en)]
-        m.d.comb += [self.dma_rd.data.eq(read.data), self.compute_rd.data.eq(read.data)]
+        m.d.comb += [write.addr.eq(Cat(self.dma_wr.addr, self.dma_write_bank)), write.data.eq(self.dma_wr.data),
+                     write.en.eq(Mux(self.dma_write_active, self.dma_wr.en, 0)),
+                     read.addr.eq(Cat(self.compute_rd.addr, self.compute_bank)), read.en.eq(self.compute_rd.en),
+                     self.compute_rd.data.eq(read.data)]
+        return m
+
+    def _one_way(self, m: Module) -> Module:
+        """Two memories: both take the DMA side's write address and data (the enables pick the
+        bank) and the compute side's read address; its bank picks the read data."""
+        read_bank = Signal(name="compute_read_bank")
+        reads = []
+        for index in range(2):
+            write, read = self._bank(m, index)
+            writes = self.dma_write_active & (self.dma_write_bank == index)
+            m.d.comb += [write.addr.eq(self.dma_wr.addr), write.data.eq(self.dma_wr.data),
+                         write.en.eq(Mux(writes, self.dma_wr.en, 0)), read.addr.eq(self.compute_rd.addr),
+                         read.en.eq(self.compute_rd.en & (self.compute_bank == index))]
+            reads.append(read)
+        with m.If(self.compute_rd.en):
+            m.d.sync += read_bank.eq(self.compute_bank)
+        m.d.comb += self.compute_rd.data.eq(Mux(read_bank, reads[1].data, reads[0].data))
         return m
 
     def _bank(self, m: Module, index: int):

@@ -162,8 +162,6 @@ class ConvEngine(wiring.Component):
         set_records = Signal(self.acc_bits)   # records of a full pixel set (C pixels)
         last_records = Signal(self.acc_bits)  # records of the last pixel set of a row
         partials = Signal(self.acc_bits)      # word offset of the int32 partial sums (hwgen.layout)
-        # loop bounds as last indices, so that the wrap tests are comparisons of registers
-        last_ocg, last_owg, last_oh, last_icg, last_kh = Signal(8), Signal(8), Signal(10), Signal(8), Signal(4)
         if self.config.template.address_steps == "compiler":  # last_group_cols <= C: a few adders
             last_records_product = shift_add(new.oc_groups, new.last_group_cols[:ceil_log2(C + 1)])
         else:
@@ -171,8 +169,6 @@ class ConvEngine(wiring.Component):
         with m.If(accept):
             m.d.sync += [
                 conv.eq(new),
-                last_ocg.eq(new.oc_groups - 1), last_owg.eq(new.ow_groups - 1), last_oh.eq(new.out_rows - 1),
-                last_icg.eq(new.ic_groups - 1), last_kh.eq(cfg.kernel_h - 1),
                 set_records.eq(new.oc_groups << log_c),
                 last_records.eq(last_records_product),
                 partials.eq(((new.oc_groups << log_c) + ACC_BYTES - 1) >> exact_log2(ACC_BYTES)),
@@ -181,25 +177,28 @@ class ConvEngine(wiring.Component):
         m.d.comb += [self.in_bank.eq(conv.in_bank), self.weight_bank.eq(conv.weight_bank),
                      self.out_bank.eq(conv.out_bank)]
 
-        # ---- group counters (oh, ow group, oc group) and their bases
-        oh, owg, ocg = Signal(10), Signal(8), Signal(8)
-        row_base, col_base, group_base = Signal(pixel), Signal(pixel), Signal(pixel)  # input pixel of the group
+        # ---- group counters (output rows left, ow group, oc group) and their bases
+        # (an oc group indexes a parameter word: no more of them than one bank holds)
+        rows_left, owg, ocg = Signal(10), Signal(8), Signal(max(1, len(self.param.addr)))
+        # input pixels: of (oh, ow group 0), of (oh, ow group), of the group's first input group
+        row_base, cell, group_start = Signal(pixel), Signal(pixel), Signal(pixel)
         set_record = Signal(self.acc_bits)  # record L of (first pixel of the group, oc group 0)
-        ocg_wrap = ocg == last_ocg
-        owg_wrap = owg == last_owg
-        done = ocg_wrap & owg_wrap & (oh == last_oh)
+        # the wrap tests compare the incremented counters with the loop counts
+        ocg_wrap = ocg + 1 == conv.oc_groups
+        owg_wrap = owg + 1 == conv.ow_groups
+        done = ocg_wrap & owg_wrap & (rows_left == 1)
         next_ocg = Mux(ocg_wrap, 0, ocg + 1)
         next_owg = Mux(ocg_wrap, Mux(owg_wrap, 0, owg + 1), owg)
-        next_oh = Mux(ocg_wrap & owg_wrap, oh + 1, oh)
-        next_row_base = Mux(ocg_wrap & owg_wrap, row_base + ohstep, row_base)
-        next_col_base = Mux(ocg_wrap, Mux(owg_wrap, 0, col_base + C), col_base)
+        next_rows_left = Mux(ocg_wrap & owg_wrap, rows_left - 1, rows_left)
+        next_row = row_base + ohstep
+        next_row_base = Mux(ocg_wrap & owg_wrap, next_row, row_base)
+        next_cell = Mux(owg_wrap, next_row, cell + C)
         # depthwise: the first input group (ocg * R) // S moves by R // S per oc group, or by
         # one every S // R oc groups
         base_moves = conv.depthwise if R >= S else conv.depthwise & ((next_ocg * R) % S == 0)
-        next_group_base = Mux(ocg_wrap, 0, group_base + Mux(base_moves, depthwise_step, 0))
         next_set_record = Mux(ocg_wrap, set_record + Mux(owg_wrap, last_records, set_records), set_record)
-        next_input = Signal(pixel)
-        m.d.comb += next_input.eq(next_group_base + next_row_base + next_col_base)
+        next_input = Signal(pixel)  # the next group's `group_start`
+        m.d.comb += next_input.eq(Mux(ocg_wrap, next_cell, group_start + Mux(base_moves, depthwise_step, 0)))
         record = set_record + ocg
 
         # ---- reduction counters (ic group, kh, phase, kw = q * stride + phase) and pointers
@@ -213,8 +212,8 @@ class ConvEngine(wiring.Component):
         flush = Signal(range(self.latency + drain + 1))
         q_wrap = kw + cfg.stride >= cfg.kernel_w
         phase_wrap = (phase + 1 >= cfg.stride) | (phase + 1 >= cfg.kernel_w)
-        kh_wrap = kh == last_kh
-        icg_wrap = icg == last_icg
+        kh_wrap = kh + 1 == cfg.kernel_h
+        icg_wrap = icg + 1 == conv.ic_groups
         last_step = q_wrap & phase_wrap & kh_wrap & icg_wrap
         issue = running & (~at_first | (gap == 0))
 
@@ -226,7 +225,7 @@ class ConvEngine(wiring.Component):
         with m.If(accept):
             m.d.sync += [
                 running.eq(1), at_first.eq(1),
-                oh.eq(0), owg.eq(0), ocg.eq(0), row_base.eq(0), col_base.eq(0), group_base.eq(0), set_record.eq(0),
+                rows_left.eq(new.out_rows), owg.eq(0), ocg.eq(0), row_base.eq(0), cell.eq(0), group_start.eq(0), set_record.eq(0),
                 icg.eq(0), kh.eq(0), phase.eq(0), kw.eq(0),
                 group_ptr.eq(0), row_ptr.eq(0), phase_ptr.eq(0), pixel_ptr.eq(0), weight_row.eq(0),
             ]
@@ -253,22 +252,23 @@ class ConvEngine(wiring.Component):
                         kh.eq(0), icg.eq(0), at_first.eq(1),
                         group_ptr.eq(next_input), row_ptr.eq(next_input), phase_ptr.eq(next_input),
                         pixel_ptr.eq(next_input),
-                        ocg.eq(next_ocg), owg.eq(next_owg), oh.eq(next_oh), row_base.eq(next_row_base),
-                        col_base.eq(next_col_base), group_base.eq(next_group_base), set_record.eq(next_set_record),
+                        ocg.eq(next_ocg), owg.eq(next_owg), rows_left.eq(next_rows_left), row_base.eq(next_row_base),
+                        group_start.eq(next_input), set_record.eq(next_set_record),
                     ]
                     with m.If(ocg_wrap):
-                        m.d.sync += weight_row.eq(0)
+                        m.d.sync += [cell.eq(next_cell), weight_row.eq(0)]
                     with m.If(done):
                         m.d.sync += [running.eq(0), flush.eq(self.latency + drain)]
 
-        # ---- stage 0: buffer reads; stage 1: funnel shift into the PE array
+        # ---- stage 0: input reads; stage 1: funnel shift into the PE array and the weight read,
+        # whose data enters the array a cycle after the pixels (`hwgen.pe_array`)
         word = pixel_ptr >> log_c
+        valid = register(m, issue, "step_valid", reset_less=False)
         m.d.comb += [
             self.input_even.addr.eq((word + 1) >> 1), self.input_odd.addr.eq(word >> 1),
             self.input_even.en.eq(issue), self.input_odd.en.eq(issue),
-            self.weight.addr.eq(weight_row + kw), self.weight.en.eq(issue),
+            self.weight.addr.eq(register(m, weight_row + kw, "step_weight")), self.weight.en.eq(valid),
         ]
-        valid = register(m, issue, "step_valid", reset_less=False)
         first = register(m, at_first, "step_first")
         last = register(m, last_step, "step_last")
         shift = register(m, pixel_ptr[:log_c], "step_shift")
@@ -298,13 +298,8 @@ class ConvEngine(wiring.Component):
         m.d.comb += [self.param.addr.eq(meta.ocg), self.param.en.eq(meta_valid)]
         params = data.View(data.ArrayLayout(PARAM_RECORD, R), self.param.data)
         # the beat's partial sums, read the cycle before it is on the drain: the group's first
-        # record at `meta_valid`, the next one whenever a beat is accepted (`read_record`)
-        read_record = Signal(self.acc_bits)
-        with m.If(beat):
-            m.d.sync += read_record.eq(read_record + conv.oc_groups)
-        with m.If(meta_valid):
-            m.d.sync += read_record.eq(meta.record + conv.oc_groups)
-        m.d.comb += [self.acc_read.addr.eq(Mux(meta_valid, meta.record, read_record) + partials),
+        # record at `meta_valid`, the next one whenever a beat is accepted
+        m.d.comb += [self.acc_read.addr.eq(Mux(meta_valid, meta.record, drain_record + conv.oc_groups) + partials),
                      self.acc_read.en.eq(conv.init_from_acc & (meta_valid | beat))]
         partial_sums = data.View(data.ArrayLayout(signed(32), R), self.acc_read.data)
         layer = post.i.payload.layer

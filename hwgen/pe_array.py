@@ -3,8 +3,10 @@
 Row `r` computes output channel `oc0 + r`, column `c` output pixel `ow0 + c`: the `S`-byte weight
 word of row `r` is broadcast along the row, the `S`-byte pixel of column `c` down the column, and
 `valid`/`first`/`last`/`zx` are shared. The PEs' input registers are the array's, one per
-broadcast operand (a column's pixel, a row's weight, the zero point, the controls), not one per
-PE. There is no systolic skew: all PEs finish together.
+broadcast operand (a column's pixel, the zero point, the controls), not one per PE; the weights
+have none: a step's weight words are presented one cycle after its pixels and controls (straight
+from a block RAM read the cycle before, whose output register is then the input register). There
+is no systolic skew: all PEs finish together.
 
 Costs: a group's sums reach the drain bank `latency` (= PE latency + 1) cycles after its `last`
 input; the bank then streams them out column by column as `C` beats of `R` accumulators (the
@@ -64,15 +66,15 @@ class PEArray(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        # the PEs' input registers, one per broadcast operand: a column's pixel, a row's weight
+        # the PEs' input registers, one per broadcast operand: a column's pixel (the weights
+        # arrive a cycle later, already registered)
         pixels = [register(m, self.pixels[c], f"pixel_{c}") for c in range(self.cols)]
-        weights = [register(m, self.weights[r], f"weight_{r}") for r in range(self.rows)]
         zx, first, last = register(m, self.zx, "zx"), register(m, self.first, "first"), register(m, self.last, "last")
         valid = register(m, self.valid, "valid", reset_less=False)
         for r, row in enumerate(self._pes):
             for c, pe in enumerate(row):
                 m.submodules[f"pe_{r}_{c}"] = pe
-                m.d.comb += [pe.x.eq(pixels[c]), pe.w.eq(weights[r]), pe.zx.eq(zx),
+                m.d.comb += [pe.x.eq(pixels[c]), pe.w.eq(self.weights[r]), pe.zx.eq(zx),
                              pe.valid.eq(valid), pe.first.eq(first), pe.last.eq(last)]
 
         bank = [Signal(data.ArrayLayout(self.acc_shape, self.rows), name=f"bank_{c}", reset_less=True)

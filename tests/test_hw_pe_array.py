@@ -41,16 +41,23 @@ def run_array(cycles: list[dict], groups: int, rng: np.random.Generator, stall_r
     received: list = []
 
     async def producer(ctx):
-        issued = 0
+        """A step's weights one cycle after its pixels and controls (random ones in between)."""
+        issued, weights = 0, None
         for step in cycles:
             while hold_last and step["valid"] and step["last"] and len(received) < issued * C:
                 ctx.set(dut.valid, 0)
+                ctx.set(dut.weights, weights or int8(rng, (R, S)).tolist())
+                weights = None
                 await ctx.tick()
             for name, value in step.items():
-                ctx.set(getattr(dut, name), value)
+                if name != "weights":
+                    ctx.set(getattr(dut, name), value)
+            ctx.set(dut.weights, weights or int8(rng, (R, S)).tolist())
+            weights = step["weights"]
             issued += step["valid"] and step["last"]
             await ctx.tick()
         ctx.set(dut.valid, 0)
+        ctx.set(dut.weights, weights)
 
     async def consumer(ctx):
         await receive(ctx, dut.drain, groups * C, rng, stall_rate, received)
