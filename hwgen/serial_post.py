@@ -2,20 +2,20 @@
 
 Same arithmetic and ports as `hwgen.postprocess.PostProcess` (`postprocess_signature`), one
 lane value at a time. An accepted beat is kept as lane queues, lane 0 at the head: each lane's
-`acc + bias` (summed on accept) and shift, and one shift register of the lanes' 16-bit
-multipliers, lane 0's top digit on top (raw beats, the partial-sum spills: multiplier 1, shift
-0). Lane `l` then takes the `DIGITS` cycles from the one after the accept plus `l * DIGITS`: the
+`acc + bias` (summed on accept) and shift less 15 (`SHIFTS`), and one shift register of the
+lanes' 16-bit multipliers, lane 0's top digit on top. Lane `l` then takes the `DIGITS` cycles from the one after the accept plus `l * DIGITS`: the
 product of the head sum with the multiplier's top `DIGIT_BITS`, two radix-4 Booth digits
 (`booth_term`: adders only, no DSP), is added to the partial product shifted up a digit (the
 lane's first digit starts it with the unsigned multiplier's extra top Booth digit, its top bit,
 times the sum), the multiplier register shifts up a digit and, after the lane's last digit,
 the sum queue moves up a lane. The cycle
-after a lane's product is complete, a staged right shift (`narrow_shift`) by the head shift
+after a lane's product is complete, a staged right shift (`narrow_shift`) of the product
+without its low 15 bits (the top one the first guard bit, the others sticky) by the head shift
 (whose queue then moves up) gives the quotient's low `NARROW_BITS` bits, whether it fits them,
 and the guard and sticky bits from the bits it drops (no shifted mask); the cycle after, the
-rounding, zero point and clamp (`hwgen.postprocess.clamp`) give the lane's result (a raw lane's
-result, the product's low 32 bits, one cycle earlier), which enters a result shift register at
-its top lane.
+rounding, zero point and clamp (`hwgen.postprocess.clamp`) give the lane's result, which
+enters a result shift register at its top lane. A raw lane (the partial-sum spills) enters its
+`acc + bias` as it is, at its last digit (its product is not used).
 
 Timing: a new beat is accepted every `serial_interval(R)` cycles at most (`i.ready` is low
 until the last of them), its results leave on `o` exactly `serial_latency(R)` cycles after it
