@@ -41,11 +41,12 @@ DIGIT_BITS = 4
 DIGITS = MULTIPLIER_BITS // DIGIT_BITS
 LANE_CYCLES = 1 + DIGITS
 """Cycles per lane between accepted beats: one per multiplier digit, and one for the tail."""
-SHIFT_SPAN_BITS = 5
+SHIFT_SPAN_BITS = 4
 SHIFTS = range(15, 15 + 2**SHIFT_SPAN_BITS)
-"""The requantization shifts the lane implements, real multipliers in [2**-31, 2) (the multiplier
-in [2**15, 2**16), `planner.quant.fixed_point`; 15: a pooling's 1): `shift - 15` in
-`SHIFT_SPAN_BITS` bits shifts the product without its low 15 bits."""
+"""The requantization shifts the lane implements, real multipliers in [2**-15, 2) (the multiplier
+in [2**15, 2**16), `planner.quant.fixed_point`; 15: a pooling's 1; the digits CNN, the test
+patterns and random convolutions use 15 to 26): `shift - 15` in `SHIFT_SPAN_BITS` bits shifts
+the product without its low 15 bits."""
 
 
 def serial_interval(lanes: int) -> int:
@@ -81,7 +82,7 @@ def check_shifts(config: AcceleratorConfig, layer: str, multipliers: Sequence[in
     bad = sorted({int(s) for m, s in zip(multipliers, shifts) if m and s not in SHIFTS})
     if bad:
         raise PlanningError(f"layer {layer!r}: requantization shifts {bad} (real multipliers of 2 or more, or below "
-                            f"2**-31); the serial requantizer of configuration {config.name!r} (template.postprocess: "
+                            f"2**-15); the serial requantizer of configuration {config.name!r} (template.postprocess: "
                             f"serial) implements shifts {SHIFTS.start}..{SHIFTS.stop - 1}")
 
 

@@ -14,7 +14,7 @@ then requantized with the multiplier and shift of parameter record `g * S + lane
 ignored), the output zero point and the act_min/act_max clamp (`hwgen.postprocess`), and
 written as int8 at byte `acc_element(oh, ow, g * S + lane, width=out_cols,
 channels=channel_groups * S)` of the accumulator bank. Kernel sizes must be >= 1, shifts <= 62
-(15 to 46 with `template.postprocess: serial`).
+(15 to 30 with `template.postprocess: serial`).
 The caller connects the buffer ports to the banks `in_bank`, `param_bank` and `out_bank` name.
 
 Schedule: one read of one pixel's `S` lanes per cycle, loops (outer to inner) `oh, ow, g, kh,
