@@ -3,8 +3,8 @@
 Same arithmetic and ports as `hwgen.postprocess.PostProcess` (`postprocess_signature`), one
 lane value at a time. An accepted beat is kept as lane queues, lane 0 at the head: each lane's
 `acc + bias` (summed on accept) and shift less 15 (`SHIFTS`), and one shift register of the
-lanes' 16-bit multipliers, lane 0's top digit on top. Lane `l` then takes the `DIGITS` cycles from the one after the accept plus `l * DIGITS`: the
-product of the head sum with the multiplier's top `DIGIT_BITS`, two radix-4 Booth digits
+lanes' 16-bit multipliers, lane 0's top digit on top. Lane `l` then takes the `DIGITS` cycles
+from the one after the accept plus `l * DIGITS`: the product of the head sum with the multiplier's top `DIGIT_BITS`, two radix-4 Booth digits
 (`booth_term`: adders only, no DSP), is added to the partial product shifted up a digit (the
 lane's first digit starts it with the unsigned multiplier's extra top Booth digit, its top bit,
 times the sum), the multiplier register shifts up a digit and, after the lane's last digit,
@@ -186,9 +186,9 @@ class SerialPostProcess(PostProcess):
 
         # ---- the cycle after a lane's last digit: shift and rounding bits (the product's low
         # `SHIFTS.start` bits are always dropped); the cycle after, the rounding, zero point and clamp
-        low = SHIFTS.start
-        narrow, fits, guard, sticky = narrow_shift(product[low:], shifts[0], NARROW_BITS, product[low - 1],
-                                                   product[:low - 1].any())
+        dropped = SHIFTS.start
+        narrow, fits, guard, sticky = narrow_shift(product[dropped:], shifts[0], NARROW_BITS, product[dropped - 1],
+                                                   product[:dropped - 1].any())
         quotient = register(m, narrow, "quotient")
         up = register(m, guard & (sticky | narrow[0]), "round_up")
         fits, negative = register(m, fits, "fits"), register(m, product[-1], "negative")
