@@ -2,20 +2,20 @@
 
 Same arithmetic and ports as `hwgen.postprocess.PostProcess` (`postprocess_signature`), one
 lane value at a time. An accepted beat is kept as lane queues, lane 0 at the head: each lane's
-`acc + bias` (summed on accept) and shift, and one shift register of the lanes' 16-bit
-multipliers, lane 0's top digit on top (raw beats, the partial-sum spills: multiplier 1, shift
-0). Lane `l` then takes the `DIGITS` cycles from the one after the accept plus `l * DIGITS`: the
-product of the head sum with the multiplier's top `DIGIT_BITS`, two radix-4 Booth digits
+`acc + bias` (summed on accept) and shift less 15 (`SHIFTS`), and one shift register of the
+lanes' 16-bit multipliers, lane 0's top digit on top. Lane `l` then takes the `DIGITS` cycles
+from the one after the accept plus `l * DIGITS`: the product of the head sum with the multiplier's top `DIGIT_BITS`, two radix-4 Booth digits
 (`booth_term`: adders only, no DSP), is added to the partial product shifted up a digit (the
 lane's first digit starts it with the unsigned multiplier's extra top Booth digit, its top bit,
 times the sum), the multiplier register shifts up a digit and, after the lane's last digit,
 the sum queue moves up a lane. The cycle
-after a lane's product is complete, a staged right shift (`narrow_shift`) by the head shift
+after a lane's product is complete, a staged right shift (`narrow_shift`) of the product
+without its low 15 bits (the top one the first guard bit, the others sticky) by the head shift
 (whose queue then moves up) gives the quotient's low `NARROW_BITS` bits, whether it fits them,
 and the guard and sticky bits from the bits it drops (no shifted mask); the cycle after, the
-rounding, zero point and clamp (`hwgen.postprocess.clamp`) give the lane's result (a raw lane's
-result, the product's low 32 bits, one cycle earlier), which enters a result shift register at
-its top lane.
+rounding, zero point and clamp (`hwgen.postprocess.clamp`) give the lane's result, which
+enters a result shift register at its top lane. A raw lane (the partial-sum spills) enters its
+`acc + bias` as it is, at its last digit (its product is not used).
 
 Timing: a new beat is accepted every `serial_interval(R)` cycles at most (`i.ready` is low
 until the last of them), its results leave on `o` exactly `serial_latency(R)` cycles after it
@@ -25,19 +25,28 @@ layer register; a single lane keeps a delayed copy for its clamp.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value, signed
 from amaranth.lib import data, wiring
 
 from hwgen.accumulator import accumulator_shape
 from hwgen.config import AcceleratorConfig
 from hwgen.pe import register
-from hwgen.postprocess import LATENCY, LAYER, NARROW_BITS, SHIFT_BITS, PostProcess, clamp, postprocess_signature
+from hwgen.postprocess import LATENCY, LAYER, NARROW_BITS, PostProcess, clamp, postprocess_signature
+from planner.errors import PlanningError
 from planner.quant import MULTIPLIER_BITS
 
 DIGIT_BITS = 4
 DIGITS = MULTIPLIER_BITS // DIGIT_BITS
 LANE_CYCLES = 1 + DIGITS
 """Cycles per lane between accepted beats: one per multiplier digit, and one for the tail."""
+SHIFT_SPAN_BITS = 4
+SHIFTS = range(15, 15 + 2**SHIFT_SPAN_BITS)
+"""The requantization shifts the lane implements, real multipliers in [2**-15, 2) (the multiplier
+in [2**15, 2**16), `planner.quant.fixed_point`; 15: a pooling's 1; the digits CNN, the test
+patterns and random convolutions use 15 to 26): `shift - 15` in `SHIFT_SPAN_BITS` bits shifts
+the product without its low 15 bits."""
 
 
 def serial_interval(lanes: int) -> int:
@@ -65,6 +74,18 @@ def beat_latency(config: AcceleratorConfig) -> int:
     return serial_latency(config.pe.rows) if is_serial(config) else LATENCY
 
 
+def check_shifts(config: AcceleratorConfig, layer: str, multipliers: Sequence[int], shifts: Sequence[int]) -> None:
+    """Refuse a layer whose requantization (per channel: `multipliers`, `shifts`) has a nonzero
+    multiplier with a shift the serial lane of `config` does not implement (`SHIFTS`)."""
+    if not is_serial(config):
+        return
+    bad = sorted({int(s) for m, s in zip(multipliers, shifts) if m and s not in SHIFTS})
+    if bad:
+        raise PlanningError(f"layer {layer!r}: requantization shifts {bad} (real multipliers of 2 or more, or below "
+                            f"2**-15); the serial requantizer of configuration {config.name!r} (template.postprocess: "
+                            f"serial) implements shifts {SHIFTS.start}..{SHIFTS.stop - 1}")
+
+
 def shared_acc_shape(config: AcceleratorConfig) -> Shape:
     """The shared lane's accumulators: as wide as the PE array's, at least int32 (the vector
     unit's sums)."""
@@ -77,15 +98,17 @@ def shared_signature(config: AcceleratorConfig) -> wiring.Signature:
     return postprocess_signature(config.pe.rows, shared_acc_shape(config), signed(32))
 
 
-def narrow_shift(value: Value, amount: Value, keep: int) -> tuple[Value, Value, Value, Value]:
+def narrow_shift(value: Value, amount: Value, keep: int, guard: Value = Const(0),
+                 sticky: Value = Const(0)) -> tuple[Value, Value, Value, Value]:
     """`value >> amount` (arithmetic) cut to its low `keep` bits, whether the whole quotient fits
     `keep` signed bits, the guard bit (the highest bit shifted out) and the sticky bit (any lower
-    one shifted out). Stages from the largest shift down keep only the bits the remaining stages
-    can still bring into the result; the quotient fits when every bit a stage drops at the top,
-    and the result's top bit, equal the sign."""
+    one shifted out); `guard` and `sticky` are those of bits already dropped below `value`.
+    Stages from the largest shift down keep only the bits the remaining stages can still bring
+    into the result; the quotient fits when every bit a stage drops at the top, and the
+    result's top bit, equal the sign."""
     sign = value[-1]
     bits = Cat(value, sign.replicate(max(0, keep - len(value))))
-    guard, sticky, fits = Const(0), Const(0), Const(1)
+    fits = Const(1)
     for level in reversed(range(len(amount))):
         step, width = 1 << level, len(bits)
         extended = Cat(bits, sign.replicate(step))
@@ -131,17 +154,16 @@ class SerialPostProcess(PostProcess):
         lane_end = digit_slot & (slot % DIGITS == DIGITS - 1)
 
         # ---- the beat as lane queues (lane 0 at the head): sums, shifts, multiplier digits
-        raw = beat.layer.raw
         sums = [Signal(signed(max(len(beat.acc[0]), 32) + 1), name=f"sum_{lane}", reset_less=True) for lane in range(lanes)]
-        shifts = [Signal(SHIFT_BITS, name=f"shift_{lane}", reset_less=True) for lane in range(lanes)]
+        shifts = [Signal(SHIFT_SPAN_BITS, name=f"shift_{lane}", reset_less=True) for lane in range(lanes)]
         digits = Signal(lanes * MULTIPLIER_BITS, reset_less=True)  # lane 0's top digit on top
         layer = Signal(LAYER, reset_less=True)
         finished = register(m, lane_end, "finished", reset_less=False)
         with m.If(accept):
             m.d.sync += [layer.eq(beat.layer),
-                         digits.eq(Cat(*(Mux(raw, 1, beat.multiplier[lane]) for lane in reversed(range(lanes))))),
+                         digits.eq(Cat(*(beat.multiplier[lane] for lane in reversed(range(lanes))))),
                          *(sums[lane].eq(beat.acc[lane] + beat.bias[lane]) for lane in range(lanes)),
-                         *(shifts[lane].eq(Mux(raw, 0, beat.shift[lane])) for lane in range(lanes))]
+                         *(shifts[lane].eq(beat.shift[lane] - SHIFTS.start) for lane in range(lanes))]
         with m.Else():
             with m.If(digit_slot):
                 m.d.sync += digits.eq(digits << DIGIT_BITS)
@@ -162,9 +184,11 @@ class SerialPostProcess(PostProcess):
             m.d.sync += product.eq(Cat(Const(0, 2), carry_high, Const(0, 1), start).as_signed()
                                    + Cat(carry_low, Const(0, 1), high).as_signed() + low)
 
-        # ---- the cycle after a lane's last digit: shift and rounding bits (a raw lane's result
-        # is the product's low bits); the cycle after, the rounding, zero point and clamp
-        narrow, fits, guard, sticky = narrow_shift(product, shifts[0], NARROW_BITS)
+        # ---- the cycle after a lane's last digit: shift and rounding bits (the product's low
+        # `SHIFTS.start` bits are always dropped); the cycle after, the rounding, zero point and clamp
+        dropped = SHIFTS.start
+        narrow, fits, guard, sticky = narrow_shift(product[dropped:], shifts[0], NARROW_BITS, product[dropped - 1],
+                                                   product[:dropped - 1].any())
         quotient = register(m, narrow, "quotient")
         up = register(m, guard & (sticky | narrow[0]), "round_up")
         fits, negative = register(m, fits, "fits"), register(m, product[-1], "negative")
@@ -172,11 +196,12 @@ class SerialPostProcess(PostProcess):
         if lanes * DIGITS + 2 > serial_interval(lanes):  # the tail outlasts the beat's layer
             layer = register(m, layer, "layer_round")
         clamped = clamp(quotient, up, fits, negative, layer)
-        # results enter at the top lane and move down: after `lanes` results, lane 0 is at 0
+        # results enter at the top lane and move down: after `lanes` results, lane 0 is at 0; a
+        # raw lane's result is its sum, at the lane's last digit
         results = Signal(data.ArrayLayout(self.raw_shape, lanes), reset_less=True)
-        with m.If(Mux(layer.raw, finished, rounded)):
+        with m.If(Mux(layer.raw, lane_end, rounded)):
             m.d.sync += results.eq(Cat(results.as_value()[raw_width:],
-                                       Mux(layer.raw, product[:raw_width], clamped)[:raw_width]))
+                                       Mux(layer.raw, sums[0][:raw_width], clamped)[:raw_width]))
         out_valid = active & (slot == serial_interval(lanes) - 1)
         for stage in range(serial_latency(lanes) - serial_interval(lanes)):
             out_valid = register(m, out_valid, f"out_valid_{stage}", reset_less=False)

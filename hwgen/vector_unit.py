@@ -13,7 +13,8 @@ output pixel `(oh, ow)` and channel group `g`, the `S` lanes of one pixel are re
 then requantized with the multiplier and shift of parameter record `g * S + lane` (bias
 ignored), the output zero point and the act_min/act_max clamp (`hwgen.postprocess`), and
 written as int8 at byte `acc_element(oh, ow, g * S + lane, width=out_cols,
-channels=channel_groups * S)` of the accumulator bank. Kernel sizes must be >= 1, shifts <= 62.
+channels=channel_groups * S)` of the accumulator bank. Kernel sizes must be >= 1, shifts <= 62
+(15 to 30 with `template.postprocess: serial`).
 The caller connects the buffer ports to the banks `in_bank`, `param_bank` and `out_bank` name.
 
 Schedule: one read of one pixel's `S` lanes per cycle, loops (outer to inner) `oh, ow, g, kh,
@@ -214,8 +215,10 @@ class VectorUnit(wiring.Component):
         vec = Signal(PAYLOADS[Opcode.VEC])
         new = self.cmd.payload.payload.vec
         window, new_window = (~vec.op[1], ~new.op[1]) if windows and scaled else (Const(windows), Const(windows))
-        bound_shapes = {"oh": 10, "ow": 12, "group": 8, "kh": 4, "kw": 4, "operand": 1}
-        last = {name: Signal(bound_shapes[name], name=f"{name}_last") for name in loops}
+        # `ow` steps a pixel per iteration: a VEC reading inside the bank has at most as many
+        # columns as the bank has pixels; `oh`, the outermost loop, counts down to 0 (no bound kept)
+        bound_shapes = {"oh": 10, "ow": min(12, self.pixel_bits), "group": 8, "kh": 4, "kw": 4, "operand": 1}
+        last = {name: Signal(bound_shapes[name], name=f"{name}_last") for name in loops[1:]}
         step = {name: Signal(pixel, name=f"{name}_step") for name in loops}
         stride, kw_wrap = Signal(3), Signal(pixel)
         # Steps from CONVCFG alone (`hwgen.steps`, registers), chosen by the command. A window op
@@ -235,15 +238,14 @@ class VectorUnit(wiring.Component):
         fixed = isinstance(new_window, Const)
         copied = {"oh": (True, not fixed), "ow": (True, False), "group": (True, not fixed),
                   "kh": (not fixed, not fixed), "kw": (not fixed, not fixed), "operand": (True, True)}
-        for name in loops:
-            for index, signals in enumerate((last, step)):
-                if not copied[name][index]:
-                    signals[name] = latched[name][index][:len(signals[name])]
+        kept = [(name, index, signals) for name in loops for index, signals in enumerate((last, step)) if name in signals]
+        for name, index, signals in kept:
+            if not copied[name][index]:
+                signals[name] = latched[name][index][:len(signals[name])]
         with m.If(self.cmd.valid & self.cmd.ready):
             nonempty = (new.out_rows != 0) & (new.out_cols != 0) & (new.channel_groups != 0)
             m.d.sync += [busy.eq(nonempty), running.eq(nonempty), vec.eq(new),
-                         *(signals[name].eq(latched[name][index]) for name in loops
-                           for index, signals in enumerate((last, step)) if copied[name][index])]
+                         *(signals[name].eq(latched[name][index]) for name, index, signals in kept if copied[name][index])]
             if windows and not fixed:
                 m.d.sync += [stride.eq(Mux(new_window, cfg.stride, 1)), kw_wrap.eq(new_kw_wrap)]
         if windows and fixed:
@@ -255,7 +257,8 @@ class VectorUnit(wiring.Component):
         count = {name: Signal(bound_shapes[name], name=f"{name}_count") for name in loops}
         base = {name: Signal(pixel, name=f"{name}_base") for name in loops}
         phase = Signal(3)  # kw % stride
-        at_last = {name: count[name] == last[name] if name in loops else Const(1) for name in LOOPS}
+        at_last = {name: count[name] == last[name] if name in last else Const(1) for name in LOOPS}
+        at_last[loops[0]] = count[loops[0]] == 0
         steps = {**step, "kw": Mux(phase == stride - 1, kw_wrap, step["kw"])} if windows else step
         first = ~Cat(*(count[name] for name in ("kh", "kw", "operand") if name in loops)).any()
         go = running  # a read this cycle
@@ -274,13 +277,14 @@ class VectorUnit(wiring.Component):
             with m.Elif(pause != 0):
                 m.d.sync += pause.eq(pause - 1)
         with m.If(self.cmd.valid & self.cmd.ready):
-            m.d.sync += [phase.eq(0), *(c.eq(0) for c in count.values()), *(b.eq(0) for b in base.values())]
+            m.d.sync += [phase.eq(0), *(count[name].eq(0) for name in loops[1:]), count[loops[0]].eq(latched[loops[0]][0]),
+                         *(b.eq(0) for b in base.values())]
         with m.Elif(go):
             for level in reversed(range(len(loops))):
                 name, inner = loops[level], loops[level + 1:]
                 with (m.If if level == len(loops) - 1 else m.Elif)(~at_last[name]):
                     target = base[name] + steps[name]
-                    m.d.sync += [count[name].eq(count[name] + 1), base[name].eq(target),
+                    m.d.sync += [count[name].eq(count[name] + (-1 if level == 0 else 1)), base[name].eq(target),
                                  *(count[i].eq(0) for i in inner), *(base[i].eq(target) for i in inner)]
                     if name == "kw":
                         m.d.sync += phase.eq(Mux(phase == stride - 1, 0, phase + 1))

@@ -73,3 +73,22 @@ def test_pools_with_the_ops_they_need_stay_bit_exact():
     net = quantize_network(float_net, rng.standard_normal((8, *float_net.input_shape)).astype(np.float32))
     config = replace(SMALL, template=replace(SMALL.template, vector_ops=("max", "sum")))
     check(net, config, rng.standard_normal(float_net.input_shape).astype(np.float32), 0)
+
+
+@pytest.mark.parametrize("shift", [14, 31])
+def test_shift_beyond_the_serial_lane_is_one_clear_error(shift):
+    """The serial requantizer implements shifts 15..30: a layer with a nonzero multiplier
+    shifted further is refused by name; a zero multiplier's shift, and the parallel lanes, are
+    not restricted."""
+    net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
+    layer = net.layers[1]
+    multiplier, shifts = layer.quant.multiplier.copy(), layer.quant.shift.copy()
+    shifts[0], multiplier[1], shifts[1] = shift, 0, 0
+    layers = list(net.layers)
+    layers[1] = replace(layer, quant=replace(layer.quant, multiplier=multiplier, shift=shifts))
+    net = replace(net, layers=tuple(layers))
+    serial = replace(SMALL, template=replace(SMALL.template, postprocess="serial"))
+    with pytest.raises(PlanningError, match=rf"layer '{layer.name}': requantization shifts \[{shift}\] .* configuration "
+                                            r"'small' \(template\.postprocess: serial\) implements shifts 15\.\.30"):
+        compile_network(net, random_schedules(net, serial, np.random.default_rng(0)), serial)
+    compile_network(net, random_schedules(net, SMALL, np.random.default_rng(0)), SMALL)

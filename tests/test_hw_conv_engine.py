@@ -16,7 +16,7 @@ from hwgen.conv_engine import ConvEngine, check_config, cycle_count
 from hwgen.isa import Buffer, Instruction, Opcode
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes, input_offset, partial_sums_offset, phase_row_pitch
 from hwgen.program import Program
-from hwgen.serial_post import SerialPostProcess, is_serial
+from hwgen.serial_post import SHIFTS, SerialPostProcess, is_serial
 from hwgen.steps import pointer_steps
 from planner.compile.packing import expand_depthwise, param_block, weight_block
 from sim.golden import kernels
@@ -128,12 +128,14 @@ def check(config: AcceleratorConfig, cases: list[Case]) -> list[int]:
 
 
 def random_banks(config: AcceleratorConfig, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Random bytes; parameters with shifts < 64 (the post-processing's range) and partial sums
-    far from the int32 limits (the post-processing's raw mode wraps, the ISA simulator saturates)."""
+    """Random bytes; parameters with shifts < 48 (within the parallel post-processing's range),
+    15..46 with the serial lane (`hwgen.serial_post.SHIFTS`), and partial sums far from the int32
+    limits (the post-processing's raw mode wraps, the ISA simulator saturates)."""
     R = config.pe.rows
     records = bank_bytes(config, "param") // PARAM_BYTES
+    shifts = SHIFTS if is_serial(config) else range(48)
     params = param_block(rng.integers(-2**20, 2**20, records), rng.integers(0, 2**16, records),
-                         rng.integers(0, 48, records), R)
+                         rng.integers(shifts.start, shifts.stop, records), R)
     return {
         "input": rng.integers(0, 256, bank_bytes(config, "input"), dtype=np.uint8),
         "weight": rng.integers(0, 256, bank_bytes(config, "weight"), dtype=np.uint8),

@@ -13,12 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hwgen.postprocess import NARROW_BITS, PostProcess
-from hwgen.serial_post import SerialPostProcess, serial_interval, serial_latency
+from hwgen.serial_post import SHIFTS, SerialPostProcess, serial_interval, serial_latency
+from planner.quant import MAX_SHIFT
 from sim.golden.kernels import requantize
 
 ACC = signed(33)
 ACC_MAX = 2**32 - 1
 UNITS = {"lanes": PostProcess, "serial": SerialPostProcess}
+SHIFT_RANGES = {"lanes": range(MAX_SHIFT + 1), "serial": SHIFTS}
+"""The requantization shifts each unit implements."""
 
 
 async def send(ctx, stream, payloads: list, rng: np.random.Generator, gap_rate: float) -> None:
@@ -80,6 +83,15 @@ def per_lane(value, lanes: int) -> list[int]:
     return [int(v) for v in value] if isinstance(value, (list, tuple, np.ndarray)) else [int(value)] * lanes
 
 
+def fit(m: int, s: int, unit: str) -> tuple[int, int]:
+    """The multiplier `m * 2**-s` with its shift raised into `unit`'s range (`m` doubled, still
+    16 bits)."""
+    while s < SHIFT_RANGES[unit].start:
+        m, s = 2 * m, s + 1
+    assert m < 2**16, (m, s)
+    return m, s
+
+
 def beat(acc: list[int], bias, m, s, zy: int = 0, lo: int = -128, hi: int = 127, raw: int = 0) -> dict:
     """One input beat; `bias`, `m` and `s` are per lane (a scalar is used for every lane)."""
     n = len(acc)
@@ -87,8 +99,9 @@ def beat(acc: list[int], bias, m, s, zy: int = 0, lo: int = -128, hi: int = 127,
             "layer": {"zero_point": zy, "low": lo, "high": hi, "raw": raw}}
 
 
-def random_beat(rng: np.random.Generator, lanes: int) -> tuple[dict, list[int]]:
-    """A beat whose products fit int64 (the golden model's range) and its golden result."""
+def random_beat(rng: np.random.Generator, lanes: int, unit: str) -> tuple[dict, list[int]]:
+    """A beat whose products fit int64 (the golden model's range), shifts in `unit`'s range, and
+    its golden result."""
     m = np.array([int(rng.choice([1, 2**15, 2**16 - 1, int(rng.integers(2**15, 2**16))])) for _ in range(lanes)])
     bias = np.array([int(rng.choice([0, -(2**31), 2**31 - 1, int(rng.integers(-(2**31), 2**31))])) for _ in range(lanes)])
     total_bound = min((2**63 - 1) // int(m.max()), ACC_MAX)
@@ -102,7 +115,10 @@ def random_beat(rng: np.random.Generator, lanes: int) -> tuple[dict, list[int]]:
         return beat(acc.tolist(), bias, m, 0, zy, int(lo), int(hi), raw=1), (acc + bias).tolist()
     size = int(np.abs((acc + bias) * m).max()).bit_length()
     near = max(0, size - int(rng.integers(0, 9)))  # results mostly inside the clamp range
-    s = np.array([int(rng.choice([0, 1, 62, int(rng.integers(0, 63)), near, near, near])) for _ in range(lanes)])
+    low, high = SHIFT_RANGES[unit][0], SHIFT_RANGES[unit][-1]
+    near = min(max(near, low), high)
+    s = np.array([int(rng.choice([low, low + 1, high, int(rng.integers(low, high + 1)), near, near, near]))
+                  for _ in range(lanes)])
     expected = [int(requantize(np.array([a + b]), [mm], [ss], zy, int(lo), int(hi))[0])
                 for a, b, mm, ss in zip(acc, bias, m, s)]
     return beat(acc.tolist(), bias, m, s, zy, int(lo), int(hi)), expected
@@ -116,22 +132,25 @@ def test_matches_golden_requantize(unit: str, lanes: int, count: int, seed: int,
                                    stall_rate: float) -> None:
     """Random parameters, ReLU-style bounds, raw spills mixed in, input gaps and output stalls."""
     rng = np.random.default_rng(seed)
-    beats, expected = zip(*(random_beat(rng, lanes) for _ in range(count)))
+    beats, expected = zip(*(random_beat(rng, lanes, unit) for _ in range(count)))
     assert run_postprocess(lanes, list(beats), seed, gap_rate, stall_rate, unit) == list(expected)
 
 
 @pytest.mark.parametrize("unit", UNITS)
 def test_corners_match_exact_rationals(unit: str) -> None:
-    """Ties both ways and both signs, shifts 0 and 62, the widest operands (products beyond
-    int64, where the golden model's int64 product would wrap), saturation at both bounds."""
+    """Ties both ways and both signs, the unit's smallest and largest shifts (0 and 62 for the
+    lanes), the widest operands (products beyond int64, where the golden model's int64 product
+    would wrap), saturation at both bounds."""
+    low, high = SHIFT_RANGES[unit][0], SHIFT_RANGES[unit][-1]
     cases = [
-        beat([5, 7, -5], 0, 1, 1), beat([-7, 6, 2], 0, 1, 2), beat([3, -3, 1], 0, 3, 1),
-        beat([ACC_MAX, -ACC_MAX - 1, 0], 2**31 - 1, 2**16 - 1, 62),
-        beat([ACC_MAX, -ACC_MAX - 1, -1], -(2**31), 2**16 - 1, 62, zy=-128, lo=-128, hi=127),
-        beat([ACC_MAX, -ACC_MAX - 1, 1], 0, 2**16 - 1, 0, zy=5, lo=-3, hi=9),
-        beat([2**40 // (2**16 - 1), -1, 1], 0, 2**16 - 1, 40, zy=127),
-        beat([-(2**46) // (2**16 - 1) // 4, 100, -100], 7, 2**15, 43, zy=-128, lo=-100, hi=100),
-        beat([3 * 2**30, -(3 * 2**30), 2**30], 2**30, 2**16 - 1, 62),
+        beat([5, 7, -5], 0, *fit(1, 1, unit)), beat([-7, 6, 2], 0, *fit(1, 2, unit)), beat([3, -3, 1], 0, *fit(3, 1, unit)),
+        beat([ACC_MAX, -ACC_MAX - 1, 0], 2**31 - 1, 2**16 - 1, high),
+        beat([ACC_MAX, -ACC_MAX - 1, -1], -(2**31), 2**16 - 1, high, zy=-128, lo=-128, hi=127),
+        beat([ACC_MAX, -ACC_MAX - 1, 1], 0, 2**16 - 1, low, zy=5, lo=-3, hi=9),
+        beat([2**min(40, high) // (2**16 - 1), -1, 1], 0, 2**16 - 1, min(40, high), zy=127),
+        beat([-(2**min(46, high + 3)) // (2**16 - 1) // 4, 100, -100], 7, 2**15, min(43, high), zy=-128, lo=-100,
+             hi=100),
+        beat([3 * 2**30, -(3 * 2**30), 2**30], 2**30, 2**16 - 1, high),
     ]
     expected = [[exact(a + b, m, s, c["layer"]["zero_point"], c["layer"]["low"], c["layer"]["high"])
                  for a, b, m, s in zip(c["acc"], c["bias"], c["multiplier"], c["shift"])] for c in cases]
@@ -166,7 +185,7 @@ def test_clamp_around_the_narrow_width(unit: str) -> None:
     range, with the zero points and rounding that push them across a bound."""
     edge = 2 ** (NARROW_BITS - 1)
     quotients = [edge - 1, edge, edge + 1, -edge, -edge - 1, 127, 128, -128, -129, 2**11, -(2**11), 2**20, -(2**20)]
-    cases = [beat([2 * q + up, 0, 0], 0, 1, 1, zy=zy, lo=lo, hi=hi)
+    cases = [beat([2 * q + up, 0, 0], 0, *fit(1, 1, unit), zy=zy, lo=lo, hi=hi)
              for q in quotients for up in (0, 1) for zy, lo, hi in ((-128, -128, 127), (127, -5, 127), (0, 0, 0))]
     expected = [[exact(a + b, m, s, c["layer"]["zero_point"], c["layer"]["low"], c["layer"]["high"])
                  for a, b, m, s in zip(c["acc"], c["bias"], c["multiplier"], c["shift"])] for c in cases]
@@ -180,7 +199,7 @@ def test_serial_lane_timing(lanes: int) -> None:
     product (rounding, clamp, output register)."""
     dut = SerialPostProcess(lanes, ACC)
     rng = np.random.default_rng(lanes)
-    beats = [random_beat(rng, lanes)[0] for _ in range(5)]
+    beats = [random_beat(rng, lanes, "serial")[0] for _ in range(5)]
     accepted, produced = [], []
 
     async def testbench(ctx):

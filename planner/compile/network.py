@@ -8,6 +8,7 @@ import numpy as np
 from hwgen.config import AcceleratorConfig
 from hwgen.fetch import check_program
 from hwgen.program import Program
+from hwgen.serial_post import check_shifts
 from planner.compile.conv import ConvTiling, lower_conv, scratch_bytes, spills, weight_constants
 from planner.compile.emitter import Emitter
 from planner.compile.memory_map import MemoryMap, plan_memory
@@ -61,6 +62,7 @@ def compile_network(net: Network, schedules: dict[str, Schedule], config: Accele
         raise PlanningError(f"network {net.name!r} is not quantized; quantize it before compiling")
     tilings, constants, scratch = {}, {}, {}
     for layer in net.layers:
+        check_shifts(config, layer.name, layer.quant.multiplier, layer.quant.shift)
         if layer.op in COMPUTE_OPS:
             if layer.name not in schedules:
                 raise PlanningError(f"layer {layer.name!r} has no schedule in the plan")
