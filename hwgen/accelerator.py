@@ -20,10 +20,12 @@ from hwgen.dma import Dma, DmaParams
 from hwgen.dma_units import (LOAD_TARGETS, DescriptorReader, DmaArbiter, TransferUnit, assign_descriptor,
                               descriptor_halfwords, descriptor_table_params, dma_params, read_field_bits)
 from hwgen.fetch import check_program
+from hwgen.isa import Opcode
 from hwgen.layout import bank_bytes
 from hwgen.memory_port import MemoryPort
 from hwgen.program import Program
-from hwgen.sequencer import COUNTERS_LAYOUT, DESCRIPTOR_BASE, HALFWORDS, Sequencer, program_write_signature
+from hwgen.sequencer import (COUNTERS_LAYOUT, DESCRIPTOR_BASE, HALFWORDS, Sequencer, program_write_signature,
+                             runs_in_place)
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
 from hwgen.steps import FIELD_BITS
 from planner.errors import ConfigError
@@ -101,9 +103,10 @@ class Accelerator(wiring.Component):
         table = descriptor_table_params(config)
         spram = config.template.program_memory == "spram"
         descriptors = None if spram else self.program.descriptors
-        m.submodules.load_unit = load_unit = TransferUnit(table, descriptors, len(LOAD_TARGETS),
-                                                          in_place=config.template.load_command == "queue")
-        m.submodules.store_unit = store_unit = TransferUnit(table, descriptors, 1)
+        m.submodules.load_unit = load_unit = TransferUnit(table, descriptors, Opcode.LOAD,
+                                                          in_place=runs_in_place(config.template, "load"))
+        m.submodules.store_unit = store_unit = TransferUnit(table, descriptors, Opcode.STORE,
+                                                            in_place=runs_in_place(config.template, "store"))
         if spram:  # the units read their descriptors from the program memory, stores first
             m.submodules.descriptors = reader = DescriptorReader(table, 2)
             wiring.connect(m, reader.memory, seq.memory_read)

@@ -221,7 +221,9 @@ class Template:
     DMA walks, at most 4 (fewer only with `dma: shared`; a program needing more is refused);
     `load_command`: the load unit keeps a `copy` of the LOAD it runs, or runs it from the load
     `queue`'s head, popping it when done (one entry of the queue holds it meanwhile);
-    `compute_queue_depth`: entries of the compute queue (0: `queue_depth`).
+    `compute_queue_depth`: entries of the compute queue (0: `queue_depth`); `store_command`: the
+    store unit keeps a `copy` of the STORE it runs, or runs it from the store `queue`'s head, popping
+    it when done (like `load_command`).
     """
 
     loops_and_registers: bool = True
@@ -242,6 +244,7 @@ class Template:
     dma_loops: int = 4
     load_command: str = "copy"
     compute_queue_depth: int = 0
+    store_command: str = "copy"
 
 
 @dataclass(frozen=True)
@@ -317,6 +320,7 @@ _SCHEMA: dict[str, dict[str, dict]] = {
         "dma_loops": _field(1, 4),
         "load_command": {"range": _Choice(("copy", "queue"))},
         "compute_queue_depth": _field(0, 64),
+        "store_command": {"range": _Choice(("copy", "queue"))},
     },
 }
 _TOP = {"clock_mhz": _field(1, 2000, integer=False)}

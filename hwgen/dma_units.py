@@ -170,7 +170,8 @@ def assign_descriptor(m: Module, target: data.View, source: data.View) -> None:
 
 
 class TransferUnit(wiring.Component):
-    """Executes LOAD (or STORE) commands one at a time.
+    """Executes the LOAD (or, with `opcode` STORE, the STORE) commands of its queue one at a time
+    (its queue carries no other transfer).
 
     `select` is the command's target (the buffer of a LOAD, 0 for a STORE) and `bank` its bank;
     both stay valid while `active`. `desc` is the filled-in descriptor for the DMAs (in the
@@ -182,12 +183,14 @@ class TransferUnit(wiring.Component):
     (the sequencer's queue head, which stays put) and accepts it at `done`.
     """
 
-    def __init__(self, params: DmaParams, descriptors: list[Descriptor] | None, targets: int,
+    def __init__(self, params: DmaParams, descriptors: list[Descriptor] | None, opcode: Opcode,
                  in_place: bool = False):
+        assert opcode in (Opcode.LOAD, Opcode.STORE)
         self.params = params
         self.in_place = in_place
         self.descriptors = descriptors
-        self.targets = targets
+        self.opcode = opcode
+        targets = len(LOAD_TARGETS) if opcode == Opcode.LOAD else 1
         reader = {} if descriptors is not None else {
             "lookup": Out(stream.Signature(DESCRIPTOR_INDEX)),
             "filled": In(1), "entry": In(params.entry_layout()), "release": Out(1),
@@ -214,30 +217,25 @@ class TransferUnit(wiring.Component):
             m.submodules.table = table = descriptor_rom(self.params, self.descriptors)
             read = table.read_port()
             entry = data.View(self.params.descriptor_layout(), read.data)
-        load = command.payload.load
-        store = command.payload.store
-        is_load = command.opcode == Opcode.LOAD
+        is_load = self.opcode == Opcode.LOAD
+        load, store = command.payload.load, command.payload.store
+        index = load.desc if is_load else store.desc
 
         m.d.comb += [getattr(self.desc, name).eq(getattr(entry, name)) for name, _ in entry.shape()]
         m.d.comb += self.desc.load.eq(is_load)
-        with m.If(is_load):
+        if is_load:
             m.d.comb += [self.desc.dram_addr.eq(load.dram_offset), self.desc.buf_addr.eq(load.buf_addr),
                          self.desc.y0.eq(load.y_offset), self.desc.x0.eq(load.x_offset),
                          self.select.eq(load.buffer), self.bank.eq(load.bank)]
-        with m.Else():
+        else:
             m.d.comb += [self.desc.dram_addr.eq(store.dram_offset), self.desc.buf_addr.eq(store.buf_addr),
                          self.bank.eq(store.bank)]
-        index = Signal.like(load.desc)
-        m.d.comb += index.eq(load.desc)
-        with m.If(command.opcode == Opcode.STORE):
-            m.d.comb += index.eq(store.desc)
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += [self.idle.eq(1), self.cmd.ready.eq(not self.in_place)]
                 if self.descriptors is not None:
-                    m.d.comb += read.addr.eq(self.cmd.payload.payload.load.desc)
-                    with m.If(self.cmd.payload.opcode == Opcode.STORE):
-                        m.d.comb += read.addr.eq(self.cmd.payload.payload.store.desc)
+                    payload = self.cmd.payload.payload
+                    m.d.comb += read.addr.eq(payload.load.desc if is_load else payload.store.desc)
                 with m.If(self.cmd.valid):
                     if not self.in_place:
                         m.d.sync += command.eq(self.cmd.payload)

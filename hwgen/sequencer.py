@@ -6,9 +6,9 @@ out, the queues can carry only the instruction bits their unit reads, and the pr
 in a single-ported 16-bit memory (SPRAM) that the host writes, fetched a halfword per cycle.
 
 Unit contract: a unit accepts one command at a time on its stream; its `idle` input must be
-low from the cycle after it accepts a command until that command has finished. With
-`template.load_command: queue` the load unit runs the command at its queue's head in place and
-accepts it (pops it) only in the cycle it finishes.
+low from the cycle after it accepts a command until that command has finished. A unit that
+runs its queue's head in place (`runs_in_place`) accepts it (pops it) only in the cycle it
+finishes.
 """
 from __future__ import annotations
 
@@ -63,6 +63,12 @@ def queue_depth(template: Template, queue: str) -> int:
     """Entries of one dispatch queue: `template.queue_depth`, or for the compute queue
     `template.compute_queue_depth` when set."""
     return template.compute_queue_depth if queue == "compute" and template.compute_queue_depth else template.queue_depth
+
+
+def runs_in_place(template: Template, queue: str) -> bool:
+    """Whether a queue's unit runs the command at the queue's head in place, popping it when done
+    (`template.load_command` / `template.store_command: queue`), instead of keeping a copy."""
+    return {"load": template.load_command, "store": template.store_command}.get(queue) == "queue"
 
 
 def head_delay(template: Template, queue: str) -> int:
@@ -226,7 +232,7 @@ class Sequencer(wiring.Component):
             sem = head.payload.wait.sem
             out = getattr(self, q)
             idle = getattr(self, f"{q}_idle") & ~issued[q] & ~out.valid
-            if not (q == "load" and self.template.load_command == "queue"):  # else popped when done
+            if not runs_in_place(self.template, q):  # else popped when done
                 m.d.sync += issued[q].eq(out.valid & out.ready)
             earlier_same_wait = [
                 fifos[p].r_rdy & (heads[p].opcode == Opcode.WAIT) & (heads[p].payload.wait.sem == sem)

@@ -18,8 +18,9 @@ The model replays the sequencer (`hwgen/sequencer.py`) at the level of instructi
   behaviour. With `template.dma: shared` they never overlap: after the first
   `offer_cycles` of its fixed part a transfer waits until the DMA is free (a store first when
   both wait) and then has it to itself until it ends;
-* with `template.load_command: queue` a LOAD stays at its queue's head while it runs and leaves
-  it a cycle before the load unit is free (it holds a queue entry until then);
+* with `template.load_command: queue` (`store_command: queue`) a LOAD (STORE) stays at its
+  queue's head while it runs and leaves it a cycle before its unit is free (it holds a queue
+  entry until then, `hwgen.sequencer.runs_in_place`);
 * with the SPRAM program memory, a descriptor lookup reads its entry through the fetch's port
   (first), so an instruction being fetched meanwhile arrives an entry's halfwords later. With
   `template.dma_descriptor: reader` the lookup waits for the DMA too (the reader holds the
@@ -41,7 +42,7 @@ from hwgen.dma import Descriptor
 from hwgen.fetch import Dispatched, ProgramError, check_program, dispatched
 from hwgen.isa import SEMAPHORES, Opcode, Queue
 from hwgen.program import Program
-from hwgen.sequencer import HALFWORDS, head_delay, queue_depth
+from hwgen.sequencer import HALFWORDS, head_delay, queue_depth, runs_in_place
 from hwgen.vector_unit import vec_cycles
 from planner.transfer_work import TransferWork, lookup_halfwords, offer_cycles, transfer_cycles, transfer_work
 
@@ -90,7 +91,7 @@ class _Flow:
     offer: float = 0.0
     holds: bool = True
     queued: bool = False
-    """It still holds its queue's head (`template.load_command: queue`)."""
+    """It still holds its queue's head (`hwgen.sequencer.runs_in_place`)."""
 
     def left(self, rate: float) -> float:
         """Cycles until it ends once it holds the DMA, at `rate` of full speed."""
@@ -138,7 +139,6 @@ class _Replay:
         self.fetch_cycles = fetch_cycles(config)
         self.stolen = lookup_halfwords(config)  # fetch cycles per lookup
         self.lookup_on_grant = config.template.dma_descriptor == "reader"  # else on issue
-        self.in_place = config.template.load_command == "queue"  # a LOAD pops its head when done
         self.fifos: dict[Queue, deque[tuple[float, Dispatched]]] = {q: deque() for q in Queue}
         self.depth = {q: queue_depth(config.template, q.name.lower()) for q in Queue}
         self.head_delay = {q: head_delay(config.template, q.name.lower()) for q in Queue}
@@ -224,7 +224,7 @@ class _Replay:
             self.bytes_written += work.bytes_written
             if not self.lookup_on_grant:
                 self._steal_fetch(t)
-            flow.entry, flow.queued = len(self.timeline), self.in_place and queue == Queue.LOAD
+            flow.entry, flow.queued = len(self.timeline), runs_in_place(self.config.template, queue.name.lower())
             self.timeline.append((queue.name.lower(), ins.opcode.name, t, t))
             self.flows[queue] = flow
             self.busy[queue.name.lower()] += flow.offer + flow.fixed + flow.port

@@ -9,7 +9,7 @@ import pytest
 
 from hwgen.config import Template
 from hwgen.isa import Instruction, Opcode, assemble
-from hwgen.sequencer import QUEUES, Sequencer, used_bits
+from hwgen.sequencer import QUEUES, Sequencer, runs_in_place, used_bits
 
 
 def reference_dispatch(program: list[int]) -> dict[str, list[Instruction]]:
@@ -57,9 +57,8 @@ def _signed(value: int, bits: int) -> int:
 def run_sequencer(program: list[int], seed: int, max_cycles: int = 20000, template: Template = Template(),
                   field_bits: dict[str, int] | None = None):
     """Simulate with one fake unit per queue; returns per-queue (command, start, end) and counters.
-    An SPRAM program memory is written halfword by halfword first. With `template.load_command:
-    queue` the load unit runs its queue's head in place and pops it when done; the head must
-    not change meanwhile."""
+    An SPRAM program memory is written halfword by halfword first. A unit that runs its
+    queue's head in place (`runs_in_place`) pops it when done; the head must not change meanwhile."""
     dut = Sequencer(program, template=template, field_bits=field_bits or {})
     rng = random.Random(seed)
     log: dict[str, list] = {q: [] for q in QUEUES}
@@ -125,8 +124,7 @@ def run_sequencer(program: list[int], seed: int, max_cycles: int = 20000, templa
     sim = Simulator(dut)
     sim.add_clock(1e-6)
     for q in QUEUES:
-        in_place = q == "load" and template.load_command == "queue"
-        sim.add_testbench((in_place_unit if in_place else unit)(q), background=True)
+        sim.add_testbench((in_place_unit if runs_in_place(template, q) else unit)(q), background=True)
     sim.add_testbench(bench)
     sim.run_until(1e-6 * (max_cycles + 10 + 8 * len(program)))
     return log, result
@@ -154,9 +152,10 @@ PROGRAM = assemble([
 
 @pytest.mark.parametrize("template", [Template(), Template(queue_fields="used"), Template(program_memory="spram"),
                                       Template(queue_depth=1), Template(queue_depth=2, counters="cycles"),
-                                      Template(queue_depth=2, load_command="queue", compute_queue_depth=1)],
+                                      Template(queue_depth=2, load_command="queue", compute_queue_depth=1),
+                                      Template(queue_depth=2, store_command="queue", program_memory="spram")],
                          ids=["full", "used-queue-fields", "spram-program", "1-deep-queues", "2-deep-cycles-only",
-                              "in-place-load-1-deep-compute"])
+                              "in-place-load-1-deep-compute", "in-place-store-spram"])
 def test_dispatch_matches_reference_and_semaphores_order_units(template):
     expected = reference_dispatch(PROGRAM)
     assert [len(expected[q]) for q in QUEUES] == [3, 3, 1]
