@@ -62,6 +62,11 @@ BRAM_SHAPES = {
     "ecp5": ((32, 512), (16, 1024), (8, 2048), (4, 4096), (2, 8192), (1, 16384)),  # DP16KD, 9-bit bytes
     "ice40": ((16, 256), (8, 512), (4, 1024), (2, 2048)),  # SB_RAM40_4K
 }
+WHOLE_WORD_SHAPES = {
+    # the same for memories written a whole word at a time (the segment queues): ECP5's ninth bits hold data
+    "ecp5": ((36, 512), (18, 1024), (9, 2048), (4, 4096), (2, 8192), (1, 16384)),
+    "ice40": BRAM_SHAPES["ice40"],
+}
 SPRAM_BITS, SPRAM_WORDS = 16, 16384  # SB_SPRAM256KA
 DISTRIBUTED_RAM_FAMILIES = ("ecp5",)  # Yosys puts shallow memories (the segment queues) in LUT RAM there
 SPRAM_FAMILY = "ice40"
@@ -176,21 +181,24 @@ def dma_units(config: AcceleratorConfig) -> list[DmaParams]:
     return [loads] if config.template.dma == "shared" else [loads, dma_params(config, "acc")]
 
 
-def segment_queue_memories(config: AcceleratorConfig) -> list[tuple[int, int]]:
-    """(bits, words) of each memory behind the DMAs' segment queues
-    (`hwgen.dma.segment_queue_memories`); with `template.segment_fifos: registers` there is none."""
+def segment_queue_memories(config: AcceleratorConfig, family: str) -> list[tuple[int, int]]:
+    """(bits, words) of each block RAM memory behind the DMAs' segment queues
+    (`hwgen.dma.segment_queue_memories`) on `family`. The pointer walker's `BlockRamQueue` asks
+    for block RAM everywhere; other queues are in LUT RAM on families with distributed RAM. With
+    `template.segment_fifos: registers` there is none."""
     if config.template.segment_fifos == "registers":
         return []
-    return [memory for params in dma_units(config) for memory in dma_queue_memories(params)]
+    return [memory for params in dma_units(config) for memory in dma_queue_memories(params)
+            if params.walker == "pointer" or family not in DISTRIBUTED_RAM_FAMILIES]
 
 
 def memory_counts(config: AcceleratorConfig, family: str) -> tuple[int, int]:
-    """(block RAMs, SPRAMs) of the buffer banks, the DMAs' segment queues (not on families with
-    distributed RAM) and an SPRAM program memory: two banks per buffer, the input buffer as even
-    and odd word halves, both banks of a merged buffer in one memory of twice the (power-of-two)
-    depth; SPRAMs (`buffers.spram`, `template.program_memory`) only on iCE40, elsewhere block
-    RAM. The program's own ROMs (instructions, DMA descriptors) depend on the network and are
-    not counted."""
+    """(block RAMs, SPRAMs) of the buffer banks, the DMAs' block-RAM segment queues and an SPRAM
+    program memory: two banks per buffer, the input buffer as even and odd word halves, both
+    banks of a merged buffer in one memory of twice the (power-of-two) depth; SPRAMs
+    (`buffers.spram`, `template.program_memory`) only on iCE40, elsewhere block RAM. The
+    program's own ROMs (instructions, DMA descriptors) depend on the network and are not
+    counted."""
     bram = spram = 0
     shapes = BRAM_SHAPES[family]
     for kind, halves in (("input", 2), ("weight", 1), ("param", 1), ("acc", 1)):
@@ -202,8 +210,8 @@ def memory_counts(config: AcceleratorConfig, family: str) -> tuple[int, int]:
             bram += halves * _rams(8 * word, 2 << ceil_log2(depth // halves), shapes)
         else:
             bram += banks * _rams(8 * word, depth // halves, shapes)
-    if family not in DISTRIBUTED_RAM_FAMILIES:
-        bram += sum(_rams(bits, words, shapes) for bits, words in segment_queue_memories(config))
+    queues = segment_queue_memories(config, family)
+    bram += sum(_rams(bits, words, WHOLE_WORD_SHAPES[family]) for bits, words in queues)
     if config.template.program_memory == "spram":
         if family == SPRAM_FAMILY:
             spram += 1
