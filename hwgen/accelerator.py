@@ -63,6 +63,13 @@ def load_dma_params(config: AcceleratorConfig, table: DmaParams) -> DmaParams:
     return replace(table, buf_word_bytes=bus, buf_depth=(1 << table.buf_addr_width) // bus)
 
 
+def dma_units(config: AcceleratorConfig) -> list[DmaParams]:
+    """The parameters of the accelerator's DMAs: the load DMA, and the store DMA unless
+    `template.dma` is shared."""
+    loads = load_dma_params(config, descriptor_table_params(config))
+    return [loads] if config.template.dma == "shared" else [loads, dma_params(config, "acc")]
+
+
 def program_regions(program: Program, config: AcceleratorConfig) -> list[tuple[int, list[int]]]:
     """The SPRAM program memory's contents as (first halfword, halfwords): the instructions
     from halfword 0 (instruction `i` at `8i..8i+7`, least significant first) and the

@@ -28,11 +28,10 @@ from amaranth.utils import ceil_log2
 
 from boards.devices import Resources
 from hwgen.accumulator import accumulator_shape
-from hwgen.accelerator import load_dma_params
+from hwgen.accelerator import dma_units
 from hwgen.buffers import bank_shape
 from hwgen.config import _SCHEMA, AcceleratorConfig, Template, _Choice, _Choices
-from hwgen.dma import DmaParams, segment_queue_memories as dma_queue_memories
-from hwgen.dma_units import descriptor_table_params, dma_params
+from hwgen.dma import segment_queue_memories as dma_queue_memories
 from hwgen.isa import PAYLOADS, Opcode, VecOp
 from hwgen.layout import ACC_BYTES, bank_bytes
 from hwgen.postprocess import LOW_BITS
@@ -172,13 +171,6 @@ def dsp_count(config: AcceleratorConfig, family: str) -> int:
 
 def _rams(word_bits: int, depth: int, shapes: tuple[tuple[int, int], ...]) -> int:
     return min(math.ceil(word_bits / bits) * math.ceil(depth / words) for bits, words in shapes)
-
-
-def dma_units(config: AcceleratorConfig) -> list[DmaParams]:
-    """The parameters of the accelerator's DMAs: the load DMA, and the store DMA unless
-    `template.dma` is shared (`hwgen.accelerator`)."""
-    loads = load_dma_params(config, descriptor_table_params(config))
-    return [loads] if config.template.dma == "shared" else [loads, dma_params(config, "acc")]
 
 
 def segment_queue_memories(config: AcceleratorConfig, family: str) -> list[tuple[int, int]]:
