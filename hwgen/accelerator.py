@@ -135,7 +135,8 @@ class Accelerator(wiring.Component):
         # ---- one load DMA for every buffer (the load unit runs one LOAD at a time); it writes
         # bus words at bus-word addresses, which each buffer maps onto its own (wider) words.
         # With `template.dma: shared` it runs the stores too, the units taking turns (stores first).
-        m.submodules.load_dma = load = Dma(load_dma_params(config, table))
+        load_params, *store_params = dma_units(config)
+        m.submodules.load_dma = load = Dma(load_params)
         shared = config.template.dma == "shared"
         if shared:
             m.submodules.dma_arbiter = arbiter = DmaArbiter(table, 2, common_entry=spram)
@@ -181,7 +182,7 @@ class Accelerator(wiring.Component):
             m.d.comb += [acc.dma_rd.addr.eq(store.buf_rd.addr >> lanes), acc.dma_rd.en.eq(store.buf_rd.en),
                          store.buf_rd.data.eq(acc.dma_rd.data.word_select(lane, 8 * bus) if lanes else acc.dma_rd.data)]
         else:
-            m.submodules.store_dma = store = Dma(params["acc"])
+            m.submodules.store_dma = store = Dma(*store_params)
             assign_descriptor(m, store.desc.payload, store_unit.desc)
             m.d.comb += [store.desc.valid.eq(store_unit.desc_valid), store_unit.desc_ready.eq(store.desc.ready),
                          store_unit.done.eq(store.done)]

@@ -8,8 +8,8 @@ a bank port not taken by the DMA side belongs to the compute side when `compute_
 it. The sequencer's semaphores guarantee the sides never use one bank at the same time. A
 `one_way` buffer (input, weight, param: `hwgen.config.MERGEABLE_BUFFERS`) has only the DMA
 side's write and the compute side's read port, wired to the banks without selection logic
-(the write enables select the bank). Read data arrives one cycle after a read with `en` high, from the bank that read
-addressed, straight from the block RAM's output register; a read of the word written in the
+(the write enables select the bank). Read data arrives one cycle after a read with `en` high,
+from the bank that read addressed, straight from the block RAM's output register; a read of the word written in the
 same cycle returns an undefined value (no user does that).
 """
 from __future__ import annotations
@@ -63,8 +63,8 @@ class DoubleBuffer(wiring.Component):
         self.merged = merged
         self.one_way = one_way
         addr, word = ceil_log2(depth), unsigned(8 * word_bytes)
-        write, read = WritePort.Signature(addr_width=addr, shape=word, granularity=8), ReadPort.Signature(
-            addr_width=addr, shape=word)
+        write = WritePort.Signature(addr_width=addr, shape=word, granularity=8)
+        read = ReadPort.Signature(addr_width=addr, shape=word)
         ports = {"dma_wr": Out(write), "compute_rd": Out(read), "dma_write_bank": In(1), "dma_write_active": In(1),
                  "compute_bank": In(1)}
         if not one_way:

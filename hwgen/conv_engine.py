@@ -225,7 +225,8 @@ class ConvEngine(wiring.Component):
         with m.If(accept):
             m.d.sync += [
                 running.eq(1), at_first.eq(1),
-                rows_left.eq(new.out_rows), owg.eq(0), ocg.eq(0), row_base.eq(0), cell.eq(0), group_start.eq(0), set_record.eq(0),
+                rows_left.eq(new.out_rows), owg.eq(0), ocg.eq(0), row_base.eq(0), cell.eq(0), group_start.eq(0),
+                set_record.eq(0),
                 icg.eq(0), kh.eq(0), phase.eq(0), kw.eq(0),
                 group_ptr.eq(0), row_ptr.eq(0), phase_ptr.eq(0), pixel_ptr.eq(0), weight_row.eq(0),
             ]

@@ -4,12 +4,12 @@ Same arithmetic and ports as `hwgen.postprocess.PostProcess` (`postprocess_signa
 lane value at a time. An accepted beat is kept as lane queues, lane 0 at the head: each lane's
 `acc + bias` (summed on accept) and shift less 15 (`SHIFTS`), and one shift register of the
 lanes' 16-bit multipliers, lane 0's top digit on top. Lane `l` then takes the `DIGITS` cycles
-from the one after the accept plus `l * DIGITS`: the product of the head sum with the multiplier's top `DIGIT_BITS`, two radix-4 Booth digits
-(`booth_term`: adders only, no DSP), is added to the partial product shifted up a digit (the
-lane's first digit starts it with the unsigned multiplier's extra top Booth digit, its top bit,
-times the sum), the multiplier register shifts up a digit and, after the lane's last digit,
-the sum queue moves up a lane. The cycle
-after a lane's product is complete, a staged right shift (`narrow_shift`) of the product
+from the one after the accept plus `l * DIGITS`: the product of the head sum with the
+multiplier's top `DIGIT_BITS`, two radix-4 Booth digits (`booth_term`: adders only, no DSP),
+is added to the partial product shifted up a digit (the lane's first digit starts it with the
+unsigned multiplier's extra top Booth digit, its top bit, times the sum), the multiplier
+register shifts up a digit and, after the lane's last digit, the sum queue moves up a lane. The
+cycle after a lane's product is complete, a staged right shift (`narrow_shift`) of the product
 without its low 15 bits (the top one the first guard bit, the others sticky) by the head shift
 (whose queue then moves up) gives the quotient's low `NARROW_BITS` bits, whether it fits them,
 and the guard and sticky bits from the bits it drops (no shifted mask); the cycle after, the
