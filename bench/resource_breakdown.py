@@ -31,7 +31,7 @@ from boards.build import memory_bytes  # noqa: E402
 from boards.platforms import BOARDS  # noqa: E402
 from boards.soc import SocCore  # noqa: E402
 from boards.synth import default_network  # noqa: E402
-from boards.yosys import FAMILY_PARTS, SYNTH, PartPlatform, family_sources, retype_command, run  # noqa: E402
+from boards.yosys import FAMILY_PARTS, PREPARE, SYNTH, PartPlatform, family_sources, retype_command, run  # noqa: E402
 from hwgen.accelerator import Accelerator  # noqa: E402
 from hwgen.config import load_config  # noqa: E402
 from planner.sweep.resources import logic_cells  # noqa: E402
@@ -77,7 +77,7 @@ def block_cells(family: str, top, depth: int) -> dict[str, dict[str, int]]:
     sources = {"top.il": il, **family_sources(family)}
     stub = f"read_verilog -lib {family}_cells.v; " if family_sources(family) else ""
     retype = retype_command(family)
-    script = (f"{stub}read_rtlil top.il; hierarchy -top top; proc; splitnets; {SYNTH[family]} -noflatten -top top"
+    script = (f"{stub}read_rtlil top.il; hierarchy -top top; {PREPARE[family]}; {SYNTH[family]} -noflatten -top top"
               + (f"; {retype}" if retype else "") + "; tee -q -o stat.json stat -json; write_json netlist.json")
     with tempfile.TemporaryDirectory(prefix="breakdown-") as workdir:
         run(script, sources, Path(workdir))

@@ -1,8 +1,8 @@
 """One implementation run: an Amaranth build plan (bare device or board) through Yosys,
 nextpnr and the bitstream packer, with the project's additions to the platform's scripts:
 
-- Yosys: `-dsp` on iCE40 and the preserved-cell stubs (`boards.yosys`), `proc; splitnets`
-  before synthesis (an abc9 name clash on Amaranth output), cell statistics as JSON;
+- Yosys: `-dsp` on iCE40 and the preserved-cell stubs (`boards.yosys`), `PREPARE` before
+  synthesis (an abc9 name clash on Amaranth output; area mapping on iCE40), cell statistics as JSON;
 - nextpnr: a JSON report (`--report`) and `--timing-allow-fail`, so a design that misses
   timing still yields its report and bitstream and the caller decides what a miss means.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from boards.devices import Device
 from boards.toolchain import ToolchainError, run_script
-from boards.yosys import SYNTH_OPTIONS, family_sources, retype_command
+from boards.yosys import PREPARE, SYNTH_OPTIONS, family_sources, retype_command
 
 NAME = "top"
 STAT_FILE = f"{NAME}.stat.json"
@@ -56,7 +56,7 @@ def overrides(device: Device) -> dict[str, str]:
     after_synth = "; ".join(filter(None, [retype_command(family), f"tee -q -o {STAT_FILE} stat -json"]))
     return {
         "synth_opts": SYNTH_OPTIONS[family] if device.totals.dsp else "",
-        "script_after_read": "proc; splitnets",
+        "script_after_read": PREPARE[family],
         "script_after_synth": after_synth,
         "nextpnr_opts": f"--report {REPORT_FILE} --timing-allow-fail",
     }
