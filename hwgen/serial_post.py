@@ -216,9 +216,12 @@ class SerialPostProcess(PostProcess):
         high, carry_high = booth_term(multiplicand, Cat(top[1], top[2], top[3]))
         low, carry_low = booth_term(multiplicand, Cat(below, top[0], top[1]))
         start = Mux(restart, Mux(top[3], multiplicand, 0), product)
+        # the digit's terms first, then the partial product: two carry chains (`keep`: Yosys would
+        # merge them into a carry-save adder of more LUTs)
+        terms = Signal(signed(len(high) + 3), attrs={"keep": 1})
+        m.d.comb += terms.eq(Cat(carry_low, Const(0, 1), high).as_signed() + low)
         with m.If(digit_slot):
-            m.d.sync += product.eq(Cat(Const(0, 2), carry_high, Const(0, 1), start).as_signed()
-                                   + Cat(carry_low, Const(0, 1), high).as_signed() + low)
+            m.d.sync += product.eq(Cat(Const(0, 2), carry_high, Const(0, 1), start).as_signed() + terms)
 
         # ---- the cycle after a lane's last digit: shift and rounding bits (the product's low
         # `SHIFTS.start` bits are always dropped); the cycle after, the rounding, zero point and clamp
