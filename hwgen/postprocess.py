@@ -48,10 +48,11 @@ def clamp(narrow: Value, up: Value, fits: Value, negative: Value, layer: data.Vi
     """`clamp(quotient + up + zero_point, low, high)` from the quotient's low `NARROW_BITS` bits
     (`narrow`), whether the quotient `fits` them as a signed number and its sign: a quotient
     beyond them is beyond any 8-bit bound whatever `up` and the zero point add, so it clamps by
-    its sign alone."""
+    its sign alone. The result is int8: a value between the bounds fits their 8 bits."""
     value = narrow.as_signed() + up + layer.zero_point
-    return Mux(fits, Mux(value < layer.low, layer.low, Mux(value > layer.high, layer.high, value)),
-               Mux(negative, layer.low, layer.high))
+    below = Mux(fits, value < layer.low, negative)
+    above = Mux(fits, value > layer.high, ~negative)
+    return Mux(below, layer.low, Mux(above, layer.high, value[:8].as_signed()))
 
 
 class PostProcess(wiring.Component):

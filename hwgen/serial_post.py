@@ -22,6 +22,11 @@ until the last of them), its results leave on `o` exactly `serial_latency(R)` cy
 was accepted; `o.ready` is not looked at (the consumer must take every beat, as both engines
 do). With two lanes or more the last result is written before the next beat can replace the
 layer register; a single lane keeps a delayed copy for its clamp.
+
+Normalized multipliers (`normalized_multipliers`: every nonzero multiplier in
+`[2**15, 2**16)`, as `planner.quant.fixed_point` makes them): a sum beyond `NORMALIZED_SUM_BITS`
+signed bits gives a quotient beyond the clamp's `NARROW_BITS` whatever the shift, so the lane
+multiplies only the sum's low `NORMALIZED_SUM_BITS` bits and clamps such a sum by its sign.
 """
 from __future__ import annotations
 
@@ -47,6 +52,14 @@ SHIFTS = range(15, 15 + 2**SHIFT_SPAN_BITS)
 in [2**15, 2**16), `planner.quant.fixed_point`; 15: a pooling's 1; the digits CNN, the test
 patterns and random convolutions use 15 to 26): `shift - 15` in `SHIFT_SPAN_BITS` bits shifts
 the product without its low 15 bits."""
+NORMALIZED_MULTIPLIERS = range(2 ** (MULTIPLIER_BITS - 1), 2**MULTIPLIER_BITS)
+"""The nonzero multipliers of a lane with `normalized_multipliers`."""
+NORMALIZED_SUM_BITS = NARROW_BITS + SHIFTS[-1] - (MULTIPLIER_BITS - 1)
+"""The `acc + bias` bits a lane with normalized multipliers multiplies: `|sum| >= 2**23` with
+`m >= 2**15` and a shift of at most 30 gives `|quotient| >= 2**8`, beyond the int8 clamp
+whatever the zero point."""
+UNNORMALIZED_OPS = frozenset({"add", "copy"})
+"""The vector operations whose requantization multiplier is 1 (`planner.quant.layer_quant`)."""
 
 
 def serial_interval(lanes: int) -> int:
@@ -74,16 +87,28 @@ def beat_latency(config: AcceleratorConfig) -> int:
     return serial_latency(config.pe.rows) if is_serial(config) else LATENCY
 
 
+def normalized_multipliers(config: AcceleratorConfig) -> bool:
+    """Whether the serial lane of `config` only meets normalized multipliers
+    (`NORMALIZED_MULTIPLIERS`): its vector unit has no operation requantized with multiplier 1."""
+    return is_serial(config) and not UNNORMALIZED_OPS & set(config.template.vector_ops)
+
+
 def check_shifts(config: AcceleratorConfig, layer: str, multipliers: Sequence[int], shifts: Sequence[int]) -> None:
     """Refuse a layer whose requantization (per channel: `multipliers`, `shifts`) has a nonzero
-    multiplier with a shift the serial lane of `config` does not implement (`SHIFTS`)."""
+    multiplier with a shift the serial lane of `config` does not implement (`SHIFTS`), or one
+    outside `NORMALIZED_MULTIPLIERS` when the lane has `normalized_multipliers`."""
     if not is_serial(config):
         return
+    where = f"the serial requantizer of configuration {config.name!r} (template.postprocess: serial)"
     bad = sorted({int(s) for m, s in zip(multipliers, shifts) if m and s not in SHIFTS})
     if bad:
         raise PlanningError(f"layer {layer!r}: requantization shifts {bad} (real multipliers of 2 or more, or below "
-                            f"2**-15); the serial requantizer of configuration {config.name!r} (template.postprocess: "
-                            f"serial) implements shifts {SHIFTS.start}..{SHIFTS.stop - 1}")
+                            f"2**-15); {where} implements shifts {SHIFTS.start}..{SHIFTS.stop - 1}")
+    low = sorted({int(m) for m in multipliers if m and m not in NORMALIZED_MULTIPLIERS})
+    if low and normalized_multipliers(config):
+        raise PlanningError(f"layer {layer!r}: requantization multipliers {low[:4]}; {where} takes 0 or "
+                            f"{NORMALIZED_MULTIPLIERS.start}..{NORMALIZED_MULTIPLIERS.stop - 1} (its vector unit has "
+                            f"none of {', '.join(sorted(UNNORMALIZED_OPS))}, whose multiplier is 1)")
 
 
 def shared_acc_shape(config: AcceleratorConfig) -> Shape:
@@ -130,12 +155,17 @@ def booth_term(value: Value, bits: Value) -> tuple[Value, Value]:
 
 
 class SerialPostProcess(PostProcess):
-    """`lanes` requantizations per beat on one digit-serial lane (see the module docstring)."""
+    """`lanes` requantizations per beat on one digit-serial lane (see the module docstring);
+    `normalized`: every nonzero multiplier is in `NORMALIZED_MULTIPLIERS`."""
+
+    def __init__(self, lanes: int, acc_shape: Shape, raw_shape: Shape = signed(32), normalized: bool = False) -> None:
+        self.normalized = normalized
+        super().__init__(lanes, acc_shape, raw_shape)
 
     @classmethod
     def shared(cls, config: AcceleratorConfig) -> "SerialPostProcess":
         """The lane both engines of `config` share (`shared_signature`)."""
-        return cls(config.pe.rows, shared_acc_shape(config))
+        return cls(config.pe.rows, shared_acc_shape(config), normalized=normalized_multipliers(config))
 
     def elaborate(self, platform) -> Module:
         m = Module()
@@ -173,16 +203,25 @@ class SerialPostProcess(PostProcess):
                 m.d.sync += [shifts[lane].eq(shifts[lane + 1]) for lane in range(lanes - 1)]
 
         # ---- the product, top digit first: two radix-4 Booth digits per cycle; the unsigned
-        # multiplier's extra top Booth digit (its top bit) starts the partial product
-        product = Signal(signed(len(sums[0]) + MULTIPLIER_BITS), reset_less=True)
+        # multiplier's extra top Booth digit (its top bit) starts the partial product. With
+        # normalized multipliers, a nonzero one (top bit set) times a sum beyond the multiplied
+        # bits is `huge` (it clamps by the sum's sign)
         restart, top = slot % DIGITS == 0, digits[-DIGIT_BITS:]
+        multiplicand = sums[0][:NORMALIZED_SUM_BITS].as_signed() if self.normalized else sums[0]
+        beyond = sums[0][len(multiplicand) - 1:]
+        huge = register(m, top[3] & ~(beyond.all() | ~beyond.any()), "huge", digit_slot & restart)
+        sum_negative = register(m, sums[0][-1], "sum_negative", digit_slot & restart)
+        product = Signal(signed(len(multiplicand) + MULTIPLIER_BITS), reset_less=True)
         below = digits[-DIGIT_BITS - 1] & (slot % DIGITS != DIGITS - 1)  # 0 below the lane's last digit
-        high, carry_high = booth_term(sums[0], Cat(top[1], top[2], top[3]))
-        low, carry_low = booth_term(sums[0], Cat(below, top[0], top[1]))
-        start = Mux(restart, Mux(top[3], sums[0], 0), product)
+        high, carry_high = booth_term(multiplicand, Cat(top[1], top[2], top[3]))
+        low, carry_low = booth_term(multiplicand, Cat(below, top[0], top[1]))
+        start = Mux(restart, Mux(top[3], multiplicand, 0), product)
+        # the digit's terms first, then the partial product: two carry chains (`keep`: Yosys would
+        # merge them into a carry-save adder of more LUTs)
+        terms = Signal(signed(len(high) + 3), attrs={"keep": 1})
+        m.d.comb += terms.eq(Cat(carry_low, Const(0, 1), high).as_signed() + low)
         with m.If(digit_slot):
-            m.d.sync += product.eq(Cat(Const(0, 2), carry_high, Const(0, 1), start).as_signed()
-                                   + Cat(carry_low, Const(0, 1), high).as_signed() + low)
+            m.d.sync += product.eq(Cat(Const(0, 2), carry_high, Const(0, 1), start).as_signed() + terms)
 
         # ---- the cycle after a lane's last digit: shift and rounding bits (the product's low
         # `SHIFTS.start` bits are always dropped); the cycle after, the rounding, zero point and clamp
@@ -191,7 +230,8 @@ class SerialPostProcess(PostProcess):
                                                    product[:dropped - 1].any())
         quotient = register(m, narrow, "quotient")
         up = register(m, guard & (sticky | narrow[0]), "round_up")
-        fits, negative = register(m, fits, "fits"), register(m, product[-1], "negative")
+        # a nonzero multiplier's product has the sum's sign
+        fits, negative = register(m, fits & ~huge, "fits"), register(m, sum_negative, "negative")
         rounded = register(m, finished, "rounded", reset_less=False)
         if lanes * DIGITS + 2 > serial_interval(lanes):  # the tail outlasts the beat's layer
             layer = register(m, layer, "layer_round")

@@ -92,3 +92,23 @@ def test_shift_beyond_the_serial_lane_is_one_clear_error(shift):
                                             r"'small' \(template\.postprocess: serial\) implements shifts 15\.\.30"):
         compile_network(net, random_schedules(net, serial, np.random.default_rng(0)), serial)
     compile_network(net, random_schedules(net, SMALL, np.random.default_rng(0)), SMALL)
+
+
+def test_unnormalized_multiplier_on_a_normalized_lane_is_one_clear_error():
+    """A serial requantizer whose vector unit has neither ADD nor COPY multiplies only
+    normalized multipliers (0 or 2**15..2**16 - 1): a layer with a smaller nonzero one is
+    refused by name; with ADD and COPY (multiplier 1) the lane takes it."""
+    net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
+    layer = net.layers[1]
+    multiplier, shifts = layer.quant.multiplier.copy(), layer.quant.shift.copy()
+    multiplier[0], shifts[0], multiplier[1] = 2**14, 20, 0
+    layers = list(net.layers)
+    layers[1] = replace(layer, quant=replace(layer.quant, multiplier=multiplier, shift=shifts))
+    net = replace(net, layers=tuple(layers))
+    serial = replace(SMALL, template=replace(SMALL.template, postprocess="serial"))
+    normalized = replace(serial, template=replace(serial.template, vector_ops=("max",)))
+    with pytest.raises(PlanningError, match=rf"layer '{layer.name}': requantization multipliers \[16384\]; .* "
+                                            r"configuration 'small' \(template\.postprocess: serial\) takes 0 or "
+                                            r"32768\.\.65535 \(its vector unit has none of add, copy"):
+        compile_network(net, random_schedules(net, normalized, np.random.default_rng(0)), normalized)
+    compile_network(net, random_schedules(net, serial, np.random.default_rng(0)), serial)

@@ -1,9 +1,10 @@
 """Post-processing against `sim.golden.kernels.requantize` and an exact rational reference: the
 parallel lanes (`hwgen.postprocess`) and the serial lane (`hwgen.serial_post`, whose consumer
-never stalls)."""
+never stalls), also with normalized multipliers (0 or `[2**15, 2**16)`)."""
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import partial
 
 import numpy as np
 import pytest
@@ -13,15 +14,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hwgen.postprocess import NARROW_BITS, PostProcess
-from hwgen.serial_post import SHIFTS, SerialPostProcess, serial_interval, serial_latency
+from hwgen.serial_post import (NORMALIZED_MULTIPLIERS, NORMALIZED_SUM_BITS, SHIFTS, SerialPostProcess, serial_interval,
+                               serial_latency)
 from planner.quant import MAX_SHIFT
 from sim.golden.kernels import requantize
 
 ACC = signed(33)
 ACC_MAX = 2**32 - 1
-UNITS = {"lanes": PostProcess, "serial": SerialPostProcess}
-SHIFT_RANGES = {"lanes": range(MAX_SHIFT + 1), "serial": SHIFTS}
+UNITS = {"lanes": PostProcess, "serial": SerialPostProcess, "normalized": partial(SerialPostProcess, normalized=True)}
+SHIFT_RANGES = {"lanes": range(MAX_SHIFT + 1), "serial": SHIFTS, "normalized": SHIFTS}
 """The requantization shifts each unit implements."""
+SMALLEST_MULTIPLIER = {"lanes": 1, "serial": 1, "normalized": NORMALIZED_MULTIPLIERS.start}
+"""The smallest nonzero multiplier each unit implements."""
 
 
 async def send(ctx, stream, payloads: list, rng: np.random.Generator, gap_rate: float) -> None:
@@ -53,7 +57,7 @@ async def receive(ctx, stream, count: int, rng: np.random.Generator, stall_rate:
 def run_postprocess(lanes: int, beats: list[dict], seed: int = 0, gap_rate: float = 0.3, stall_rate: float = 0.3,
                     unit: str = "lanes"):
     """Stream `beats` through a requantizer with random gaps and stalls (none for the serial
-    lane, whose consumer never stalls); the output rows."""
+    lanes, whose consumer never stalls); the output rows."""
     dut = UNITS[unit](lanes, ACC)
     stall_rate = stall_rate if unit == "lanes" else 0.0
     rng = np.random.default_rng(seed)
@@ -84,9 +88,9 @@ def per_lane(value, lanes: int) -> list[int]:
 
 
 def fit(m: int, s: int, unit: str) -> tuple[int, int]:
-    """The multiplier `m * 2**-s` with its shift raised into `unit`'s range (`m` doubled, still
-    16 bits)."""
-    while s < SHIFT_RANGES[unit].start:
+    """The multiplier `m * 2**-s` with its shift raised into `unit`'s range and `m` to its
+    smallest multiplier (`m` doubled, still 16 bits)."""
+    while s < SHIFT_RANGES[unit].start or m < SMALLEST_MULTIPLIER[unit]:
         m, s = 2 * m, s + 1
     assert m < 2**16, (m, s)
     return m, s
@@ -102,9 +106,10 @@ def beat(acc: list[int], bias, m, s, zy: int = 0, lo: int = -128, hi: int = 127,
 def random_beat(rng: np.random.Generator, lanes: int, unit: str) -> tuple[dict, list[int]]:
     """A beat whose products fit int64 (the golden model's range), shifts in `unit`'s range, and
     its golden result."""
-    m = np.array([int(rng.choice([1, 2**15, 2**16 - 1, int(rng.integers(2**15, 2**16))])) for _ in range(lanes)])
+    smallest = 0 if unit == "normalized" else 1
+    m = np.array([int(rng.choice([smallest, 2**15, 2**16 - 1, int(rng.integers(2**15, 2**16))])) for _ in range(lanes)])
     bias = np.array([int(rng.choice([0, -(2**31), 2**31 - 1, int(rng.integers(-(2**31), 2**31))])) for _ in range(lanes)])
-    total_bound = min((2**63 - 1) // int(m.max()), ACC_MAX)
+    total_bound = min((2**63 - 1) // max(int(m.max()), 1), ACC_MAX)
     magnitude = int(rng.choice([16, 2**12, 2**20, total_bound]))
     totals = rng.integers(-magnitude, magnitude + 1, lanes)
     acc = np.clip(totals - bias, -ACC_MAX - 1, ACC_MAX)
@@ -188,6 +193,27 @@ def test_clamp_around_the_narrow_width(unit: str) -> None:
     cases = [beat([2 * q + up, 0, 0], 0, *fit(1, 1, unit), zy=zy, lo=lo, hi=hi)
              for q in quotients for up in (0, 1) for zy, lo, hi in ((-128, -128, 127), (127, -5, 127), (0, 0, 0))]
     expected = [[exact(a + b, m, s, c["layer"]["zero_point"], c["layer"]["low"], c["layer"]["high"])
+                 for a, b, m, s in zip(c["acc"], c["bias"], c["multiplier"], c["shift"])] for c in cases]
+    assert run_postprocess(3, cases, unit=unit) == expected
+
+
+@pytest.mark.parametrize("unit", ["serial", "normalized"])
+def test_serial_corners_match_golden(unit: str) -> None:
+    """Shifts 15 and 30, the smallest and largest multipliers and 0, sums at both sides of the
+    normalized lane's multiplied bits (`NORMALIZED_SUM_BITS`) and at the extremes, ties both ways
+    and both signs, against the golden requantization."""
+    edge = 2 ** (NORMALIZED_SUM_BITS - 1)
+    sums = [edge - 1, edge, edge + 1, -edge, -edge - 1, 2**32 - 1, -(2**32), 2**31 - 1, -(2**31), 0, 1, -1]
+    ties = [3 * 2**14, -3 * 2**14, 5 * 2**14, -5 * 2**14, 2**14, -(2**14)]  # x.5 at shift 15 with m = 2**15
+    cases = []
+    for m in (2**15, 2**16 - 1, 0):
+        for s in (SHIFTS[0], SHIFTS[-1]):
+            for zy, lo, hi in ((0, -128, 127), (-128, -128, 127), (127, 0, 127)):
+                cases += [beat(sums[k:k + 3], 0, m, s, zy, lo, hi) for k in range(0, len(sums), 3)]
+    cases += [beat(ties[k:k + 3], 0, 2**15, SHIFTS[0], zy) for k in (0, 3) for zy in (0, 5)]
+    cases += [beat([2**32 - 1, -(2**32), edge], -(2**31), 2**16 - 1, 22, 3, -100, 100)]  # acc + bias beyond int32
+    expected = [[int(requantize(np.array([a + b]), [m], [s], c["layer"]["zero_point"], c["layer"]["low"],
+                                c["layer"]["high"])[0])
                  for a, b, m, s in zip(c["acc"], c["bias"], c["multiplier"], c["shift"])] for c in cases]
     assert run_postprocess(3, cases, unit=unit) == expected
 

@@ -16,7 +16,7 @@ from hwgen.config import AcceleratorConfig, config_from_dict
 from hwgen.isa import Buffer, Instruction, Opcode, VecOp
 from hwgen.layout import PARAM_BYTES, bank_bytes, phase_row_pitch
 from hwgen.program import Program
-from hwgen.serial_post import SHIFTS, SerialPostProcess, is_serial
+from hwgen.serial_post import NORMALIZED_MULTIPLIERS, SHIFTS, SerialPostProcess, is_serial, normalized_multipliers
 from hwgen.steps import pointer_steps
 from hwgen.vector_unit import VectorUnit, vec_cycles, vector_ops
 from planner.quant import MAX_SHIFT
@@ -88,13 +88,16 @@ def random_case(config: AcceleratorConfig, rng: np.random.Generator) -> Case:
 
 def random_params(config: AcceleratorConfig, rng: np.random.Generator, vec: Instruction, convcfg: Instruction) -> np.ndarray:
     """A random parameter bank whose shifts scale the largest possible `|acc * m|` to 7 to 10 bits
-    (so both clamped and unclamped results occur) within the shifts the requantizer implements."""
+    (so both clamped and unclamped results occur) within the shifts and multipliers the
+    requantizer implements (with normalized multipliers, 0 for a smaller one)."""
     op = VecOp(vec["op"])
     largest = 255 * {VecOp.MAX: 1, VecOp.SUM: convcfg["kernel_h"] * convcfg["kernel_w"],
                      VecOp.ADD: vec["multiplier_a"] + vec["multiplier_b"], VecOp.COPY: vec["multiplier_a"]}[op]
     param = rng.integers(0, 256, bank_bytes(config, "param"), dtype=np.uint8)
     records = param.reshape(-1, PARAM_BYTES)
     m = np.where(rng.random(len(records)) < 0.8, rng.integers(2**15, 2**16, len(records)), rng.integers(0, 2**16, len(records)))
+    if normalized_multipliers(config):
+        m[m < NORMALIZED_MULTIPLIERS.start] = 0
     records[:, 4:6] = m.astype("<u2").view(np.uint8).reshape(-1, 2)
     shifts = SHIFTS if is_serial(config) else range(MAX_SHIFT + 1)  # those the requantizer implements
     records[:, 6] = [min(max((largest * int(v)).bit_length() - 7 - int(rng.integers(0, 4)), shifts[0]), shifts[-1])
