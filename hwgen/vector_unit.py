@@ -21,8 +21,8 @@ Schedule: one read of one pixel's `S` lanes per cycle, loops (outer to inner) `o
 kw, operand`, so the results are consecutive `S`-byte chunks of the accumulator bank. Pipeline
 (nothing stalls): read issue → select the pixel in the word, the zero point and the coefficient
 (a register right after the block RAM's output and the word selection) → subtract the zero
-point → product → accumulate (max or sum) and read the parameters (MAX alone: read → select →
-accumulate, `accumulate_latency`) → post-processing →
+point → product → accumulate (max or sum) and read the parameters (MAX alone: read → select and subtract the
+zero point → accumulate, `accumulate_latency`) → post-processing →
 byte-enabled write. With `template.postprocess: serial` the post-processing is the lane the
 engines share (a port, `post`: the unit fills its first `S` lanes) and an output window
 starts at least `hwgen.serial_post.serial_interval(R)` cycles after the previous one; with
@@ -34,8 +34,8 @@ for exactly `vec_cycles(config, vec, convcfg)` cycles.
 `template.vector_ops` generates only the listed operations (`vector_ops`): without ADD and COPY
 no coefficient (the product stage only delays), without ADD no operand loop, without MAX and
 SUM no kernel-window loops, and an accumulator of `acc_shape` (the listed operations' largest
-value); MAX alone takes the maximum of `x` and subtracts the zero point as the post-processing's
-bias. With one kind of op (windows only, or none) the CONVCFG-derived bounds and steps are read
+value); MAX alone subtracts the zero point as it selects the pixel. The post-processing's bias
+is always 0. With one kind of op (windows only, or none) the CONVCFG-derived bounds and steps are read
 from `convcfg` and `steps` throughout the command instead of being copied. A VEC with an operation left out gives undefined results (the compiler never emits one).
 """
 from __future__ import annotations
@@ -310,13 +310,15 @@ class VectorUnit(wiring.Component):
         read = register(m, issue, "control_read", reset_less=False)
         words = Mux(read.odd, self.input_odd.data, self.input_even.data)
         lanes = data.ArrayLayout(signed(8), S)
-        x = register(m, lanes(words.word_select(read.slice[:log_cols], lanes.size)), "pixel")
+        pixels = lanes(words.word_select(read.slice[:log_cols], lanes.size))
         control = register(m, read, "control_select", reset_less=False)
-        # MAX alone: max(x - zp) = max(x) - zp, the post-processing's bias subtracts the zero point
+        # MAX alone: the zero point is subtracted as the pixel is selected (no coefficient, no
+        # product stage); the post-processing's bias stays 0 as for every VEC
         max_only = ops == {VecOp.MAX}
         if max_only:
-            diffs = list(x)
+            diffs = [register(m, pixels[lane] - cfg.in_zero_point, f"diff_{lane}") for lane in range(S)]
         else:
+            x = register(m, pixels, "pixel")
             second = vec.in2_zero_point if VecOp.ADD in ops else cfg.in_zero_point
             zero_point = register(m, Mux(read.operand, second, cfg.in_zero_point), "zero_point")
             held = control.valid if serial_products else 1  # serial: the operands stay for the digits
@@ -365,7 +367,6 @@ class VectorUnit(wiring.Component):
             *(post.i.payload.acc[lane].eq(total[lane]) for lane in range(S)),
             *(post.i.payload.multiplier[lane].eq(params[lane].multiplier) for lane in range(S)),
             *(post.i.payload.shift[lane].eq(params[lane].shift) for lane in range(S)),
-            *(post.i.payload.bias[lane].eq(-cfg.in_zero_point) for lane in range(S) if max_only),
         ]
 
         # ---- write the S results as the next S-byte chunk of the accumulator bank
