@@ -353,8 +353,13 @@ class VectorUnit(wiring.Component):
             with m.If(control.valid):
                 m.d.sync += total[lane].eq(Mux(control.first, product, combined))
         log_groups_per_word = self._log_rows - self._log_simd  # channel groups per parameter word
-        m.d.comb += [self.param.addr.eq(control.group >> log_groups_per_word),
-                     self.param.en.eq(control.valid & control.last)]
+        # windows more than the pipeline apart (the shared lane's interval): the window's last
+        # read also reads its parameters, held in the port until the next window's (the channel
+        # group then need not travel down the pipeline)
+        depth = accumulate_latency(ops) + (DIGITS if serial_products else 0)  # from a read to its beat, at most
+        param_read = issue if interval > depth else control
+        m.d.comb += [self.param.addr.eq(param_read.group >> log_groups_per_word),
+                     self.param.en.eq(param_read.valid & param_read.last)]
         done = register(m, control, "control_total", reset_less=False)
 
         records = data.ArrayLayout(PARAM_RECORD, S)
