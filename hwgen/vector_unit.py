@@ -251,11 +251,12 @@ class VectorUnit(wiring.Component):
         if windows and fixed:
             stride, kw_wrap = cfg.stride, new_kw_wrap[:len(kw_wrap)]
 
-        # ---- read issue: nested counters, `base[name]` = the pointer where the current
-        # iteration of that loop started (the innermost one is the read address)
+        # ---- read issue: nested counters and each loop's `offset` (its count times its step,
+        # summed as it advances, 0 when it restarts; `ow` steps by 1: its count, and `operand`
+        # runs twice: 0 or its step); the read address is the sum of the offsets
         # (a loop the configured ops never run has count 0 and is always at its last iteration)
         count = {name: Signal(bound_shapes[name], name=f"{name}_count") for name in loops}
-        base = {name: Signal(pixel, name=f"{name}_base") for name in loops}
+        offset = {name: Signal(pixel, name=f"{name}_offset") for name in loops if name not in ("ow", "operand")}
         phase = Signal(3)  # kw % stride
         at_last = {name: count[name] == last[name] if name in last else Const(1) for name in LOOPS}
         at_last[loops[0]] = count[loops[0]] == 0
@@ -278,14 +279,15 @@ class VectorUnit(wiring.Component):
                 m.d.sync += pause.eq(pause - 1)
         with m.If(self.cmd.valid & self.cmd.ready):
             m.d.sync += [phase.eq(0), *(count[name].eq(0) for name in loops[1:]), count[loops[0]].eq(latched[loops[0]][0]),
-                         *(b.eq(0) for b in base.values())]
+                         *(o.eq(0) for o in offset.values())]
         with m.Elif(go):
             for level in reversed(range(len(loops))):
                 name, inner = loops[level], loops[level + 1:]
                 with (m.If if level == len(loops) - 1 else m.Elif)(~at_last[name]):
-                    target = base[name] + steps[name]
-                    m.d.sync += [count[name].eq(count[name] + (-1 if level == 0 else 1)), base[name].eq(target),
-                                 *(count[i].eq(0) for i in inner), *(base[i].eq(target) for i in inner)]
+                    m.d.sync += [count[name].eq(count[name] + (-1 if level == 0 else 1)),
+                                 *(count[i].eq(0) for i in inner), *(offset[i].eq(0) for i in inner if i in offset)]
+                    if name in offset:
+                        m.d.sync += offset[name].eq(offset[name] + steps[name])
                     if name == "kw":
                         m.d.sync += phase.eq(Mux(phase == stride - 1, 0, phase + 1))
                     elif "kw" in inner:
@@ -293,7 +295,12 @@ class VectorUnit(wiring.Component):
             with m.Else():
                 m.d.sync += running.eq(0)
 
-        pointer = base[loops[-1]]
+        terms = [offset.get(name, count[name]) for name in loops if name != "operand"]
+        if "operand" in loops:
+            terms.append(Mux(count["operand"], step["operand"], 0))
+        while len(terms) > 1:  # a balanced tree of adders
+            terms = [(a + b)[:self.pixel_bits] for a, b in zip(terms[::2], terms[1::2])] + terms[len(terms) & ~1:]
+        pointer = terms[0]
         word = pointer[log_cols:]
         issue = Signal(CONTROL)
         m.d.comb += [
