@@ -220,14 +220,13 @@ class VectorUnit(wiring.Component):
         bound_shapes = {"oh": 10, "ow": min(12, self.pixel_bits), "group": 8, "kh": 4, "kw": 4, "operand": 1}
         last = {name: Signal(bound_shapes[name], name=f"{name}_last") for name in loops[1:]}
         step = {name: Signal(pixel, name=f"{name}_step") for name in loops}
-        stride, kw_wrap = Signal(3), Signal(pixel)
+        stride = Signal(3)
         # Steps from CONVCFG alone (`hwgen.steps`, registers), chosen by the command. A window op
         # (MAX, SUM) strides by cfg.stride, others by 1.
         steps = self.steps
         row_step = Mux(new_window, steps.row, cfg.in_row_pitch)
         oh_step = Mux(new_window, steps.oh, cfg.in_row_pitch)
         group_step = Mux(new_window, steps.plane, steps.flat_plane)
-        new_kw_wrap = Mux(new_window, 1 + cfg.in_row_pitch - steps.row, 1)  # 1 - (stride - 1) * pitch
         latched = {"oh": (new.out_rows - 1, oh_step), "ow": (new.out_cols - 1, Const(1)),
                    "group": (new.channel_groups - 1, group_step),
                    "kh": (Mux(new_window, cfg.kernel_h - 1, 0), row_step),
@@ -247,9 +246,9 @@ class VectorUnit(wiring.Component):
             m.d.sync += [busy.eq(nonempty), running.eq(nonempty), vec.eq(new),
                          *(signals[name].eq(latched[name][index]) for name, index, signals in kept if copied[name][index])]
             if windows and not fixed:
-                m.d.sync += [stride.eq(Mux(new_window, cfg.stride, 1)), kw_wrap.eq(new_kw_wrap)]
+                m.d.sync += stride.eq(Mux(new_window, cfg.stride, 1))
         if windows and fixed:
-            stride, kw_wrap = cfg.stride, new_kw_wrap[:len(kw_wrap)]
+            stride = cfg.stride
 
         # ---- read issue: nested counters and each loop's `offset` (its count times its step,
         # summed as it advances, 0 when it restarts; `ow` steps by 1: its count, and `operand`
@@ -257,10 +256,10 @@ class VectorUnit(wiring.Component):
         # (a loop the configured ops never run has count 0 and is always at its last iteration)
         count = {name: Signal(bound_shapes[name], name=f"{name}_count") for name in loops}
         offset = {name: Signal(pixel, name=f"{name}_offset") for name in loops if name not in ("ow", "operand")}
-        phase = Signal(3)  # kw % stride
+        # `kw` takes phase `kw % stride` (its offset: phase times the pitch) and column `kw // stride`
+        phase, column = Signal(3), Signal(bound_shapes["kw"])
         at_last = {name: count[name] == last[name] if name in last else Const(1) for name in LOOPS}
         at_last[loops[0]] = count[loops[0]] == 0
-        steps = {**step, "kw": Mux(phase == stride - 1, kw_wrap, step["kw"])} if windows else step
         first = ~Cat(*(count[name] for name in ("kh", "kw", "operand") if name in loops)).any()
         go = running  # a read this cycle
         serial_products = self.config.template.vector_products == "serial" and scaled
@@ -278,24 +277,26 @@ class VectorUnit(wiring.Component):
             with m.Elif(pause != 0):
                 m.d.sync += pause.eq(pause - 1)
         with m.If(self.cmd.valid & self.cmd.ready):
-            m.d.sync += [phase.eq(0), *(count[name].eq(0) for name in loops[1:]), count[loops[0]].eq(latched[loops[0]][0]),
-                         *(o.eq(0) for o in offset.values())]
+            m.d.sync += [phase.eq(0), column.eq(0), *(count[name].eq(0) for name in loops[1:]),
+                         count[loops[0]].eq(latched[loops[0]][0]), *(o.eq(0) for o in offset.values())]
         with m.Elif(go):
             for level in reversed(range(len(loops))):
                 name, inner = loops[level], loops[level + 1:]
                 with (m.If if level == len(loops) - 1 else m.Elif)(~at_last[name]):
                     m.d.sync += [count[name].eq(count[name] + (-1 if level == 0 else 1)),
                                  *(count[i].eq(0) for i in inner), *(offset[i].eq(0) for i in inner if i in offset)]
-                    if name in offset:
-                        m.d.sync += offset[name].eq(offset[name] + steps[name])
                     if name == "kw":
-                        m.d.sync += phase.eq(Mux(phase == stride - 1, 0, phase + 1))
-                    elif "kw" in inner:
-                        m.d.sync += phase.eq(0)
+                        next_column = phase == stride - 1
+                        m.d.sync += [phase.eq(Mux(next_column, 0, phase + 1)), column.eq(column + next_column),
+                                     offset[name].eq(Mux(next_column, 0, offset[name] + step[name]))]
+                    elif name in offset:
+                        m.d.sync += offset[name].eq(offset[name] + step[name])
+                    if "kw" in inner:
+                        m.d.sync += [phase.eq(0), column.eq(0)]
             with m.Else():
                 m.d.sync += running.eq(0)
 
-        terms = [offset.get(name, count[name]) for name in loops if name != "operand"]
+        terms = [offset.get(name, count[name]) for name in loops if name != "operand"] + ([column] if windows else [])
         if "operand" in loops:
             terms.append(Mux(count["operand"], step["operand"], 0))
         while len(terms) > 1:  # a balanced tree of adders
