@@ -286,7 +286,7 @@ class VectorUnit(wiring.Component):
                     m.d.sync += [count[name].eq(count[name] + (-1 if level == 0 else 1)),
                                  *(count[i].eq(0) for i in inner), *(offset[i].eq(0) for i in inner if i in offset)]
                     if name == "kw":
-                        next_column = phase == stride - 1
+                        next_column = (phase + 1)[:len(phase)] == stride
                         m.d.sync += [phase.eq(Mux(next_column, 0, phase + 1)), column.eq(column + next_column),
                                      offset[name].eq(Mux(next_column, 0, offset[name] + step[name]))]
                     elif name in offset:
