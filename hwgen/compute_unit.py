@@ -27,9 +27,6 @@ from hwgen.vector_unit import VectorUnit
 
 CONVCFG_CYCLES = 1 + STEPS_LATENCY
 """Cycles from accepting a CONVCFG to the first cycle the unit is idle again."""
-POINTER_FIELDS = ("in_rows", "in_row_pitch", "plane_step", "flat_plane_step")
-"""CONVCFG fields the engines and `hwgen.steps` read only in pointer arithmetic, modulo the input
-bank's pixels (`2**pixel_bits`)."""
 
 
 def _read(config: AcceleratorConfig, kind: str, halves: int = 1) -> In:
@@ -77,7 +74,7 @@ class ComputeUnit(wiring.Component):
             with m.Case(Opcode.CONVCFG):
                 m.d.comb += self.cmd.ready.eq(self.idle)
                 with m.If(self.cmd.valid & self.idle):
-                    m.d.sync += [*self._latch_convcfg(convcfg, conv.pixel_bits), settling.eq(STEPS_LATENCY)]
+                    m.d.sync += [*self._latch_convcfg(convcfg), settling.eq(STEPS_LATENCY)]
             with m.Case(Opcode.CONV):
                 m.d.comb += [conv.cmd.valid.eq(self.cmd.valid & settled), self.cmd.ready.eq(conv.cmd.ready & settled)]
                 with m.If(self.cmd.valid & conv.cmd.ready & settled):
@@ -120,14 +117,12 @@ class ComputeUnit(wiring.Component):
                          self.acc_write.en.eq(conv.acc_write.en)]
         return m
 
-    def _latch_convcfg(self, convcfg: data.View, pixel_bits: int) -> list:
+    def _latch_convcfg(self, convcfg: data.View) -> list:
         """Assignments copying the CONVCFG fields the hardware reads (`hwgen.steps.unread_fields`)
-        from the command into `convcfg`, the `POINTER_FIELDS` only in their low `pixel_bits`
-        bits; its other bits stay 0."""
+        from the command into `convcfg`; its other bits stay 0."""
         new, kept = self.cmd.payload.payload.convcfg, convcfg.payload.convcfg
         skipped = unread_fields(self.config.template)
-        return [kept[name].eq(new[name][:pixel_bits] if name in POINTER_FIELDS else new[name])
-                for name, _ in PAYLOADS[Opcode.CONVCFG] if name not in skipped]
+        return [kept[name].eq(new[name]) for name, _ in PAYLOADS[Opcode.CONVCFG] if name not in skipped]
 
     @staticmethod
     def _share_beat(m: Module, beat: data.View, conv: data.View, vec: data.View, running_vec: Value,
