@@ -4,13 +4,14 @@ CONVCFG is latched into a register both engines read, and its pointer steps are 
 it (`hwgen.steps`) while the unit stays busy for `CONVCFG_CYCLES` in all (a CONVCFG waits for
 both engines to be idle, as every command does); CONV goes to the convolution engine, VEC to
 the vector unit. The buffer ports of the engine that is running reach the buffers (and with
-`template.postprocess: serial`, the one requantization lane both engines share); the bank
-selects come from the running instruction.
+`template.postprocess: serial`, the one requantization lane both engines share: only the
+fields in which their beats differ are selected, `_share_beat`); the bank selects come from
+the running instruction. The CONVCFG register keeps only the fields the hardware reads.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Signal, unsigned
-from amaranth.lib import stream, wiring
+from amaranth.hdl import Cat, Module, Signal, Value, unsigned
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
@@ -18,10 +19,10 @@ from amaranth.utils import ceil_log2
 from hwgen.buffers import bank_shape
 from hwgen.config import AcceleratorConfig
 from hwgen.conv_engine import ConvEngine
-from hwgen.isa import INSTRUCTION_LAYOUT, Opcode
+from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Opcode
 from hwgen.serial_post import SerialPostProcess, is_serial
 from hwgen.steps import LATENCY as STEPS_LATENCY
-from hwgen.steps import ConvSteps
+from hwgen.steps import ConvSteps, unread_fields
 from hwgen.vector_unit import VectorUnit
 
 CONVCFG_CYCLES = 1 + STEPS_LATENCY
@@ -73,7 +74,7 @@ class ComputeUnit(wiring.Component):
             with m.Case(Opcode.CONVCFG):
                 m.d.comb += self.cmd.ready.eq(self.idle)
                 with m.If(self.cmd.valid & self.idle):
-                    m.d.sync += [convcfg.eq(self.cmd.payload), settling.eq(STEPS_LATENCY)]
+                    m.d.sync += [*self._latch_convcfg(convcfg), settling.eq(STEPS_LATENCY)]
             with m.Case(Opcode.CONV):
                 m.d.comb += [conv.cmd.valid.eq(self.cmd.valid & settled), self.cmd.ready.eq(conv.cmd.ready & settled)]
                 with m.If(self.cmd.valid & conv.cmd.ready & settled):
@@ -104,8 +105,10 @@ class ComputeUnit(wiring.Component):
                          conv.post.i.ready.eq(post.i.ready), vec.post.i.ready.eq(post.i.ready)]
             for engine, selected in ((conv, ~running_vec), (vec, running_vec)):
                 with m.If(selected):
-                    m.d.comb += [post.i.valid.eq(engine.post.i.valid), post.i.payload.eq(engine.post.i.payload),
-                                 post.o.ready.eq(engine.post.o.ready), engine.post.o.valid.eq(post.o.valid)]
+                    m.d.comb += [post.i.valid.eq(engine.post.i.valid), post.o.ready.eq(engine.post.o.ready),
+                                 engine.post.o.valid.eq(post.o.valid)]
+            self._share_beat(m, post.i.payload, conv.post.i.payload, vec.post.i.payload, running_vec,
+                             same_records=vec.simd == conv.rows)
         with m.If(running_vec):
             m.d.comb += [self.acc_write.addr.eq(vec.acc.addr), self.acc_write.data.eq(vec.acc.data),
                          self.acc_write.en.eq(vec.acc.en)]
@@ -114,3 +117,29 @@ class ComputeUnit(wiring.Component):
                          self.acc_write.en.eq(conv.acc_write.en)]
         return m
 
+    def _latch_convcfg(self, convcfg: data.View) -> list:
+        """Assignments copying the CONVCFG fields the hardware reads (`hwgen.steps.unread_fields`)
+        from the command into `convcfg`; its other bits stay 0."""
+        new, kept = self.cmd.payload.payload.convcfg, convcfg.payload.convcfg
+        skipped = unread_fields(self.config.template)
+        return [kept[name].eq(new[name]) for name, _ in PAYLOADS[Opcode.CONVCFG] if name not in skipped]
+
+    @staticmethod
+    def _share_beat(m: Module, beat: data.View, conv: data.View, vec: data.View, running_vec: Value,
+                    same_records: bool) -> None:
+        """The shared lane's input `beat` from the engine that runs: the vector unit's `acc`
+        lanes, or the conv engine's with its `bias` (the vector unit's is always 0). Both take the
+        layer (output zero point, clamp) from the CONVCFG they share, so the conv engine's serves
+        both (`raw` only while it runs), and with one record per lane on both (`same_records`:
+        `pe.simd == pe.rows`) both read the multiplier and shift from the same parameter word."""
+        m.d.comb += [beat.layer.eq(conv.layer), beat.layer.raw.eq(conv.layer.raw & ~running_vec)]
+        if same_records:
+            m.d.comb += [beat.multiplier.eq(conv.multiplier), beat.shift.eq(conv.shift)]
+        with m.If(running_vec):
+            m.d.comb += beat.acc.eq(vec.acc)
+            if not same_records:
+                m.d.comb += [beat.multiplier.eq(vec.multiplier), beat.shift.eq(vec.shift)]
+        with m.Else():
+            m.d.comb += [beat.acc.eq(conv.acc), beat.bias.eq(conv.bias)]
+            if not same_records:
+                m.d.comb += [beat.multiplier.eq(conv.multiplier), beat.shift.eq(conv.shift)]

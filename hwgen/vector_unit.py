@@ -21,8 +21,8 @@ Schedule: one read of one pixel's `S` lanes per cycle, loops (outer to inner) `o
 kw, operand`, so the results are consecutive `S`-byte chunks of the accumulator bank. Pipeline
 (nothing stalls): read issue → select the pixel in the word, the zero point and the coefficient
 (a register right after the block RAM's output and the word selection) → subtract the zero
-point → product → accumulate (max or sum) and read the parameters (MAX alone: read → select →
-accumulate, `accumulate_latency`) → post-processing →
+point → product → accumulate (max or sum) and read the parameters (MAX alone: read → select and subtract the
+zero point → accumulate, `accumulate_latency`) → post-processing →
 byte-enabled write. With `template.postprocess: serial` the post-processing is the lane the
 engines share (a port, `post`: the unit fills its first `S` lanes) and an output window
 starts at least `hwgen.serial_post.serial_interval(R)` cycles after the previous one; with
@@ -34,8 +34,8 @@ for exactly `vec_cycles(config, vec, convcfg)` cycles.
 `template.vector_ops` generates only the listed operations (`vector_ops`): without ADD and COPY
 no coefficient (the product stage only delays), without ADD no operand loop, without MAX and
 SUM no kernel-window loops, and an accumulator of `acc_shape` (the listed operations' largest
-value); MAX alone takes the maximum of `x` and subtracts the zero point as the post-processing's
-bias. With one kind of op (windows only, or none) the CONVCFG-derived bounds and steps are read
+value); MAX alone subtracts the zero point as it selects the pixel. The post-processing's bias
+is always 0. With one kind of op (windows only, or none) the CONVCFG-derived bounds and steps are read
 from `convcfg` and `steps` throughout the command instead of being copied. A VEC with an operation left out gives undefined results (the compiler never emits one).
 """
 from __future__ import annotations
@@ -220,14 +220,13 @@ class VectorUnit(wiring.Component):
         bound_shapes = {"oh": 10, "ow": min(12, self.pixel_bits), "group": 8, "kh": 4, "kw": 4, "operand": 1}
         last = {name: Signal(bound_shapes[name], name=f"{name}_last") for name in loops[1:]}
         step = {name: Signal(pixel, name=f"{name}_step") for name in loops}
-        stride, kw_wrap = Signal(3), Signal(pixel)
+        stride = Signal(3)
         # Steps from CONVCFG alone (`hwgen.steps`, registers), chosen by the command. A window op
         # (MAX, SUM) strides by cfg.stride, others by 1.
         steps = self.steps
         row_step = Mux(new_window, steps.row, cfg.in_row_pitch)
         oh_step = Mux(new_window, steps.oh, cfg.in_row_pitch)
         group_step = Mux(new_window, steps.plane, steps.flat_plane)
-        new_kw_wrap = Mux(new_window, 1 + cfg.in_row_pitch - steps.row, 1)  # 1 - (stride - 1) * pitch
         latched = {"oh": (new.out_rows - 1, oh_step), "ow": (new.out_cols - 1, Const(1)),
                    "group": (new.channel_groups - 1, group_step),
                    "kh": (Mux(new_window, cfg.kernel_h - 1, 0), row_step),
@@ -247,19 +246,20 @@ class VectorUnit(wiring.Component):
             m.d.sync += [busy.eq(nonempty), running.eq(nonempty), vec.eq(new),
                          *(signals[name].eq(latched[name][index]) for name, index, signals in kept if copied[name][index])]
             if windows and not fixed:
-                m.d.sync += [stride.eq(Mux(new_window, cfg.stride, 1)), kw_wrap.eq(new_kw_wrap)]
+                m.d.sync += stride.eq(Mux(new_window, cfg.stride, 1))
         if windows and fixed:
-            stride, kw_wrap = cfg.stride, new_kw_wrap[:len(kw_wrap)]
+            stride = cfg.stride
 
-        # ---- read issue: nested counters, `base[name]` = the pointer where the current
-        # iteration of that loop started (the innermost one is the read address)
+        # ---- read issue: nested counters and each loop's `offset` (its count times its step,
+        # summed as it advances, 0 when it restarts; `ow` steps by 1: its count, and `operand`
+        # runs twice: 0 or its step); the read address is the sum of the offsets
         # (a loop the configured ops never run has count 0 and is always at its last iteration)
         count = {name: Signal(bound_shapes[name], name=f"{name}_count") for name in loops}
-        base = {name: Signal(pixel, name=f"{name}_base") for name in loops}
-        phase = Signal(3)  # kw % stride
+        offset = {name: Signal(pixel, name=f"{name}_offset") for name in loops if name not in ("ow", "operand")}
+        # `kw` takes phase `kw % stride` (its offset: phase times the pitch) and column `kw // stride`
+        phase, column = Signal(3), Signal(bound_shapes["kw"])
         at_last = {name: count[name] == last[name] if name in last else Const(1) for name in LOOPS}
         at_last[loops[0]] = count[loops[0]] == 0
-        steps = {**step, "kw": Mux(phase == stride - 1, kw_wrap, step["kw"])} if windows else step
         first = ~Cat(*(count[name] for name in ("kh", "kw", "operand") if name in loops)).any()
         go = running  # a read this cycle
         serial_products = self.config.template.vector_products == "serial" and scaled
@@ -277,23 +277,31 @@ class VectorUnit(wiring.Component):
             with m.Elif(pause != 0):
                 m.d.sync += pause.eq(pause - 1)
         with m.If(self.cmd.valid & self.cmd.ready):
-            m.d.sync += [phase.eq(0), *(count[name].eq(0) for name in loops[1:]), count[loops[0]].eq(latched[loops[0]][0]),
-                         *(b.eq(0) for b in base.values())]
+            m.d.sync += [phase.eq(0), column.eq(0), *(count[name].eq(0) for name in loops[1:]),
+                         count[loops[0]].eq(latched[loops[0]][0]), *(o.eq(0) for o in offset.values())]
         with m.Elif(go):
             for level in reversed(range(len(loops))):
                 name, inner = loops[level], loops[level + 1:]
                 with (m.If if level == len(loops) - 1 else m.Elif)(~at_last[name]):
-                    target = base[name] + steps[name]
-                    m.d.sync += [count[name].eq(count[name] + (-1 if level == 0 else 1)), base[name].eq(target),
-                                 *(count[i].eq(0) for i in inner), *(base[i].eq(target) for i in inner)]
+                    m.d.sync += [count[name].eq(count[name] + (-1 if level == 0 else 1)),
+                                 *(count[i].eq(0) for i in inner), *(offset[i].eq(0) for i in inner if i in offset)]
                     if name == "kw":
-                        m.d.sync += phase.eq(Mux(phase == stride - 1, 0, phase + 1))
-                    elif "kw" in inner:
-                        m.d.sync += phase.eq(0)
+                        next_column = (phase + 1)[:len(phase)] == stride
+                        m.d.sync += [phase.eq(Mux(next_column, 0, phase + 1)), column.eq(column + next_column),
+                                     offset[name].eq(Mux(next_column, 0, offset[name] + step[name]))]
+                    elif name in offset:
+                        m.d.sync += offset[name].eq(offset[name] + step[name])
+                    if "kw" in inner:
+                        m.d.sync += [phase.eq(0), column.eq(0)]
             with m.Else():
                 m.d.sync += running.eq(0)
 
-        pointer = base[loops[-1]]
+        terms = [offset.get(name, count[name]) for name in loops if name != "operand"] + ([column] if windows else [])
+        if "operand" in loops:
+            terms.append(Mux(count["operand"], step["operand"], 0))
+        while len(terms) > 1:  # a balanced tree of adders
+            terms = [(a + b)[:self.pixel_bits] for a, b in zip(terms[::2], terms[1::2])] + terms[len(terms) & ~1:]
+        pointer = terms[0]
         word = pointer[log_cols:]
         issue = Signal(CONTROL)
         m.d.comb += [
@@ -310,13 +318,15 @@ class VectorUnit(wiring.Component):
         read = register(m, issue, "control_read", reset_less=False)
         words = Mux(read.odd, self.input_odd.data, self.input_even.data)
         lanes = data.ArrayLayout(signed(8), S)
-        x = register(m, lanes(words.word_select(read.slice[:log_cols], lanes.size)), "pixel")
+        pixels = lanes(words.word_select(read.slice[:log_cols], lanes.size))
         control = register(m, read, "control_select", reset_less=False)
-        # MAX alone: max(x - zp) = max(x) - zp, the post-processing's bias subtracts the zero point
+        # MAX alone: the zero point is subtracted as the pixel is selected (no coefficient, no
+        # product stage); the post-processing's bias stays 0 as for every VEC
         max_only = ops == {VecOp.MAX}
         if max_only:
-            diffs = list(x)
+            diffs = [register(m, pixels[lane] - cfg.in_zero_point, f"diff_{lane}") for lane in range(S)]
         else:
+            x = register(m, pixels, "pixel")
             second = vec.in2_zero_point if VecOp.ADD in ops else cfg.in_zero_point
             zero_point = register(m, Mux(read.operand, second, cfg.in_zero_point), "zero_point")
             held = control.valid if serial_products else 1  # serial: the operands stay for the digits
@@ -351,8 +361,13 @@ class VectorUnit(wiring.Component):
             with m.If(control.valid):
                 m.d.sync += total[lane].eq(Mux(control.first, product, combined))
         log_groups_per_word = self._log_rows - self._log_simd  # channel groups per parameter word
-        m.d.comb += [self.param.addr.eq(control.group >> log_groups_per_word),
-                     self.param.en.eq(control.valid & control.last)]
+        # windows more than the pipeline apart (the shared lane's interval): the window's last
+        # read also reads its parameters, held in the port until the next window's (the channel
+        # group then need not travel down the pipeline)
+        depth = accumulate_latency(ops) + (DIGITS if serial_products else 0)  # from a read to its beat, at most
+        param_read = issue if interval > depth else control
+        m.d.comb += [self.param.addr.eq(param_read.group >> log_groups_per_word),
+                     self.param.en.eq(param_read.valid & param_read.last)]
         done = register(m, control, "control_total", reset_less=False)
 
         records = data.ArrayLayout(PARAM_RECORD, S)
@@ -365,7 +380,6 @@ class VectorUnit(wiring.Component):
             *(post.i.payload.acc[lane].eq(total[lane]) for lane in range(S)),
             *(post.i.payload.multiplier[lane].eq(params[lane].multiplier) for lane in range(S)),
             *(post.i.payload.shift[lane].eq(params[lane].shift) for lane in range(S)),
-            *(post.i.payload.bias[lane].eq(-cfg.in_zero_point) for lane in range(S) if max_only),
         ]
 
         # ---- write the S results as the next S-byte chunk of the accumulator bank
