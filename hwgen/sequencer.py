@@ -2,8 +2,10 @@
 synchronised by counting semaphores. Semantics: `docs/isa.md`.
 
 Generation-time options (`hwgen.config.Template`): the register file and loop stack can be left
-out, the queues can carry only the instruction bits their unit reads, and the program can live
-in a single-ported 16-bit memory (SPRAM) that the host writes, fetched a halfword per cycle.
+out, the queues can carry only the instruction bits their unit reads, the program can live
+in a single-ported 16-bit memory (SPRAM) that the host writes, fetched a halfword per cycle, and
+the semaphores can be narrower (`semaphore_bits`; programs that could overflow one are refused
+before they run, `hwgen.semaphores`).
 
 Unit contract: a unit accepts one command at a time on its stream; its `idle` input must be
 low from the cycle after it accepts a command until that command has finished. A unit that
@@ -26,7 +28,6 @@ from hwgen.spram import SPRAM_BITS, SPRAM_WORDS, SinglePortBank
 from hwgen.steps import unread_fields
 
 LOOP_DEPTH = 4
-SEMAPHORE_BITS = 8
 COUNTER_BITS = 32
 QUEUES = tuple(q.name.lower() for q in Queue)
 
@@ -158,7 +159,7 @@ class Sequencer(wiring.Component):
             self._rom_fetch(m, pc_next, instr)
             m.d.comb += fetched.eq(fetching)
 
-        sems = Array(Signal(SEMAPHORE_BITS, name=f"sem{i}") for i in range(SEMAPHORES))
+        sems = Array(Signal(self.template.semaphore_bits, name=f"sem{i}") for i in range(SEMAPHORES))
         if loops:
             regs = Array(Signal(32, name=f"r{i}") for i in range(REGISTERS))
             loop_start = Array(Signal.like(pc, name=f"loop_start{i}") for i in range(LOOP_DEPTH))
