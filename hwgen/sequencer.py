@@ -85,13 +85,21 @@ def program_write_signature(depth: int, width: int = INSTRUCTION_BITS) -> wiring
     })
 
 
+def opcode_constants(queue: str) -> dict[int, int]:
+    """The opcode bits that are the same in all of a queue's opcodes, with their values: a queue
+    of `used` fields does not carry them (its head has them as constants)."""
+    return {bit: int(QUEUE_OPCODES[queue][0]) >> bit & 1 for bit in range(OPCODE_BITS)
+            if len({int(opcode) >> bit & 1 for opcode in QUEUE_OPCODES[queue]}) == 1}
+
+
 def used_bits(queue: str, template: Template = Template(),
               field_bits: Mapping[str, int] = MappingProxyType({})) -> list[tuple[int, int]]:
-    """The instruction bit ranges `[start, stop)` a queue's entries need: the opcode and the
-    fields its opcodes' unit and head logic read (WAIT/SIGNAL: the semaphore only; CONVCFG:
-    the fields `template`'s pointer steps read, `hwgen.steps.unread_fields`; a LOAD or STORE
-    field named in `field_bits`: only its low bits, all its unit reads)."""
-    bits = set(range(OPCODE_BITS))
+    """The instruction bit ranges `[start, stop)` a queue's entries need: the opcode bits that
+    tell its opcodes apart (`opcode_constants`: the rest) and the fields its opcodes' unit and
+    head logic read (WAIT/SIGNAL: the semaphore only; CONVCFG: the fields `template`'s pointer
+    steps read, `hwgen.steps.unread_fields`; a LOAD or STORE field named in `field_bits`: only
+    its low bits, all its unit reads)."""
+    bits = set(range(OPCODE_BITS)) - set(opcode_constants(queue))
     for opcode in QUEUE_OPCODES[queue]:
         skipped = unread_fields(template) if opcode == Opcode.CONVCFG else frozenset()
         narrowed = field_bits if opcode in (Opcode.LOAD, Opcode.STORE) else {}
@@ -222,6 +230,8 @@ class Sequencer(wiring.Component):
         heads = {q: Signal(INSTRUCTION_LAYOUT, name=f"{q}_head") for q in QUEUES}
         for q in QUEUES:
             m.d.comb += Cat(heads[q].as_value()[start:stop] for start, stop in fields[q]).eq(fifos[q].r_data)
+            if self.template.queue_fields == "used":
+                m.d.comb += [heads[q].opcode[bit].eq(value) for bit, value in opcode_constants(q).items()]
         increments = {q: Signal(name=f"{q}_signal") for q in QUEUES}
         decrements = {q: Signal(name=f"{q}_wait_granted") for q in QUEUES}
         waiting = {q: Signal(name=f"{q}_waiting") for q in QUEUES}
@@ -331,10 +341,12 @@ class Sequencer(wiring.Component):
 
     @staticmethod
     def _update_semaphore(m: Module, sem: Signal, increments: list, decrements: list) -> None:
-        """Adds this cycle's increments and subtracts its decrements (one-bit each) with a single
-        adder: the queues' net change as one small signed number."""
-        delta = Signal(range(-len(decrements), len(increments) + 1), name=f"{sem.name}_delta")
-        m.d.comb += delta.eq(sum(increments[1:], increments[0]) - sum(decrements[1:], decrements[0]))
+        """Adds this cycle's increments (one-bit each) and subtracts its decrement with a single
+        adder: the queues' net change as one small signed number. At most one queue's WAIT passes
+        on a semaphore in a cycle (a later queue waiting on it is blocked), so the decrement is
+        one bit, any of `decrements`."""
+        delta = Signal(range(-1, len(increments) + 1), name=f"{sem.name}_delta")
+        m.d.comb += delta.eq(sum(increments[1:], increments[0]) - Cat(*decrements).any())
         m.d.sync += sem.eq(sem + delta)
 
     def _rom_fetch(self, m: Module, pc_next, instr) -> None:
