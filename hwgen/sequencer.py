@@ -61,9 +61,10 @@ REGISTER_FIELDS = ("dram_reg", "y_reg", "x_reg")  # resolved (zero) once dispatc
 
 
 def queue_depth(template: Template, queue: str) -> int:
-    """Entries of one dispatch queue: `template.queue_depth`, or for the compute queue
-    `template.compute_queue_depth` when set."""
-    return template.compute_queue_depth if queue == "compute" and template.compute_queue_depth else template.queue_depth
+    """Entries of one dispatch queue: `template.queue_depth`, or for the compute (store) queue
+    `template.compute_queue_depth` (`store_queue_depth`) when set."""
+    own = {"compute": template.compute_queue_depth, "store": template.store_queue_depth}.get(queue, 0)
+    return own or template.queue_depth
 
 
 def runs_in_place(template: Template, queue: str) -> bool:

@@ -154,9 +154,11 @@ PROGRAM = assemble([
                                       Template(queue_depth=1), Template(queue_depth=2, counters="cycles"),
                                       Template(queue_depth=2, load_command="queue", compute_queue_depth=1),
                                       Template(queue_depth=2, store_command="queue", program_memory="spram"),
-                                      Template(semaphore_bits=2)],
+                                      Template(semaphore_bits=2, queue_depth=2, store_queue_depth=1,
+                                               store_command="queue")],
                          ids=["full", "used-queue-fields", "spram-program", "1-deep-queues", "2-deep-cycles-only",
-                              "in-place-load-1-deep-compute", "in-place-store-spram", "2-bit-semaphores"])
+                              "in-place-load-1-deep-compute", "in-place-store-spram",
+                              "2-bit-semaphores-1-deep-in-place-store"])
 def test_dispatch_matches_reference_and_semaphores_order_units(template):
     expected = reference_dispatch(PROGRAM)
     assert [len(expected[q]) for q in QUEUES] == [3, 3, 1]
