@@ -223,7 +223,10 @@ class Template:
     `queue`'s head, popping it when done (one entry of the queue holds it meanwhile);
     `compute_queue_depth`: entries of the compute queue (0: `queue_depth`); `store_command`: the
     store unit keeps a `copy` of the STORE it runs, or runs it from the store `queue`'s head, popping
-    it when done (like `load_command`).
+    it when done (like `load_command`); `store_queue_depth`: entries of the store queue (0:
+    `queue_depth`); `semaphore_bits`: the width of each of the sequencer's
+    semaphores (a program that could raise one above `2**semaphore_bits - 1` is refused,
+    `hwgen.semaphores`).
     """
 
     loops_and_registers: bool = True
@@ -245,6 +248,8 @@ class Template:
     load_command: str = "copy"
     compute_queue_depth: int = 0
     store_command: str = "copy"
+    store_queue_depth: int = 0
+    semaphore_bits: int = 8
 
 
 @dataclass(frozen=True)
@@ -321,6 +326,8 @@ _SCHEMA: dict[str, dict[str, dict]] = {
         "load_command": {"range": _Choice(("copy", "queue"))},
         "compute_queue_depth": _field(0, 64),
         "store_command": {"range": _Choice(("copy", "queue"))},
+        "store_queue_depth": _field(0, 64),
+        "semaphore_bits": _field(1, 8),
     },
 }
 _TOP = {"clock_mhz": _field(1, 2000, integer=False)}

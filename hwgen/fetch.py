@@ -17,6 +17,7 @@ from hwgen.dma import Descriptor, DescriptorError
 from hwgen.dma_units import descriptor_capacity, descriptor_table_params
 from hwgen.isa import REGISTERS, Instruction, Opcode
 from hwgen.program import Program
+from hwgen.semaphores import queue_events, semaphore_overflows
 from hwgen.sequencer import SPRAM_INSTRUCTIONS
 from planner.errors import HwgenError
 
@@ -47,7 +48,8 @@ def check_program(program: Program, config: AcceleratorConfig) -> None:
     may use neither LOOP, SETR, ADDR nor a register operand; an SPRAM program memory holds
     `SPRAM_INSTRUCTIONS` instructions and `descriptor_capacity` descriptors; with
     `template.dma: shared` every descriptor must fit the table's compact layout
-    (`hwgen.dma.DmaParams.encode_entry`)."""
+    (`hwgen.dma.DmaParams.encode_entry`); no semaphore may exceed `2**template.semaphore_bits - 1`
+    in any order of the queues (`hwgen.semaphores`)."""
     if config.template.dma == "shared":  # the compact descriptor layout bounds counts and coordinates
         table = descriptor_table_params(config)
         for index, desc in enumerate(program.descriptors):
@@ -63,8 +65,23 @@ def check_program(program: Program, config: AcceleratorConfig) -> None:
             if count > limit:
                 raise ProgramDoesNotFit(f"the program has {count} {what}; the SPRAM program memory of configuration "
                                         f"{config.name!r} holds {limit}")
-    if config.template.loops_and_registers:
-        return
+    if not config.template.loops_and_registers:
+        _check_no_registers(program, config)
+    _check_semaphores(program, config)
+
+
+def _check_semaphores(program: Program, config: AcceleratorConfig) -> None:
+    bits = config.template.semaphore_bits
+    steps = dispatched(program, transfers=False)
+    overflows = semaphore_overflows(queue_events(step.instruction for step in steps), (1 << bits) - 1)
+    if overflows:
+        sem, bound = next(iter(overflows.items()))
+        raise ProgramDoesNotFit(f"semaphore {sem} may hold {bound} tokens in some order of the queues; the "
+                                f"{bits}-bit semaphores of configuration {config.name!r} hold at most {(1 << bits) - 1} "
+                                f"(template.semaphore_bits)")
+
+
+def _check_no_registers(program: Program, config: AcceleratorConfig) -> None:
     for pc, word in enumerate(program.instructions):
         ins = Instruction.decode(word)
         used = [name for name in REGISTER_OPERANDS if ins.fields.get(name)]
@@ -93,8 +110,9 @@ def _transfer(program: Program, ins: Instruction, regs: list[int]) -> Descriptor
                                buf_addr=ins["buf_addr"], **origin)
 
 
-def dispatched(program: Program, max_instructions: int = 10**8) -> Iterator[Dispatched]:
-    """Walk `program` as the fetch stage does (register 0 reads as 0)."""
+def dispatched(program: Program, max_instructions: int = 10**8, transfers: bool = True) -> Iterator[Dispatched]:
+    """Walk `program` as the fetch stage does (register 0 reads as 0); with `transfers` False,
+    LOADs and STOREs come without their descriptors (which need not exist)."""
     pc, stack, words = 0, [], program.instructions
     regs = [0] * REGISTERS
     executed = 0
@@ -116,7 +134,7 @@ def dispatched(program: Program, max_instructions: int = 10**8) -> Iterator[Disp
                 if ins["rd"]:
                     regs[ins["rd"]] = wrap(ins["imm"] if ins.opcode == Opcode.SETR else regs[ins["rd"]] + ins["imm"], 32)
             elif ins.opcode in (Opcode.LOAD, Opcode.STORE):
-                yield Dispatched(pc, ins, _transfer(program, ins, regs))
+                yield Dispatched(pc, ins, _transfer(program, ins, regs) if transfers else None)
             elif ins.opcode != Opcode.NOP:
                 yield Dispatched(pc, ins)
             if stack and stack[-1][1] == pc:

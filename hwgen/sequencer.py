@@ -2,8 +2,10 @@
 synchronised by counting semaphores. Semantics: `docs/isa.md`.
 
 Generation-time options (`hwgen.config.Template`): the register file and loop stack can be left
-out, the queues can carry only the instruction bits their unit reads, and the program can live
-in a single-ported 16-bit memory (SPRAM) that the host writes, fetched a halfword per cycle.
+out, the queues can carry only the instruction bits their unit reads, the program can live
+in a single-ported 16-bit memory (SPRAM) that the host writes, fetched a halfword per cycle, and
+the semaphores can be narrower (`semaphore_bits`; programs that could overflow one are refused
+before they run, `hwgen.semaphores`).
 
 Unit contract: a unit accepts one command at a time on its stream; its `idle` input must be
 low from the cycle after it accepts a command until that command has finished. A unit that
@@ -26,7 +28,6 @@ from hwgen.spram import SPRAM_BITS, SPRAM_WORDS, SinglePortBank
 from hwgen.steps import unread_fields
 
 LOOP_DEPTH = 4
-SEMAPHORE_BITS = 8
 COUNTER_BITS = 32
 QUEUES = tuple(q.name.lower() for q in Queue)
 
@@ -60,9 +61,10 @@ REGISTER_FIELDS = ("dram_reg", "y_reg", "x_reg")  # resolved (zero) once dispatc
 
 
 def queue_depth(template: Template, queue: str) -> int:
-    """Entries of one dispatch queue: `template.queue_depth`, or for the compute queue
-    `template.compute_queue_depth` when set."""
-    return template.compute_queue_depth if queue == "compute" and template.compute_queue_depth else template.queue_depth
+    """Entries of one dispatch queue: `template.queue_depth`, or for the compute (store) queue
+    `template.compute_queue_depth` (`store_queue_depth`) when set."""
+    own = {"compute": template.compute_queue_depth, "store": template.store_queue_depth}.get(queue, 0)
+    return own or template.queue_depth
 
 
 def runs_in_place(template: Template, queue: str) -> bool:
@@ -84,13 +86,21 @@ def program_write_signature(depth: int, width: int = INSTRUCTION_BITS) -> wiring
     })
 
 
+def opcode_constants(queue: str) -> dict[int, int]:
+    """The opcode bits that are the same in all of a queue's opcodes, with their values: a queue
+    of `used` fields does not carry them (its head has them as constants)."""
+    return {bit: int(QUEUE_OPCODES[queue][0]) >> bit & 1 for bit in range(OPCODE_BITS)
+            if len({int(opcode) >> bit & 1 for opcode in QUEUE_OPCODES[queue]}) == 1}
+
+
 def used_bits(queue: str, template: Template = Template(),
               field_bits: Mapping[str, int] = MappingProxyType({})) -> list[tuple[int, int]]:
-    """The instruction bit ranges `[start, stop)` a queue's entries need: the opcode and the
-    fields its opcodes' unit and head logic read (WAIT/SIGNAL: the semaphore only; CONVCFG:
-    the fields `template`'s pointer steps read, `hwgen.steps.unread_fields`; a LOAD or STORE
-    field named in `field_bits`: only its low bits, all its unit reads)."""
-    bits = set(range(OPCODE_BITS))
+    """The instruction bit ranges `[start, stop)` a queue's entries need: the opcode bits that
+    tell its opcodes apart (`opcode_constants`: the rest) and the fields its opcodes' unit and
+    head logic read (WAIT/SIGNAL: the semaphore only; CONVCFG: the fields `template`'s pointer
+    steps read, `hwgen.steps.unread_fields`; a LOAD or STORE field named in `field_bits`: only
+    its low bits, all its unit reads)."""
+    bits = set(range(OPCODE_BITS)) - set(opcode_constants(queue))
     for opcode in QUEUE_OPCODES[queue]:
         skipped = unread_fields(template) if opcode == Opcode.CONVCFG else frozenset()
         narrowed = field_bits if opcode in (Opcode.LOAD, Opcode.STORE) else {}
@@ -158,7 +168,7 @@ class Sequencer(wiring.Component):
             self._rom_fetch(m, pc_next, instr)
             m.d.comb += fetched.eq(fetching)
 
-        sems = Array(Signal(SEMAPHORE_BITS, name=f"sem{i}") for i in range(SEMAPHORES))
+        sems = Array(Signal(self.template.semaphore_bits, name=f"sem{i}") for i in range(SEMAPHORES))
         if loops:
             regs = Array(Signal(32, name=f"r{i}") for i in range(REGISTERS))
             loop_start = Array(Signal.like(pc, name=f"loop_start{i}") for i in range(LOOP_DEPTH))
@@ -221,6 +231,8 @@ class Sequencer(wiring.Component):
         heads = {q: Signal(INSTRUCTION_LAYOUT, name=f"{q}_head") for q in QUEUES}
         for q in QUEUES:
             m.d.comb += Cat(heads[q].as_value()[start:stop] for start, stop in fields[q]).eq(fifos[q].r_data)
+            if self.template.queue_fields == "used":
+                m.d.comb += [heads[q].opcode[bit].eq(value) for bit, value in opcode_constants(q).items()]
         increments = {q: Signal(name=f"{q}_signal") for q in QUEUES}
         decrements = {q: Signal(name=f"{q}_wait_granted") for q in QUEUES}
         waiting = {q: Signal(name=f"{q}_waiting") for q in QUEUES}
@@ -330,10 +342,12 @@ class Sequencer(wiring.Component):
 
     @staticmethod
     def _update_semaphore(m: Module, sem: Signal, increments: list, decrements: list) -> None:
-        """Adds this cycle's increments and subtracts its decrements (one-bit each) with a single
-        adder: the queues' net change as one small signed number."""
-        delta = Signal(range(-len(decrements), len(increments) + 1), name=f"{sem.name}_delta")
-        m.d.comb += delta.eq(sum(increments[1:], increments[0]) - sum(decrements[1:], decrements[0]))
+        """Adds this cycle's increments (one-bit each) and subtracts its decrement with a single
+        adder: the queues' net change as one small signed number. At most one queue's WAIT passes
+        on a semaphore in a cycle (a later queue waiting on it is blocked), so the decrement is
+        one bit, any of `decrements`."""
+        delta = Signal(range(-1, len(increments) + 1), name=f"{sem.name}_delta")
+        m.d.comb += delta.eq(sum(increments[1:], increments[0]) - Cat(*decrements).any())
         m.d.sync += sem.eq(sem + delta)
 
     def _rom_fetch(self, m: Module, pc_next, instr) -> None:

@@ -58,6 +58,9 @@ class IsaSimulator:
                 raise ProgramError(f"instruction {step.pc}: {ins} would block forever in program order")
             self.sems[ins["sem"]] -= 1
         elif op == Opcode.SIGNAL:
+            if self.sems[ins["sem"]] == (1 << self.config.template.semaphore_bits) - 1:
+                raise ProgramError(f"instruction {step.pc}: {ins} overflows the {self.config.template.semaphore_bits}-bit "
+                                   f"semaphore {ins['sem']} (template.semaphore_bits)")
             self.sems[ins["sem"]] += 1
         elif op in (Opcode.LOAD, Opcode.STORE):
             self._dma(ins, step.desc)

@@ -60,6 +60,9 @@ def test_energy_override():
     ("template", "param_bank_channels", 48, "template.param_bank_channels: 48 is not allowed; expected a power of two in [16, 1024]"),
     ("template", "dma", "one", "template.dma: 'one' is not allowed; expected one of: separate, shared"),
     ("template", "dram_address_bits", 33, "template.dram_address_bits: 33 is not allowed; expected an integer in [12, 32]"),
+    ("template", "semaphore_bits", 0, "template.semaphore_bits: 0 is not allowed; expected an integer in [1, 8]"),
+    ("template", "store_queue_depth", 65,
+     "template.store_queue_depth: 65 is not allowed; expected an integer in [0, 64]"),
 ])
 def test_bad_values_name_the_path_and_range(section, key, value, needle):
     data = base()

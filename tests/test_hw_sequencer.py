@@ -9,7 +9,7 @@ import pytest
 
 from hwgen.config import Template
 from hwgen.isa import Instruction, Opcode, assemble
-from hwgen.sequencer import QUEUES, Sequencer, runs_in_place, used_bits
+from hwgen.sequencer import QUEUES, Sequencer, opcode_constants, runs_in_place, used_bits
 
 
 def reference_dispatch(program: list[int]) -> dict[str, list[Instruction]]:
@@ -153,9 +153,12 @@ PROGRAM = assemble([
 @pytest.mark.parametrize("template", [Template(), Template(queue_fields="used"), Template(program_memory="spram"),
                                       Template(queue_depth=1), Template(queue_depth=2, counters="cycles"),
                                       Template(queue_depth=2, load_command="queue", compute_queue_depth=1),
-                                      Template(queue_depth=2, store_command="queue", program_memory="spram")],
+                                      Template(queue_depth=2, store_command="queue", program_memory="spram"),
+                                      Template(semaphore_bits=2, queue_depth=2, store_queue_depth=1,
+                                               store_command="queue")],
                          ids=["full", "used-queue-fields", "spram-program", "1-deep-queues", "2-deep-cycles-only",
-                              "in-place-load-1-deep-compute", "in-place-store-spram"])
+                              "in-place-load-1-deep-compute", "in-place-store-spram",
+                              "2-bit-semaphores-1-deep-in-place-store"])
 def test_dispatch_matches_reference_and_semaphores_order_units(template):
     expected = reference_dispatch(PROGRAM)
     assert [len(expected[q]) for q in QUEUES] == [3, 3, 1]
@@ -282,16 +285,20 @@ def test_narrowed_transfer_fields_reach_their_units_as_their_low_bits():
 
 
 def test_used_queue_bits_cover_each_units_fields_and_drop_the_rest():
-    """Against the field lists of docs/isa.md: the load queue needs the opcode (5 bits) and the
-    LOAD fields without register numbers (2+1+10+32+16+12+12; WAIT/SIGNAL's semaphore number
-    lies inside buffer/bank/desc), the store queue the opcode and bank, desc, dram_offset,
-    buf_addr (1+10+32+16), the compute queue the opcode and the widest payload, VEC's (91)."""
+    """Against the field lists of docs/isa.md: the load queue needs the opcode bits that tell
+    WAIT, SIGNAL and LOAD apart (00101, 00110, 00111: 2 bits) and the LOAD fields without
+    register numbers (2+1+10+32+16+12+12; WAIT/SIGNAL's semaphore number lies inside
+    buffer/bank/desc), the store queue 4 opcode bits (WAIT, SIGNAL, STORE: 01000) and bank, desc,
+    dram_offset, buf_addr (1+10+32+16), the compute queue 4 opcode bits (WAIT, SIGNAL, 01001,
+    01010, 01011) and the widest payload, VEC's (91)."""
+    assert {q: opcode_constants(q) for q in QUEUES} == {"load": {2: 1, 3: 0, 4: 0}, "store": {4: 0},
+                                                       "compute": {4: 0}}
     widths = {q: sum(stop - start for start, stop in used_bits(q)) for q in QUEUES}
-    assert widths == {"load": 5 + 85, "store": 5 + 59, "compute": 5 + 91}
+    assert widths == {"load": 2 + 85, "store": 4 + 59, "compute": 4 + 91}
     # compiler pointer steps: CONVCFG's step fields (16 + 16 bits after its first 65) are read,
     # in_rows is not (it lies inside VEC's fields anyway)
     compiler = Template(address_steps="compiler")
-    assert sum(stop - start for start, stop in used_bits("compute", compiler)) == 5 + 65 + 32
+    assert sum(stop - start for start, stop in used_bits("compute", compiler)) == 4 + 65 + 32
     # narrowed transfer fields: 15 + 5 + 1 bits fewer in LOAD and in STORE entries
     narrow = {q: sum(stop - start for start, stop in used_bits(q, compiler, NARROW)) for q in QUEUES}
-    assert narrow == {"load": 5 + 85 - 21, "store": 5 + 59 - 21, "compute": 5 + 65 + 32}
+    assert narrow == {"load": 2 + 85 - 21, "store": 4 + 59 - 21, "compute": 4 + 65 + 32}

@@ -5,8 +5,10 @@ Protocol (docs/isa.md): each double-buffered buffer has a FULL and a FREE semaph
 queue waits FREE, loads a bank, signals FULL; the compute queue waits FULL before first use of
 a bank and signals FREE when it moves on. Output tiles: compute waits ACC_FREE (or ACC_LOADED
 after a partial-sum reload), signals ACC_READY when a tile's results are complete; the store
-queue waits ACC_READY, stores, signals ACC_FREE and STORED. A load of data that earlier stores
-wrote waits for every STORED token outstanding.
+queue waits ACC_READY, stores, signals ACC_FREE. A load of data that earlier stores wrote is
+preceded by one SIGNAL STORED in the store queue (after every store so far, so it passes once
+they have all finished) and a WAIT STORED in the load queue: one token at a time, so every
+semaphore holds at most two tokens (`hwgen.semaphores` proves it per program).
 """
 from __future__ import annotations
 
@@ -55,7 +57,8 @@ class Emitter:
     # ------------------------------------------------------------------ loads
     def await_stores(self) -> None:
         """Make the load queue wait until every store emitted so far has completed."""
-        for _ in range(self.stored_outstanding):
+        if self.stored_outstanding:
+            self.signal(Queue.STORE, Sem.STORED)
             self.wait(Queue.LOAD, Sem.STORED)
         self.stored_outstanding = 0
 
@@ -118,7 +121,6 @@ class Emitter:
         for fields in stores:
             self.emit(Opcode.STORE, bank=bank, **fields)
         self.signal(Queue.STORE, Sem.ACC_FREE)
-        self.signal(Queue.STORE, Sem.STORED)
         self.stored_outstanding += 1
 
     def finish(self) -> Program:
