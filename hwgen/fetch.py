@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from hwgen.config import AcceleratorConfig
 from hwgen.dma import Descriptor, DescriptorError
 from hwgen.dma_units import descriptor_capacity, descriptor_table_params
-from hwgen.isa import REGISTERS, Instruction, Opcode
+from hwgen.isa import REGISTERS, Buffer, Instruction, Opcode
 from hwgen.program import Program
 from hwgen.sequencer import SPRAM_INSTRUCTIONS
 from planner.errors import HwgenError
@@ -47,7 +47,10 @@ def check_program(program: Program, config: AcceleratorConfig) -> None:
     may use neither LOOP, SETR, ADDR nor a register operand; an SPRAM program memory holds
     `SPRAM_INSTRUCTIONS` instructions and `descriptor_capacity` descriptors; with
     `template.dma: shared` every descriptor must fit the table's compact layout
-    (`hwgen.dma.DmaParams.encode_entry`)."""
+    (`hwgen.dma.DmaParams.encode_entry`); with `template.partial_sums: none` it may not use
+    partial sums (`check_no_partial_sums`)."""
+    if config.template.partial_sums == "none":
+        check_no_partial_sums(program, config)
     if config.template.dma == "shared":  # the compact descriptor layout bounds counts and coordinates
         table = descriptor_table_params(config)
         for index, desc in enumerate(program.descriptors):
@@ -74,6 +77,23 @@ def check_program(program: Program, config: AcceleratorConfig) -> None:
                                f"configuration {config.name!r} leaves out (template.loops_and_registers: false); "
                                f"allowed opcodes: {', '.join(op.name for op in Opcode if op not in REGISTER_OPCODES)} "
                                f"with register operands 0")
+
+
+def check_no_partial_sums(program: Program, config: AcceleratorConfig) -> None:
+    """Without partial sums every CONV covers its whole reduction and requantizes (no
+    `init_from_acc`, no raw `requantize = 0` results to spill) and no LOAD fills the
+    accumulator buffer."""
+    for pc, word in enumerate(program.instructions):
+        ins = Instruction.decode(word)
+        if ins.opcode == Opcode.CONV and (ins["init_from_acc"] or not ins["requantize"]):
+            culprit = "init_from_acc=1" if ins["init_from_acc"] else "requantize=0"
+        elif ins.opcode == Opcode.LOAD and ins["buffer"] == Buffer.ACC:
+            culprit = "a LOAD into the accumulator buffer"
+        else:
+            continue
+        raise ProgramError(f"instruction {pc} ({ins}): {culprit} needs partial sums, which configuration "
+                           f"{config.name!r} leaves out (template.partial_sums: none); allowed: CONV with "
+                           f"init_from_acc=0 and requantize=1, LOADs into the input, weight and param buffers")
 
 
 def wrap(value: int, bits: int, signed: bool = False) -> int:
