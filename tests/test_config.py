@@ -130,7 +130,8 @@ def test_partial_sums_option_and_the_merged_accumulator_buffer():
     data = base()
     assert config_from_dict(data).template.partial_sums == "kept"
     data["template"] = {"partial_sums": "some"}
-    with pytest.raises(ConfigError, match=r"template\.partial_sums: 'some' is not allowed; expected one of: kept, none"):
+    with pytest.raises(ConfigError, match=r"template\.partial_sums: 'some' is not allowed; "
+                                          r"expected one of: kept, none"):
         config_from_dict(data)
     data["template"] = {"merged_banks": ["acc"]}
     with pytest.raises(ConfigError, match=r"template\.merged_banks: 'acc' needs template\.partial_sums: none.*"

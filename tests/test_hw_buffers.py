@@ -60,8 +60,10 @@ def test_random_accesses_with_bank_selects(spram: bool, merged: bool, flow: str)
                 ctx.set(getattr(dut, f"dma_{direction}_bank"), dma_bank)
             ctx.set(dut.compute_bank, compute_bank)
             reads = []
-            sides = ((port("dma", "write", dma_does), port("dma", "read", dma_does), dma_bank, dma_active),
-                     (port("compute", "write", compute_does), port("compute", "read", compute_does), compute_bank, True))
+            dma_write = port("dma", "write", dma_does)
+            sides = ((dma_write, port("dma", "read", dma_does), dma_bank, dma_active),
+                     (port("compute", "write", compute_does), port("compute", "read", compute_does), compute_bank,
+                      True))
             for write, read, bank, active in sides:
                 addr, value, mask = int(rng.integers(DEPTH)), rng.integers(0, 256, WORD, dtype=np.uint8), int(rng.integers(1 << WORD))
                 mask = mask if active and write is not None else 0
@@ -71,7 +73,7 @@ def test_random_accesses_with_bank_selects(spram: bool, merged: bool, flow: str)
                 if write is not None:
                     ctx.set(write.addr, addr)
                     ctx.set(write.data, int.from_bytes(value.tobytes(), "little"))
-                    ctx.set(write.en, int(rng.integers(1 << WORD)) if not dma_active and write is port("dma", "write", dma_does) else mask)
+                    ctx.set(write.en, int(rng.integers(1 << WORD)) if not dma_active and write is dma_write else mask)
                 if read is not None:
                     ctx.set(read.addr, read_addr)
                     ctx.set(read.en, read_en)
