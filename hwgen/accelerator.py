@@ -18,7 +18,7 @@ from hwgen.compute_unit import ComputeUnit
 from hwgen.config import AcceleratorConfig
 from hwgen.dma import Dma, DmaParams
 from hwgen.dma_units import (LOAD_TARGETS, DescriptorReader, DmaArbiter, TransferUnit, assign_descriptor,
-                              descriptor_halfwords, descriptor_table_params, dma_params, read_field_bits)
+                              descriptor_halfwords, descriptor_table_params, dma_params, load_targets, read_field_bits)
 from hwgen.fetch import check_program
 from hwgen.isa import Opcode
 from hwgen.layout import bank_bytes
@@ -106,7 +106,7 @@ class Accelerator(wiring.Component):
         if "program_write" in self.signature.members:
             wiring.connect(m, wiring.flipped(self.program_write), seq.program_write)
 
-        params = {kind: dma_params(config, kind) for kind in LOAD_TARGETS.values()}
+        params = {kind: dma_params(config, kind) for kind in LOAD_TARGETS.values()}  # the acc buffer's: stores
         table = descriptor_table_params(config)
         spram = config.template.program_memory == "spram"
         descriptors = None if spram else self.program.descriptors
@@ -153,7 +153,7 @@ class Accelerator(wiring.Component):
         wiring.connect(m, wiring.flipped(self.port.rd_req), load.port.rd_req)
         wiring.connect(m, load.port.rd_data, wiring.flipped(self.port.rd_data))
         bus = config.dram.bus_width_bits // 8
-        for target, kind in LOAD_TARGETS.items():
+        for target, kind in load_targets(config).items():
             writing = load_unit.active & (load_unit.select == target)
             lanes = exact_log2(params[kind].buf_word_bytes // bus)  # log2 of bus words per buffer word
             word, lane = load.buf_wr.addr >> lanes, load.buf_wr.addr[:lanes]
@@ -172,7 +172,9 @@ class Accelerator(wiring.Component):
         # ---- the store DMA (or the shared one) reads the accumulator buffer and owns the
         # port's write stream
         acc = buffers["acc"]
-        m.d.comb += [acc.dma_read_bank.eq(store_unit.bank), acc.dma_read_active.eq(store_unit.active)]
+        m.d.comb += acc.dma_read_bank.eq(store_unit.bank)
+        if acc.flow == "both":
+            m.d.comb += acc.dma_read_active.eq(store_unit.active)
         if shared:
             store = load
             lanes = exact_log2(params["acc"].buf_word_bytes // bus)
@@ -190,14 +192,18 @@ class Accelerator(wiring.Component):
                          store.buf_rd.data.eq(acc.dma_rd.data)]
         wiring.connect(m, wiring.flipped(self.port.wr), store.port.wr)
 
-        # ---- compute side
-        for buffer, port, bank in ((halves[0], compute.input_even, compute.in_bank),
-                                   (halves[1], compute.input_odd, compute.in_bank),
-                                   (buffers["weight"], compute.weight, compute.weight_bank),
-                                   (buffers["param"], compute.param, compute.param_bank),
-                                   (acc, compute.acc_read, compute.out_bank)):
-            m.d.comb += [buffer.compute_bank.eq(bank), buffer.compute_rd.addr.eq(port.addr),
-                         buffer.compute_rd.en.eq(port.en), port.data.eq(buffer.compute_rd.data)]
+        # ---- compute side (the accumulator buffer is read only for partial sums)
+        for buffer, bank in ((halves[0], compute.in_bank), (halves[1], compute.in_bank),
+                             (buffers["weight"], compute.weight_bank), (buffers["param"], compute.param_bank),
+                             (acc, compute.out_bank)):
+            m.d.comb += buffer.compute_bank.eq(bank)
+        reads = [(halves[0], compute.input_even), (halves[1], compute.input_odd), (buffers["weight"], compute.weight),
+                 (buffers["param"], compute.param)]
+        if acc.flow == "both":
+            reads.append((acc, compute.acc_read))
+        for buffer, port in reads:
+            m.d.comb += [buffer.compute_rd.addr.eq(port.addr), buffer.compute_rd.en.eq(port.en),
+                         port.data.eq(buffer.compute_rd.data)]
         m.d.comb += [acc.compute_wr.addr.eq(compute.acc_write.addr), acc.compute_wr.data.eq(compute.acc_write.data),
                      acc.compute_wr.en.eq(compute.acc_write.en)]
         return m

@@ -6,23 +6,40 @@ select a bank while active (`dma_write_bank`/`dma_write_active`, `dma_read_bank`
 `dma_read_active`: a load DMA writes, a store DMA reads, possibly different banks at once);
 a bank port not taken by the DMA side belongs to the compute side when `compute_bank` selects
 it. The sequencer's semaphores guarantee the sides never use one bank at the same time. A
-`one_way` buffer (input, weight, param: `hwgen.config.MERGEABLE_BUFFERS`) has only the DMA
-side's write and the compute side's read port, wired to the banks without selection logic
-(the write enables select the bank). Read data arrives one cycle after a read with `en` high,
-from the bank that read addressed, straight from the block RAM's output register; a read of the word written in the
-same cycle returns an undefined value (no user does that).
+buffer's `flow` may leave out one direction: a `load` buffer (input, weight, param:
+`hwgen.config.FILLED_BUFFERS`) has only the DMA side's write and the compute side's read
+port, a `store` buffer (the accumulator buffer with `template.partial_sums: none`) only the
+compute side's write and the DMA side's read port; both are wired to the banks without
+selection logic (the write enables and the read data's bank register pick the bank). Read data
+arrives one cycle after a read with `en` high, from the bank that read addressed, straight from
+the block RAM's output register; a read of the word written in the same cycle returns an
+undefined value (no user does that).
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory, ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from hwgen.config import MERGEABLE_BUFFERS, AcceleratorConfig
+from hwgen.config import FILLED_BUFFERS, AcceleratorConfig
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
 from hwgen.spram import SinglePortBank
+
+
+FLOWS = ("both", "load", "store")
+"""What each side of a `DoubleBuffer` does: both read and write, or (`load`) the DMA writes and
+the compute side reads, or (`store`) the compute side writes and the DMA reads."""
+
+
+def buffer_flow(config: AcceleratorConfig, kind: str) -> str:
+    """The flow of the `input`, `weight`, `param` or `acc` buffer: `load` for the ones the DMA
+    only fills (`FILLED_BUFFERS`), `store` for the accumulator buffer without partial sums
+    (`template.partial_sums: none`), else `both`."""
+    if kind in FILLED_BUFFERS:
+        return "load"
+    return "store" if config.template.partial_sums == "none" else "both"
 
 
 def bank_shape(config: AcceleratorConfig, kind: str) -> tuple[int, int]:
@@ -46,29 +63,35 @@ class DoubleBuffer(wiring.Component):
     its owner may read or write in a cycle, not both, which suits buffers that one side only
     writes (DMA) and the other only reads (compute): input and weight.
 
-    With `one_way`, the DMA side only writes and the compute side only reads (no `dma_rd`,
-    `compute_wr`, `dma_read_*` ports): input, weight and param.
+    `flow` `both`: each side reads and writes. `load`: the DMA side only writes and the compute
+    side only reads (no `dma_rd`, `compute_wr`, `dma_read_*` ports): input, weight and param.
+    `store`: the compute side only writes and the DMA side only reads (no `dma_wr`,
+    `compute_rd`, `dma_write_*`, `dma_read_active` ports): the accumulator buffer without
+    partial sums.
 
-    With `merged` (only `one_way`), both banks live in one simple dual-port memory (the bank
-    number is the top address bit): its write port is the DMA side's, its read port the
-    compute side's.
+    With `merged` (only `load` or `store`), both banks live in one simple dual-port memory (the
+    bank number is the top address bit): its write port is the writing side's, its read port the
+    reading side's.
     """
 
     def __init__(self, word_bytes: int, depth: int, *, spram: bool = False, merged: bool = False,
-                 one_way: bool = False):
-        assert not (spram and merged) and (one_way or not merged)
+                 flow: str = "both"):
+        assert flow in FLOWS and not (spram and merged) and (flow != "both" or not merged)
         self.word_bytes = word_bytes
         self.depth = depth
         self.spram = spram
         self.merged = merged
-        self.one_way = one_way
+        self.flow = flow
         addr, word = ceil_log2(depth), unsigned(8 * word_bytes)
         write = WritePort.Signature(addr_width=addr, shape=word, granularity=8)
         read = ReadPort.Signature(addr_width=addr, shape=word)
-        ports = {"dma_wr": Out(write), "compute_rd": Out(read), "dma_write_bank": In(1), "dma_write_active": In(1),
-                 "compute_bank": In(1)}
-        if not one_way:
-            ports |= {"dma_rd": Out(read), "compute_wr": Out(write), "dma_read_bank": In(1), "dma_read_active": In(1)}
+        ports = {"compute_bank": In(1)}
+        if flow != "store":
+            ports |= {"dma_wr": Out(write), "compute_rd": Out(read), "dma_write_bank": In(1), "dma_write_active": In(1)}
+        if flow != "load":
+            ports |= {"dma_rd": Out(read), "compute_wr": Out(write), "dma_read_bank": In(1)}
+        if flow == "both":
+            ports["dma_read_active"] = In(1)
         super().__init__(ports)
 
     @classmethod
@@ -77,13 +100,13 @@ class DoubleBuffer(wiring.Component):
         of the even/odd-word halves of the input buffer)."""
         word, depth = bank_shape(config, kind)
         return cls(word, depth // halves, spram=kind in config.buffers.spram,
-                   merged=kind in config.template.merged_banks, one_way=kind in MERGEABLE_BUFFERS)
+                   merged=kind in config.template.merged_banks, flow=buffer_flow(config, kind))
 
     def elaborate(self, platform) -> Module:
         m = Module()
         if self.merged:
             return self._merged(m)
-        if self.one_way:
+        if self.flow != "both":
             return self._one_way(m)
         read_selects = (self.dma_read_bank, self.compute_bank)
         read_bank = [Signal(name=f"{side}_read_bank") for side in ("dma", "compute")]
@@ -107,31 +130,40 @@ class DoubleBuffer(wiring.Component):
         return m
 
     def _merged(self, m: Module) -> Module:
-        """Both banks in one memory: the DMA side writes at `Cat(addr, dma_write_bank)`, the
-        compute side reads at `Cat(addr, compute_bank)`."""
+        """Both banks in one memory: the writing side writes at `Cat(addr, its bank)`, the
+        reading side reads at `Cat(addr, its bank)` (`_sides`)."""
+        write, write_bank, writing, read, read_bank = self._sides()
         m.submodules.banks = banks = _memory(unsigned(8 * self.word_bytes), 2 << ceil_log2(self.depth))
-        write, read = banks.write_port(granularity=8), _read_port(m, banks, "banks")
-        m.d.comb += [write.addr.eq(Cat(self.dma_wr.addr, self.dma_write_bank)), write.data.eq(self.dma_wr.data),
-                     write.en.eq(Mux(self.dma_write_active, self.dma_wr.en, 0)),
-                     read.addr.eq(Cat(self.compute_rd.addr, self.compute_bank)), read.en.eq(self.compute_rd.en),
-                     self.compute_rd.data.eq(read.data)]
+        bank_write, bank_read = banks.write_port(granularity=8), _read_port(m, banks, "banks")
+        m.d.comb += [bank_write.addr.eq(Cat(write.addr, write_bank)), bank_write.data.eq(write.data),
+                     bank_write.en.eq(Mux(writing, write.en, 0)),
+                     bank_read.addr.eq(Cat(read.addr, read_bank)), bank_read.en.eq(read.en),
+                     read.data.eq(bank_read.data)]
         return m
 
+    def _sides(self) -> tuple:
+        """A one-way buffer's write port, its bank and whether it is writing, its read port and
+        its bank: the DMA side writes (while `dma_write_active`) and the compute side reads
+        (`load`), or the compute side writes and the DMA side reads (`store`)."""
+        if self.flow == "load":
+            return self.dma_wr, self.dma_write_bank, self.dma_write_active, self.compute_rd, self.compute_bank
+        return self.compute_wr, self.compute_bank, Const(1), self.dma_rd, self.dma_read_bank
+
     def _one_way(self, m: Module) -> Module:
-        """Two memories: both take the DMA side's write address and data (the enables pick the
-        bank) and the compute side's read address; its bank picks the read data."""
-        read_bank = Signal(name="compute_read_bank")
+        """Two memories: both take the writing side's address and data (the enables pick the
+        bank) and the reading side's address; the reading side's bank picks the read data."""
+        write, write_bank, writing, read, read_select = self._sides()
+        read_bank = Signal(name="read_bank")
         reads = []
         for index in range(2):
-            write, read = self._bank(m, index)
-            writes = self.dma_write_active & (self.dma_write_bank == index)
-            m.d.comb += [write.addr.eq(self.dma_wr.addr), write.data.eq(self.dma_wr.data),
-                         write.en.eq(Mux(writes, self.dma_wr.en, 0)), read.addr.eq(self.compute_rd.addr),
-                         read.en.eq(self.compute_rd.en & (self.compute_bank == index))]
-            reads.append(read)
-        with m.If(self.compute_rd.en):
-            m.d.sync += read_bank.eq(self.compute_bank)
-        m.d.comb += self.compute_rd.data.eq(Mux(read_bank, reads[1].data, reads[0].data))
+            bank_write, bank_read = self._bank(m, index)
+            m.d.comb += [bank_write.addr.eq(write.addr), bank_write.data.eq(write.data),
+                         bank_write.en.eq(Mux(writing & (write_bank == index), write.en, 0)),
+                         bank_read.addr.eq(read.addr), bank_read.en.eq(read.en & (read_select == index))]
+            reads.append(bank_read)
+        with m.If(read.en):
+            m.d.sync += read_bank.eq(read_select)
+        m.d.comb += read.data.eq(Mux(read_bank, reads[1].data, reads[0].data))
         return m
 
     def _bank(self, m: Module, index: int):

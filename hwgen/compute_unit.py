@@ -44,13 +44,14 @@ class ComputeUnit(wiring.Component):
 
     def __init__(self, config: AcceleratorConfig):
         self.config = config
+        partial_sums = {"acc_read": _read(config, "acc")} if config.template.partial_sums == "kept" else {}
         super().__init__({
             "cmd": In(stream.Signature(INSTRUCTION_LAYOUT)),
             "idle": Out(1),
             "in_bank": Out(1), "weight_bank": Out(1), "param_bank": Out(1), "out_bank": Out(1),
             "input_even": _read(config, "input", 2), "input_odd": _read(config, "input", 2),
             "weight": _read(config, "weight"), "param": _read(config, "param"),
-            "acc_read": _read(config, "acc"), "acc_write": _write(config, "acc"),
+            **partial_sums, "acc_write": _write(config, "acc"),
         })
 
     def elaborate(self, platform) -> Module:
@@ -91,7 +92,8 @@ class ComputeUnit(wiring.Component):
                      self.weight_bank.eq(banks[1]), self.param_bank.eq(banks[2]), self.out_bank.eq(banks[3])]
 
         wiring.connect(m, wiring.flipped(self.weight), conv.weight)
-        wiring.connect(m, wiring.flipped(self.acc_read), conv.acc_read)
+        if "acc_read" in self.signature.members:
+            wiring.connect(m, wiring.flipped(self.acc_read), conv.acc_read)
         for port in ("input_even", "input_odd", "param"):
             outer, conv_port, vec_port = getattr(self, port), getattr(conv, port), getattr(vec, port)
             m.d.comb += [conv_port.data.eq(outer.data), vec_port.data.eq(outer.data)]

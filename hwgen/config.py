@@ -89,9 +89,12 @@ SPRAM_BUFFERS = ("input", "weight")
 """Buffers whose banks may live in iCE40UP5K SPRAM (single-ported: one side at a time)."""
 VECTOR_OPS = ("max", "sum", "add", "copy")
 """The VEC operations (`hwgen.isa.VecOp`, lower case) `template.vector_ops` may list."""
-MERGEABLE_BUFFERS = ("input", "weight", "param")
-"""Buffers the DMA only writes and the compute side only reads: their two banks can share one
-simple dual-port memory."""
+FILLED_BUFFERS = ("input", "weight", "param")
+"""Buffers the DMA only writes and the compute side only reads."""
+MERGEABLE_BUFFERS = (*FILLED_BUFFERS, "acc")
+"""Buffers whose two banks can share one simple dual-port memory when one side only writes and
+the other only reads: the `FILLED_BUFFERS`, and the accumulator buffer without partial sums
+(`template.partial_sums: none`: the compute side writes it, the DMA reads it)."""
 
 
 def _field(low: float, high: float, integer: bool = True, power_of_two: bool = False) -> dict:
@@ -201,7 +204,8 @@ class Template:
     included); `segment_fifos`: the DMA segment queues in `memory` (block RAM) or `registers`
     (flip-flops); `param_bank_channels`: output channels one parameter-buffer bank holds;
     `merged_banks`: buffers whose two banks share one memory (the bank number its top address
-    bit), which halves the block RAMs of banks shallower than a block RAM; `queue_depth`: entries
+    bit), which halves the block RAMs of banks shallower than a block RAM (`acc` only with
+    `partial_sums: none`); `queue_depth`: entries
     each of the sequencer's three dispatch queues holds; `counters`: `all` performance counters, or
     only the `cycles` counter (the per-queue counters then read 0); `dma`: a `separate`
     load DMA and store DMA, or one `shared` DMA (loads and stores take turns) whose walker keeps
@@ -226,7 +230,11 @@ class Template:
     it when done (like `load_command`); `store_queue_depth`: entries of the store queue (0:
     `queue_depth`); `semaphore_bits`: the width of each of the sequencer's
     semaphores (a program that could raise one above `2**semaphore_bits - 1` is refused,
-    `hwgen.semaphores`).
+    `hwgen.semaphores`); `partial_sums`: a CONV may cover part of a layer's reduction,
+    its int32 partial sums `kept` in the accumulator buffer (continued by the next CONV, spilled to
+    DRAM and reloaded), or `none`: every CONV covers the whole reduction (the planner tiles no
+    input channels), so the accumulator buffer is written by the compute side and read by the DMA
+    only, with no partial-sum read, raw result or accumulator load path.
     """
 
     loops_and_registers: bool = True
@@ -250,6 +258,7 @@ class Template:
     store_command: str = "copy"
     store_queue_depth: int = 0
     semaphore_bits: int = 8
+    partial_sums: str = "kept"
 
 
 @dataclass(frozen=True)
@@ -328,6 +337,7 @@ _SCHEMA: dict[str, dict[str, dict]] = {
         "store_command": {"range": _Choice(("copy", "queue"))},
         "store_queue_depth": _field(0, 64),
         "semaphore_bits": _field(1, 8),
+        "partial_sums": {"range": _Choice(("kept", "none"))},
     },
 }
 _TOP = {"clock_mhz": _field(1, 2000, integer=False)}
@@ -392,6 +402,10 @@ def config_from_dict(data: dict, source: str = "<dict>") -> AcceleratorConfig:
     if both:
         raise ConfigError(f"template.merged_banks: {both[0]!r} is also in buffers.spram; a single-ported SPRAM bank "
                           f"cannot be merged; allowed: buffers not in buffers.spram")
+    if "acc" in template.merged_banks and template.partial_sums != "none":
+        raise ConfigError(f"template.merged_banks: 'acc' needs template.partial_sums: none (with partial sums both "
+                          f"sides read and write the accumulator buffer); this config has partial_sums: "
+                          f"{template.partial_sums}; allowed here: {', '.join(FILLED_BUFFERS)}")
     if not template.vector_ops:
         raise ConfigError(f"template.vector_ops: [] is not allowed; expected at least one of: {', '.join(VECTOR_OPS)}")
     if template.dma_descriptor == "reader" and (template.dma, template.program_memory) != ("shared", "spram"):

@@ -18,7 +18,10 @@ Ports (compute side of the buffers; the caller muxes the banks with the `*_bank`
 - `acc_read`, `acc_write`: words of `R * 4` bytes (byte enables): word `D + L`, `L = pixel * G + g`,
   holds the `R` int32 partial sums of oc group `g` (`G = oc_groups`, `D = ceil(C * G / 4)`
   words: `hwgen.layout.partial_sums_offset`); the int8 results of that record are bytes
-  `(L % 4) * R ...` of word `L // 4`. Bank: `out_bank`.
+  `(L % 4) * R ...` of word `L // 4`. Bank: `out_bank`. With `template.partial_sums: none`
+  there is no `acc_read` port: every CONV is taken as `init_from_acc = 0`, `requantize = 1`
+  (the program check refuses others, `hwgen.fetch.check_program`), so the engine has no
+  partial-sum read and no raw int32 result path.
 
 Read ports are used with `en`; their data holds while `en` is low. With `init_from_acc`, the
 PE sums start from 0 as always and the partial sums enter where the bias does: the
@@ -47,7 +50,7 @@ overwritten before it is read.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
@@ -60,7 +63,7 @@ from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
 from hwgen.pe import register
 from hwgen.pe_array import PEArray, array_latency
 from hwgen.postprocess import SHIFT_BITS, PostProcess
-from hwgen.serial_post import beat_interval, beat_latency, is_serial, shared_signature
+from hwgen.serial_post import beat_interval, beat_latency, is_serial, post_result_shape, shared_signature
 from hwgen.shift_add import shift_add
 from hwgen.steps import steps_layout
 
@@ -103,7 +106,8 @@ class ConvEngine(wiring.Component):
         self.config = config
         self.rows, self.cols, self.simd = config.pe.rows, config.pe.cols, config.pe.simd
         self._array = PEArray(config)
-        self._post = None if is_serial(config) else PostProcess(self.rows, self._array.acc_shape)
+        self._post = None if is_serial(config) else PostProcess(self.rows, self._array.acc_shape,
+                                                                   post_result_shape(config))
         self.interval, self.post_latency = beat_interval(config), beat_latency(config)
         R, C, S = self.rows, self.cols, self.simd
         input_words = bank_bytes(config, "input") // (C * S)
@@ -114,7 +118,10 @@ class ConvEngine(wiring.Component):
         def read(depth: int, word_bytes: int) -> In:
             return In(ReadPort.Signature(addr_width=ceil_log2(depth), shape=unsigned(8 * word_bytes)))
 
+        self.partial_sums = config.template.partial_sums == "kept"
         members = {"post": Out(shared_signature(config).flip())} if self._post is None else {}
+        if self.partial_sums:
+            members["acc_read"] = read(bank_bytes(config, "acc") // (ACC_BYTES * R), ACC_BYTES * R)
         super().__init__({
             **members,
             "cmd": In(stream.Signature(INSTRUCTION_LAYOUT)),
@@ -129,7 +136,6 @@ class ConvEngine(wiring.Component):
             "input_odd": read(input_words // 2, C * S),
             "weight": read(bank_bytes(config, "weight") // (R * S), R * S),
             "param": read(bank_bytes(config, "param") // (PARAM_BYTES * R), PARAM_BYTES * R),
-            "acc_read": read(bank_bytes(config, "acc") // (ACC_BYTES * R), ACC_BYTES * R),
             "acc_write": In(WritePort.Signature(addr_width=self.acc_bits, shape=unsigned(8 * ACC_BYTES * R),
                                                 granularity=8)),
         })
@@ -161,7 +167,6 @@ class ConvEngine(wiring.Component):
         plane = self.steps.plane  # one input channel group
         set_records = Signal(self.acc_bits)   # records of a full pixel set (C pixels)
         last_records = Signal(self.acc_bits)  # records of the last pixel set of a row
-        partials = Signal(self.acc_bits)      # word offset of the int32 partial sums (hwgen.layout)
         if self.config.template.address_steps == "compiler":  # last_group_cols <= C: a few adders
             last_records_product = shift_add(new.oc_groups, new.last_group_cols[:ceil_log2(C + 1)])
         else:
@@ -171,7 +176,6 @@ class ConvEngine(wiring.Component):
                 conv.eq(new),
                 set_records.eq(new.oc_groups << log_c),
                 last_records.eq(last_records_product),
-                partials.eq(((new.oc_groups << log_c) + ACC_BYTES - 1) >> exact_log2(ACC_BYTES)),
             ]
         depthwise_step = plane << exact_log2(R // S) if R >= S else plane
         m.d.comb += [self.in_bank.eq(conv.in_bank), self.weight_bank.eq(conv.weight_bank),
@@ -298,20 +302,14 @@ class ConvEngine(wiring.Component):
             m.d.sync += [drain_record.eq(meta.record), drain_col.eq(0), drain_cols.eq(meta.cols)]
         m.d.comb += [self.param.addr.eq(meta.ocg), self.param.en.eq(meta_valid)]
         params = data.View(data.ArrayLayout(PARAM_RECORD, R), self.param.data)
-        # the beat's partial sums, read the cycle before it is on the drain: the group's first
-        # record at `meta_valid`, the next one whenever a beat is accepted
-        m.d.comb += [self.acc_read.addr.eq(Mux(meta_valid, meta.record, drain_record + conv.oc_groups) + partials),
-                     self.acc_read.en.eq(conv.init_from_acc & (meta_valid | beat))]
-        partial_sums = data.View(data.ArrayLayout(signed(32), R), self.acc_read.data)
         layer = post.i.payload.layer
         m.d.comb += [
             post.i.valid.eq(array.drain.valid), array.drain.ready.eq(post.i.ready), post.o.ready.eq(1),
             layer.zero_point.eq(cfg.out_zero_point), layer.low.eq(cfg.act_min), layer.high.eq(cfg.act_max),
-            layer.raw.eq(~conv.requantize),
         ]
         for r in range(R):
             m.d.comb += [post.i.payload.acc[r].eq(array.drain.payload.acc[r]),  # sign-extended to the post's width
-                         post.i.payload.bias[r].eq(Mux(conv.init_from_acc, partial_sums[r], params[r].bias)),
+                         post.i.payload.bias[r].eq(params[r].bias),
                          post.i.payload.multiplier[r].eq(params[r].multiplier),
                          post.i.payload.shift[r].eq(params[r].shift[:SHIFT_BITS])]
 
@@ -320,14 +318,34 @@ class ConvEngine(wiring.Component):
         beat_meta = Signal(data.StructLayout({"record": self.acc_bits, "write": 1}))
         m.d.comb += [beat_meta.record.eq(drain_record), beat_meta.write.eq(drain_col < drain_cols)]
         out, written = delay_queue(m, beat_meta, beat, post_latency, interval, "write", valid=post.o.valid)
-        full = Const((1 << (ACC_BYTES * R)) - 1, ACC_BYTES * R)
         record_bytes = Const((1 << R) - 1, ACC_BYTES * R) << (written.record[:2] * R)
-        enable = Mux(out & written.write, Mux(conv.requantize, record_bytes, full), 0)
-        address = Mux(conv.requantize, written.record >> 2, written.record + partials)
-        results = post.o.payload
-        int8 = Cat(*(results[r][:8] for r in range(R)))
-        m.d.comb += [
-            self.acc_write.addr.eq(address), self.acc_write.en.eq(enable),
-            self.acc_write.data.eq(Mux(conv.requantize, Cat(*[int8] * ACC_BYTES), Cat(*results))),
-        ]
+        int8 = Cat(*(post.o.payload[r][:8] for r in range(R)))
+        writes = out & written.write
+        m.d.comb += [self.acc_write.addr.eq(written.record >> 2), self.acc_write.en.eq(Mux(writes, record_bytes, 0)),
+                     self.acc_write.data.eq(Cat(*[int8] * ACC_BYTES))]
+        if self.partial_sums:  # the beat's record is read the cycle before it is on the drain
+            next_record = Mux(meta_valid, meta.record, drain_record + conv.oc_groups)
+            self._partial_sums(m, conv, post, next_record, meta_valid | beat, writes, written.record)
         return m
+
+    def _partial_sums(self, m: Module, conv: Value, post, next_record: Value, next_beat: Value, writes: Value,
+                      written_record: Value) -> None:
+        """With `init_from_acc`, a beat's bias is its record's partial sums, read when the next
+        beat's record is known (`next_beat`: the group's first record at its drain metadata,
+        the next one whenever a beat is accepted); without `requantize`, the results (`writes`
+        of `written_record`) are written whole, as int32 partial sums."""
+        R = self.rows
+        partials = Signal(self.acc_bits)  # word offset of the int32 partial sums (hwgen.layout)
+        with m.If(self.cmd.valid & self.cmd.ready):
+            new = self.cmd.payload.payload.conv
+            m.d.sync += partials.eq(((new.oc_groups << exact_log2(self.cols)) + ACC_BYTES - 1) >> exact_log2(ACC_BYTES))
+        m.d.comb += [self.acc_read.addr.eq(next_record + partials),
+                     self.acc_read.en.eq(conv.init_from_acc & next_beat)]
+        partial_sums = data.View(data.ArrayLayout(signed(32), R), self.acc_read.data)
+        m.d.comb += post.i.payload.layer.raw.eq(~conv.requantize)
+        with m.If(conv.init_from_acc):
+            m.d.comb += [post.i.payload.bias[r].eq(partial_sums[r]) for r in range(R)]
+        with m.If(~conv.requantize):
+            m.d.comb += [self.acc_write.addr.eq(written_record + partials),
+                         self.acc_write.en.eq(Mux(writes, (1 << (ACC_BYTES * R)) - 1, 0)),
+                         self.acc_write.data.eq(Cat(*post.o.payload))]

@@ -57,6 +57,14 @@ def dma_params(config: AcceleratorConfig, kind: str) -> DmaParams:
                      segment_fifos=template.segment_fifos, **compact)
 
 
+def load_targets(config: AcceleratorConfig) -> dict[Buffer, str]:
+    """The buffers a LOAD of `config` may fill: without partial sums (`template.partial_sums:
+    none`) not the accumulator buffer."""
+    if config.template.partial_sums == "kept":
+        return LOAD_TARGETS
+    return {target: kind for target, kind in LOAD_TARGETS.items() if target != Buffer.ACC}
+
+
 def descriptor_table_params(config: AcceleratorConfig) -> DmaParams:
     """The layout of the descriptor table: every DMA's descriptors fit it."""
     return table_params([dma_params(config, kind) for kind in LOAD_TARGETS.values()])

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from hwgen.config import AcceleratorConfig
 from hwgen.dma import Descriptor, DescriptorError
 from hwgen.dma_units import descriptor_capacity, descriptor_table_params
-from hwgen.isa import REGISTERS, Instruction, Opcode
+from hwgen.isa import REGISTERS, Buffer, Instruction, Opcode
 from hwgen.program import Program
 from hwgen.semaphores import queue_events, semaphore_overflows
 from hwgen.sequencer import SPRAM_INSTRUCTIONS
@@ -49,7 +49,10 @@ def check_program(program: Program, config: AcceleratorConfig) -> None:
     `SPRAM_INSTRUCTIONS` instructions and `descriptor_capacity` descriptors; with
     `template.dma: shared` every descriptor must fit the table's compact layout
     (`hwgen.dma.DmaParams.encode_entry`); no semaphore may exceed `2**template.semaphore_bits - 1`
-    in any order of the queues (`hwgen.semaphores`)."""
+    in any order of the queues (`hwgen.semaphores`); with `template.partial_sums: none` it may not use partial sums
+    (`check_no_partial_sums`)."""
+    if config.template.partial_sums == "none":
+        check_no_partial_sums(program, config)
     if config.template.dma == "shared":  # the compact descriptor layout bounds counts and coordinates
         table = descriptor_table_params(config)
         for index, desc in enumerate(program.descriptors):
@@ -91,6 +94,23 @@ def _check_no_registers(program: Program, config: AcceleratorConfig) -> None:
                                f"configuration {config.name!r} leaves out (template.loops_and_registers: false); "
                                f"allowed opcodes: {', '.join(op.name for op in Opcode if op not in REGISTER_OPCODES)} "
                                f"with register operands 0")
+
+
+def check_no_partial_sums(program: Program, config: AcceleratorConfig) -> None:
+    """Without partial sums every CONV covers its whole reduction and requantizes (no
+    `init_from_acc`, no raw `requantize = 0` results to spill) and no LOAD fills the
+    accumulator buffer."""
+    for pc, word in enumerate(program.instructions):
+        ins = Instruction.decode(word)
+        if ins.opcode == Opcode.CONV and (ins["init_from_acc"] or not ins["requantize"]):
+            culprit = "init_from_acc=1" if ins["init_from_acc"] else "requantize=0"
+        elif ins.opcode == Opcode.LOAD and ins["buffer"] == Buffer.ACC:
+            culprit = "a LOAD into the accumulator buffer"
+        else:
+            continue
+        raise ProgramError(f"instruction {pc} ({ins}): {culprit} needs partial sums, which configuration "
+                           f"{config.name!r} leaves out (template.partial_sums: none); allowed: CONV with "
+                           f"init_from_acc=0 and requantize=1, LOADs into the input, weight and param buffers")
 
 
 def wrap(value: int, bits: int, signed: bool = False) -> int:

@@ -15,7 +15,8 @@ without its low 15 bits (the top one the first guard bit, the others sticky) by 
 and the guard and sticky bits from the bits it drops (no shifted mask); the cycle after, the
 rounding, zero point and clamp (`hwgen.postprocess.clamp`) give the lane's result, which
 enters a result shift register at its top lane. A raw lane (the partial-sum spills) enters its
-`acc + bias` as it is, at its last digit (its product is not used).
+`acc + bias` as it is, at its last digit (its product is not used); a lane with int8 results
+(`template.partial_sums: none`: no spills) has no raw mode and ignores the layer's `raw`.
 
 Timing: a new beat is accepted every `serial_interval(R)` cycles at most (`i.ready` is low
 until the last of them), its results leave on `o` exactly `serial_latency(R)` cycles after it
@@ -117,10 +118,16 @@ def shared_acc_shape(config: AcceleratorConfig) -> Shape:
     return signed(max(accumulator_shape(config).width, 32))
 
 
+def post_result_shape(config: AcceleratorConfig) -> Shape:
+    """The conv engine's requantization results: int32 for the raw partial sums
+    (`template.partial_sums: kept`), else int8."""
+    return signed(32) if config.template.partial_sums == "kept" else signed(8)
+
+
 def shared_signature(config: AcceleratorConfig) -> wiring.Signature:
     """The shared lane's ports: `pe.rows` lanes (the vector unit fills its first `pe.simd`),
-    `shared_acc_shape` accumulators, int32 results."""
-    return postprocess_signature(config.pe.rows, shared_acc_shape(config), signed(32))
+    `shared_acc_shape` accumulators, `post_result_shape` results."""
+    return postprocess_signature(config.pe.rows, shared_acc_shape(config), post_result_shape(config))
 
 
 def narrow_shift(value: Value, amount: Value, keep: int, guard: Value = Const(0),
@@ -165,7 +172,8 @@ class SerialPostProcess(PostProcess):
     @classmethod
     def shared(cls, config: AcceleratorConfig) -> "SerialPostProcess":
         """The lane both engines of `config` share (`shared_signature`)."""
-        return cls(config.pe.rows, shared_acc_shape(config), normalized=normalized_multipliers(config))
+        return cls(config.pe.rows, shared_acc_shape(config), post_result_shape(config),
+                   normalized=normalized_multipliers(config))
 
     def elaborate(self, platform) -> Module:
         m = Module()
@@ -237,11 +245,13 @@ class SerialPostProcess(PostProcess):
             layer = register(m, layer, "layer_round")
         clamped = clamp(quotient, up, fits, negative, layer)
         # results enter at the top lane and move down: after `lanes` results, lane 0 is at 0; a
-        # raw lane's result is its sum, at the lane's last digit
+        # raw lane's result is its sum, at the lane's last digit (int8 results: no raw lanes)
         results = Signal(data.ArrayLayout(self.raw_shape, lanes), reset_less=True)
-        with m.If(Mux(layer.raw, lane_end, rounded)):
-            m.d.sync += results.eq(Cat(results.as_value()[raw_width:],
-                                       Mux(layer.raw, sums[0][:raw_width], clamped)[:raw_width]))
+        result, ready = clamped, rounded
+        if raw_width > 8:
+            result, ready = Mux(layer.raw, sums[0][:raw_width], clamped), Mux(layer.raw, lane_end, rounded)
+        with m.If(ready):
+            m.d.sync += results.eq(Cat(results.as_value()[raw_width:], result[:raw_width]))
         out_valid = active & (slot == serial_interval(lanes) - 1)
         for stage in range(serial_latency(lanes) - serial_interval(lanes)):
             out_valid = register(m, out_valid, f"out_valid_{stage}", reset_less=False)

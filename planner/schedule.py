@@ -121,7 +121,8 @@ def input_extents(shape: ConvShape, dim: str, tile: int) -> list[int]:
 class Footprint:
     """Bytes of the largest tile of each tensor in its buffer bank, in the hardware layouts
     (`hwgen.layout`: channel groups, phase rows, padding to whole PE rows, the partial-sum
-    offset), and the output channels per tile the parameter bank must hold."""
+    offset and int32 sums, or int8 results only with `template.partial_sums: none`), and the
+    output channels per tile the parameter bank must hold."""
 
     input: int
     weight: int
@@ -141,10 +142,12 @@ def tile_bytes(shape: ConvShape, oc, ic, oh, ow, config: AcceleratorConfig):
         in_groups = (oc_pad // pe.rows - 1) * pe.rows // pe.simd + ic_groups
     else:
         ic_groups = in_groups = ceil_div(np.minimum(ic, shape.ic), pe.simd)
+    if config.template.partial_sums == "kept":  # int32 sums after room for one pixel set's int8 results
+        output = oh_t * ow_t * oc_pad * w.accumulator_bytes + partial_sums_offset(pe.cols, oc_pad // pe.rows, pe.rows)
+    else:  # int8 results only
+        output = oh_t * ow_t * oc_pad * w.activation_bytes
     return (in_groups * rows * shape.sh * pitch * pe.simd * w.activation_bytes,
-            oc_pad * ic_groups * pe.simd * shape.kh * shape.kw * w.weight_bytes,
-            oh_t * ow_t * oc_pad * w.accumulator_bytes + partial_sums_offset(pe.cols, oc_pad // pe.rows, pe.rows),
-            oc_pad)
+            oc_pad * ic_groups * pe.simd * shape.kh * shape.kw * w.weight_bytes, output, oc_pad)
 
 
 def fits_banks(sizes, config: AcceleratorConfig):
@@ -155,7 +158,9 @@ def fits_banks(sizes, config: AcceleratorConfig):
 
 
 def fits_instructions(shape: ConvShape, oc, ic, oh, ow, config: AcceleratorConfig):
-    """Whether tiles of these sizes are expressible in CONVCFG / CONV fields (element-wise)."""
+    """Whether tiles of these sizes are expressible in CONVCFG / CONV fields (element-wise);
+    without partial sums (`template.partial_sums: none`, no CONV with `init_from_acc` or
+    without `requantize`) only IC tiles of the whole reduction are."""
     pe = config.pe
     oh_t, ow_t = np.minimum(oh, shape.oh), np.minimum(ow, shape.ow)
     rows = (oh_t - 1) * shape.sh + shape.kh
@@ -165,10 +170,16 @@ def fits_instructions(shape: ConvShape, oc, ic, oh, ow, config: AcceleratorConfi
               (ic_groups, Opcode.CONV, "ic_groups"), (oh_t, Opcode.CONV, "out_rows"),
               (ceil_div(ow_t, pe.cols), Opcode.CONV, "ow_groups"), (rows, Opcode.CONVCFG, "in_rows"),
               (pitch, Opcode.CONVCFG, "in_row_pitch"))
-    ok = True
+    ok = whole_reduction(shape, ic, config)
     for value, opcode, name in limits:
         ok = ok & (value <= field_limit(opcode, name))
     return ok
+
+
+def whole_reduction(shape: ConvShape, ic, config: AcceleratorConfig):
+    """Whether IC tiles of this size suit the configuration's CONVs: any with partial sums
+    (`template.partial_sums: kept`), else only the whole reduction (element-wise)."""
+    return True if config.template.partial_sums == "kept" else np.minimum(ic, shape.ic) >= shape.ic
 
 
 def legal_tiles(shape: ConvShape, oc, ic, oh, ow, config: AcceleratorConfig):
@@ -215,8 +226,9 @@ def trips(shape: ConvShape, schedule: Schedule) -> dict[str, int]:
 
 
 def minimal_buffers(shape: ConvShape, config: AcceleratorConfig) -> Footprint:
-    """Smallest buffer sizes (both banks) that admit the smallest schedule (all tiles 1)."""
-    fp = footprint(shape, Schedule(1, 1, 1, 1), config)
+    """Smallest buffer sizes (both banks) that admit the smallest schedule (all tiles 1, or
+    without partial sums the whole IC)."""
+    fp = footprint(shape, Schedule(1, 1 if config.template.partial_sums == "kept" else shape.ic, 1, 1), config)
     return Footprint(2 * fp.input, 2 * fp.weight, 2 * fp.output)
 
 
@@ -225,6 +237,10 @@ def unplannable(name: str, shape: ConvShape, config: AcceleratorConfig) -> Plann
     need, b = minimal_buffers(shape, config), config.buffers
     parts = [f"{tensor} buffer needs >= {getattr(need, tensor)} B (has {getattr(b, tensor + '_bytes')})"
              for tensor in TENSORS if getattr(need, tensor) > getattr(b, tensor + "_bytes")]
+    if config.template.partial_sums == "none":
+        parts = [f"with template.partial_sums: none all {shape.ic} input channels are one tile (the whole "
+                 f"reduction in one CONV)", *(parts or ["the CONV fields cannot express it (docs/isa.md)"]),
+                 "allowed: template.partial_sums: kept, or larger buffers"]
     return PlanningError(f"layer {name!r} ({shape.describe()}): no legal tile; {'; '.join(parts)}")
 
 

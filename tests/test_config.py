@@ -121,10 +121,27 @@ def test_merged_banks_exclude_spram_banks():
     data["template"] = {"merged_banks": ["weight", "input"]}
     with pytest.raises(ConfigError, match=r"template\.merged_banks: 'input' is also in buffers\.spram"):
         config_from_dict(data)
-    data["template"] = {"merged_banks": ["acc"]}
-    with pytest.raises(ConfigError, match=r"template\.merged_banks: \['acc'\] is not allowed; expected a list of "
-                                          r"distinct names from: input, weight, param"):
+    data["template"] = {"merged_banks": ["tensor"]}
+    with pytest.raises(ConfigError, match=r"template\.merged_banks: \['tensor'\] is not allowed; expected a list of "
+                                          r"distinct names from: input, weight, param, acc"):
         config_from_dict(data)
+
+
+def test_partial_sums_option_and_the_merged_accumulator_buffer():
+    """`template.partial_sums` is `kept` (the default) or `none`; only without partial sums may the
+    accumulator buffer's banks be merged (one side writes it, the other reads it)."""
+    data = base()
+    assert config_from_dict(data).template.partial_sums == "kept"
+    data["template"] = {"partial_sums": "some"}
+    with pytest.raises(ConfigError, match=r"template\.partial_sums: 'some' is not allowed; "
+                                          r"expected one of: kept, none"):
+        config_from_dict(data)
+    data["template"] = {"merged_banks": ["acc"]}
+    with pytest.raises(ConfigError, match=r"template\.merged_banks: 'acc' needs template\.partial_sums: none.*"
+                                          r"allowed here: input, weight, param"):
+        config_from_dict(data)
+    data["template"] = {"merged_banks": ["acc"], "partial_sums": "none"}
+    assert config_from_dict(data).template.merged_banks == ("acc",)
 
 
 def test_vector_ops_default_to_all_four_and_reject_unknown_or_none():

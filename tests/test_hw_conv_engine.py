@@ -73,12 +73,13 @@ def run_engine(config: AcceleratorConfig, cases: list[Case]) -> list[tuple[np.nd
         wiring.connect(m, dut.post, post)
     mems = {}
     for name, port in (("input_even", dut.input_even), ("input_odd", dut.input_odd), ("weight", dut.weight),
-                       ("param", dut.param), ("acc", dut.acc_read)):
+                       ("param", dut.param), ("acc", getattr(dut, "acc_read", None))):  # none without partial sums
         buffer = name.split("_")[0]
         depth = bank_bytes(config, buffer) // word_bytes[buffer] // (2 if buffer == "input" else 1)
         mems[name] = m.submodules[name] = mem = Memory(shape=8 * word_bytes[buffer], depth=depth, init=[])
-        read = mem.read_port()
-        m.d.comb += [read.addr.eq(port.addr), read.en.eq(port.en), port.data.eq(read.data)]
+        if port is not None:
+            read = mem.read_port()
+            m.d.comb += [read.addr.eq(port.addr), read.en.eq(port.en), port.data.eq(read.data)]
     write = mems["acc"].write_port(granularity=8)
     m.d.comb += [write.addr.eq(dut.acc_write.addr), write.data.eq(dut.acc_write.data), write.en.eq(dut.acc_write.en)]
     results = []
@@ -211,6 +212,17 @@ def test_serial_lane_random_convolutions(rows: int, cols: int, simd: int) -> Non
     config = make_config(rows, cols, simd, SERIAL)
     rng = np.random.default_rng(rows * 100 + cols * 10 + simd + 5)
     check(config, [random_case(config, rng) for _ in range(12)])
+
+
+@pytest.mark.parametrize("template", [{}, SERIAL], ids=["lanes", "serial"])
+def test_without_partial_sums(template: dict) -> None:
+    """`template.partial_sums: none`: no partial-sum read port; random whole-reduction CONVs
+    (requantized, not continued) against the ISA simulator and the cycle formula."""
+    config = make_config(2, 2, 2, {**template, "partial_sums": "none"})
+    assert "acc_read" not in ConvEngine(config).signature.members
+    rng = np.random.default_rng(31)
+    check(config, [random_case(config, rng, init_from_acc=0, requantize=1) for _ in range(12)]
+          + [random_case(config, rng, init_from_acc=0, requantize=1, depthwise=1, stride=2)])
 
 
 def packed_case(config: AcceleratorConfig, rng: np.random.Generator, ic: int, oc: int, size: int, kernel: int,

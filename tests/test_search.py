@@ -70,6 +70,46 @@ def test_kernel_larger_than_buffers_names_layer_shape_and_minimum():
     assert f"weight buffer needs >= {2 * (2 * 2 * 49)} B (has 64)" in message
 
 
+def with_partial_sums(name: str, partial_sums: str):
+    """The shipped config `name` with `template.partial_sums` set (and no merged accumulator banks)."""
+    data = load_config(name).to_dict()
+    merged = [kind for kind in data.get("template", {}).get("merged_banks", []) if kind != "acc"]
+    data["template"] = {**data.get("template", {}), "partial_sums": partial_sums, "merged_banks": merged}
+    return config_from_dict(data)
+
+
+@settings(max_examples=10, deadline=None)
+@given(shapes(), st.sampled_from(list(Objective)))
+def test_without_partial_sums_schedules_cover_the_whole_reduction(shape, objective):
+    """`template.partial_sums: none`: the search still equals the brute force of the same space,
+    and every schedule it finds has one IC tile."""
+    config = with_partial_sums("ice40up5k", "none")
+    macs = shape.oc * shape.ic * shape.oh * shape.ow * shape.kh * shape.kw
+    try:
+        found = search(shape, config, macs, objective)
+    except PlanningError:
+        with pytest.raises(PlanningError):
+            brute_force(shape, config, macs, objective)
+        return
+    oracle = brute_force(shape, config, macs, objective)
+    assert found.schedule == oracle.schedule and found.cost == oracle.cost
+    assert found.schedule.ic >= shape.ic
+
+
+def test_a_reduction_too_large_without_partial_sums_names_layer_bytes_and_option():
+    """64 input channels of 3x3 weights: one output-channel pair needs 2 x 1152 weight bytes,
+    more than the iCEBreaker's 2048; with partial sums the layer tiles its input channels."""
+    layer = Layer("wide", Op.CONV, ("x",), "y", ((64, 8, 8),), (8, 8, 8), kernel=(3, 3), pads=(1, 1, 1, 1))
+    shape = ConvShape.of(layer)
+    kept = search(shape, with_partial_sums("icebreaker", "kept"), layer.macs, name=layer.name)
+    assert kept.schedule.ic < 64
+    with pytest.raises(PlanningError) as error:
+        search(shape, with_partial_sums("icebreaker", "none"), layer.macs, name=layer.name)
+    message = str(error.value)
+    assert "'wide'" in message and "template.partial_sums: none" in message and "all 64 input channels" in message
+    assert f"weight buffer needs >= {2 * (2 * 32 * 2 * 9)} B (has 2048)" in message
+
+
 @settings(max_examples=10, deadline=None)
 @given(shapes(), st.sampled_from(list(Objective)), st.lists(st.sampled_from([1024, 2048, 8192, 65536]), min_size=3,
                                                             max_size=3), st.floats(0.5, 4.0))

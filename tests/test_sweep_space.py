@@ -110,7 +110,7 @@ def test_shipped_spaces_load_by_name(name, size):
     ("base: 3\npe: {rows: [4]}", "base", "expected a config file or shipped config name"),
     ("template: {queue_fields: [all, some]}", "template.queue_fields", "one of: all, used"),
     ("template: {merged_banks: [input]}", "template.merged_banks", "each a list"),
-    ("template: {merged_banks: [[input, acc]]}", "template.merged_banks", "input, weight, param"),
+    ("template: {merged_banks: [[input, output]]}", "template.merged_banks", "input, weight, param, acc"),
     ("template: {wide: [true]}", "template.wide", "template.queue_fields"),
 ])
 def test_mistakes_get_one_error_naming_the_field_and_what_is_allowed(tmp_path, text, culprit, allowed):

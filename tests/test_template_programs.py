@@ -14,7 +14,12 @@ from hwgen.dma_units import descriptor_table_params
 from hwgen.fetch import ProgramError, check_program
 from hwgen.isa import Instruction, Opcode, assemble
 from hwgen.program import Program
+from hwgen.sequencer import SPRAM_INSTRUCTIONS
+from planner.calibrate import quantize_network
+from planner.frontend import load_network
+from planner.pipeline import run_flow
 from planner.program_model import predict
+from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs
 from sim.isa_sim import IsaSimulator
 
 ICEBREAKER = load_config("icebreaker")
@@ -42,6 +47,40 @@ def test_register_instructions_are_refused_without_registers(text, culprit):
         with pytest.raises(ProgramError, match=message):
             run()
     check_program(program, load_config("ice40up5k"))  # the full template runs it
+
+
+@pytest.mark.parametrize("text, culprit", [
+    ("CONV init_from_acc=1 requantize=1", "init_from_acc=1"),
+    ("CONV requantize=0", "requantize=0"),
+    ("LOAD buffer=acc", "a LOAD into the accumulator buffer"),
+])
+def test_partial_sum_instructions_are_refused_without_partial_sums(text, culprit):
+    """`template.partial_sums: none`: a CONV continuing or leaving partial sums, or a LOAD into the
+    accumulator buffer, is one clear error from the ISA simulator, the timing model and hardware
+    generation; the full template runs it."""
+    program = Program(assemble(["SIGNAL queue=load sem=0", text, "END"]))
+    assert ICEBREAKER.template.partial_sums == "none"
+    message = (rf"instruction 1 \({text.split()[0]} .*\): {culprit} needs partial sums, which configuration "
+               r"'icebreaker' leaves out \(template\.partial_sums: none\); allowed: CONV with init_from_acc=0 and "
+               r"requantize=1, LOADs into the input, weight and param buffers")
+    for run in (lambda: IsaSimulator(ICEBREAKER, program, np.zeros(64, np.uint8)).run(),
+                lambda: predict(program, ICEBREAKER), lambda: Accelerator(ICEBREAKER, program)):
+        with pytest.raises(ProgramError, match=message):
+            run()
+    check_program(program, load_config("ice40up5k"))
+
+
+def test_digits_on_icebreaker_has_no_partial_sums():
+    """The compiled digits CNN on the iCEBreaker, read from its program text: every CONV starts
+    from its bias and requantizes (no `init_from_acc`, no raw `requantize = 0` results, so no
+    partial-sum spill among its STOREs), no LOAD fills the accumulator buffer, and it fits the
+    SPRAM program memory."""
+    net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
+    text = [str(Instruction.decode(word)) for word in run_flow(net, ICEBREAKER).compiled.program.instructions]
+    convs = [line for line in text if line.startswith("CONV ")]
+    assert convs and all("init_from_acc=0" in line and "requantize=1" in line for line in convs)
+    assert not [line for line in text if line.startswith("LOAD buffer=acc")]
+    assert len(text) <= SPRAM_INSTRUCTIONS
 
 
 def test_spram_program_memory_layout_and_limits():

@@ -22,7 +22,7 @@ from planner.compile.emitter import Emitter
 from planner.compile.packing import expand_depthwise, padded_channels, param_block, weight_block
 from planner.errors import PlanningError
 from planner.ir import Layer, ceil_div
-from planner.schedule import DIMS, ConvShape, Schedule, axis_tiles, fits_instructions, footprint
+from planner.schedule import DIMS, ConvShape, Schedule, axis_tiles, fits_instructions, footprint, whole_reduction
 
 MAX_RUN = 1 << 15
 
@@ -78,6 +78,10 @@ class ConvTiling:
         if self.shape.sh != self.shape.sw:
             raise PlanningError(f"layer {self.layer.name!r}: strides {self.shape.sh}x{self.shape.sw} differ; the hardware needs equal strides")
         fp, cfg, s = footprint(self.shape, self.schedule, self.config), self.config, self.schedule
+        if not whole_reduction(self.shape, s.ic, cfg):
+            raise PlanningError(f"layer {self.layer.name!r}: tiles {s.tiles} split the {self.shape.ic} input channels; "
+                                f"configuration {cfg.name!r} has no partial sums (template.partial_sums: none), "
+                                f"allowed: IC {self.shape.ic}")
         if not fits_instructions(self.shape, s.oc, s.ic, s.oh, s.ow, cfg):
             raise PlanningError(f"layer {self.layer.name!r}: tiles {s.tiles} exceed the CONV/CONVCFG field ranges (docs/isa.md)")
         for buffer, need, have in (("input", fp.input, bank_bytes(cfg, "input")), ("weight", fp.weight, bank_bytes(cfg, "weight")),
