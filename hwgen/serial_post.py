@@ -153,15 +153,6 @@ def narrow_shift(value: Value, amount: Value, keep: int, guard: Value = Const(0)
     return bits, fits & ~(bits[keep - 1] ^ sign), guard, sticky
 
 
-def multiplied_sum(total: Value, normalized: bool) -> tuple[Value, Value, Value]:
-    """The multiplicand a lane takes of `acc + bias` (`total`: with `normalized` multipliers its
-    low `NORMALIZED_SUM_BITS` bits, else all of it), whether `total` is beyond it, and its sign."""
-    if not normalized:
-        return total, Const(0), total[-1]
-    top = total[NORMALIZED_SUM_BITS - 1:]
-    return total[:NORMALIZED_SUM_BITS].as_signed(), ~(top.all() | ~top.any()), total[-1]
-
-
 def booth_term(value: Value, bits: Value) -> tuple[Value, Value]:
     """`value * (bits[0] + bits[1] - 2 * bits[2])` (a radix-4 Booth digit) as a term and a
     carry whose sum it is: a negative digit's term is the one's complement of its magnitude."""
@@ -187,15 +178,6 @@ class SerialPostProcess(PostProcess):
         return cls(config.pe.rows, shared_acc_shape(config), post_result_shape(config),
                    normalized=normalized_multipliers(config), held_layer=True)
 
-    def _kept_sum(self, total: Value) -> Value:
-        """What a lane queue keeps of `acc + bias` (`total`): all of it, or with normalized
-        multipliers and int8 results (no raw lane) `multiplied_sum`'s three parts."""
-        return Cat(*multiplied_sum(total, self.normalized)) if self._narrow_sums else total
-
-    @property
-    def _narrow_sums(self) -> bool:
-        return self.normalized and self.raw_shape.width <= 8
-
     def elaborate(self, platform) -> Module:
         m = Module()
         lanes, raw_width, beat = self.lanes, self.raw_shape.width, self.i.payload
@@ -213,8 +195,7 @@ class SerialPostProcess(PostProcess):
         lane_end = digit_slot & (slot % DIGITS == DIGITS - 1)
 
         # ---- the beat as lane queues (lane 0 at the head): sums, shifts, multiplier digits
-        sum_shape = len(self._kept_sum(beat.acc[0] + beat.bias[0]))
-        sums = [Signal(sum_shape, name=f"sum_{lane}", reset_less=True) for lane in range(lanes)]
+        sums = [Signal(signed(max(len(beat.acc[0]), 32) + 1), name=f"sum_{lane}", reset_less=True) for lane in range(lanes)]
         shifts = [Signal(SHIFT_SPAN_BITS, name=f"shift_{lane}", reset_less=True) for lane in range(lanes)]
         digits = Signal(lanes * MULTIPLIER_BITS, reset_less=True)  # lane 0's top digit on top
         layer = beat.layer if self.held_layer else Signal(LAYER, reset_less=True)
@@ -223,7 +204,7 @@ class SerialPostProcess(PostProcess):
             if not self.held_layer:
                 m.d.sync += layer.eq(beat.layer)
             m.d.sync += [digits.eq(Cat(*(beat.multiplier[lane] for lane in reversed(range(lanes))))),
-                         *(sums[lane].eq(self._kept_sum(beat.acc[lane] + beat.bias[lane])) for lane in range(lanes)),
+                         *(sums[lane].eq(beat.acc[lane] + beat.bias[lane]) for lane in range(lanes)),
                          *(shifts[lane].eq(beat.shift[lane] - SHIFTS.start) for lane in range(lanes))]
         with m.Else():
             with m.If(digit_slot):
@@ -238,12 +219,10 @@ class SerialPostProcess(PostProcess):
         # normalized multipliers, a nonzero one (top bit set) times a sum beyond the multiplied
         # bits is `huge` (it clamps by the sum's sign)
         restart, top = slot % DIGITS == 0, digits[-DIGIT_BITS:]
-        if self._narrow_sums:
-            multiplicand, beyond, negative = sums[0][:NORMALIZED_SUM_BITS].as_signed(), *sums[0][NORMALIZED_SUM_BITS:]
-        else:
-            multiplicand, beyond, negative = multiplied_sum(sums[0].as_signed(), self.normalized)
-        huge = register(m, top[3] & beyond, "huge", digit_slot & restart)
-        sum_negative = register(m, negative, "sum_negative", digit_slot & restart)
+        multiplicand = sums[0][:NORMALIZED_SUM_BITS].as_signed() if self.normalized else sums[0]
+        beyond = sums[0][len(multiplicand) - 1:]
+        huge = register(m, top[3] & ~(beyond.all() | ~beyond.any()), "huge", digit_slot & restart)
+        sum_negative = register(m, sums[0][-1], "sum_negative", digit_slot & restart)
         product = Signal(signed(len(multiplicand) + MULTIPLIER_BITS), reset_less=True)
         below = digits[-DIGIT_BITS - 1] & (slot % DIGITS != DIGITS - 1)  # 0 below the lane's last digit
         high, carry_high = booth_term(multiplicand, Cat(top[1], top[2], top[3]))
@@ -266,7 +245,7 @@ class SerialPostProcess(PostProcess):
         # a nonzero multiplier's product has the sum's sign
         fits, negative = register(m, fits & ~huge, "fits"), register(m, sum_negative, "negative")
         rounded = register(m, finished, "rounded", reset_less=False)
-        if lanes * DIGITS + 2 > serial_interval(lanes) and not self.held_layer:  # the tail outlasts the beat's layer
+        if lanes * DIGITS + 2 > serial_interval(lanes) and not self.held_layer:  # the tail outlasts its layer
             layer = register(m, layer, "layer_round")
         clamped = clamp(quotient, up, fits, negative, layer)
         # results enter at the top lane and move down: after `lanes` results, lane 0 is at 0; a
