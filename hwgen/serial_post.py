@@ -153,12 +153,17 @@ def narrow_shift(value: Value, amount: Value, keep: int, guard: Value = Const(0)
     return bits, fits & ~(bits[keep - 1] ^ sign), guard, sticky
 
 
-def booth_term(value: Value, bits: Value) -> tuple[Value, Value]:
-    """`value * (bits[0] + bits[1] - 2 * bits[2])` (a radix-4 Booth digit) as a term and a
-    carry whose sum it is: a negative digit's term is the one's complement of its magnitude."""
-    one, two = bits[0] ^ bits[1], Mux(bits[2], ~bits[1] & ~bits[0], bits[1] & bits[0])
-    magnitude = Mux(two, value << 1, Mux(one, value, 0))
-    return Mux(bits[2], ~magnitude, magnitude), bits[2]
+RECODING = int("10" * (MULTIPLIER_BITS // 2), 2)
+"""Added to a multiplier `m` (`t = m + RECODING`), it gives `m` in radix-4 digits
+`t_k - 2` in {-2, -1, 0, 1} (`digit_term`), plus `t`'s carry bit `t_16` times `4**8`."""
+
+
+def digit_term(value: Value, digit: Value) -> tuple[Value, Value]:
+    """`value * (digit - 2)` for a 2-bit digit of a recoded multiplier (`RECODING`) as a term
+    and a carry whose sum it is: a negative digit's term is the one's complement of its
+    magnitude (each term bit a function of 4 bits: one logic cell)."""
+    positive = Mux(digit[0], value, 0)
+    return Mux(digit[1], positive, ~Mux(digit[0], value, value << 1)), ~digit[1]
 
 
 class SerialPostProcess(PostProcess):
@@ -198,36 +203,38 @@ class SerialPostProcess(PostProcess):
         sums = [Signal(signed(max(len(beat.acc[0]), 32) + 1), name=f"sum_{lane}", reset_less=True) for lane in range(lanes)]
         shifts = [Signal(SHIFT_SPAN_BITS, name=f"shift_{lane}", reset_less=True) for lane in range(lanes)]
         digits = Signal(lanes * MULTIPLIER_BITS, reset_less=True)  # lane 0's top digit on top
+        extras = Signal(lanes, reset_less=True)  # the recoded multipliers' top digits, lane 0 first
         layer = beat.layer if self.held_layer else Signal(LAYER, reset_less=True)
         finished = register(m, lane_end, "finished", reset_less=False)
         with m.If(accept):
             if not self.held_layer:
                 m.d.sync += layer.eq(beat.layer)
-            m.d.sync += [digits.eq(Cat(*(beat.multiplier[lane] for lane in reversed(range(lanes))))),
+            recoded = [beat.multiplier[lane] + RECODING for lane in range(lanes)]
+            m.d.sync += [digits.eq(Cat(*(t[:MULTIPLIER_BITS] for t in reversed(recoded)))),
+                         extras.eq(Cat(*(t[MULTIPLIER_BITS] for t in recoded))),
                          *(sums[lane].eq(beat.acc[lane] + beat.bias[lane]) for lane in range(lanes)),
                          *(shifts[lane].eq(beat.shift[lane] - SHIFTS.start) for lane in range(lanes))]
         with m.Else():
             with m.If(digit_slot):
                 m.d.sync += digits.eq(digits << DIGIT_BITS)
             with m.If(lane_end):
-                m.d.sync += [sums[lane].eq(sums[lane + 1]) for lane in range(lanes - 1)]
+                m.d.sync += [extras.eq(extras >> 1), *(sums[lane].eq(sums[lane + 1]) for lane in range(lanes - 1))]
             with m.If(finished):  # the shift is used the cycle after the lane's last digit
                 m.d.sync += [shifts[lane].eq(shifts[lane + 1]) for lane in range(lanes - 1)]
 
-        # ---- the product, top digit first: two radix-4 Booth digits per cycle; the unsigned
-        # multiplier's extra top Booth digit (its top bit) starts the partial product. With
-        # normalized multipliers, a nonzero one (top bit set) times a sum beyond the multiplied
-        # bits is `huge` (it clamps by the sum's sign)
+        # ---- the product, top digit first: two recoded radix-4 digits per cycle (`digit_term`); the
+        # recoded multiplier's extra top digit starts the partial product. With normalized
+        # multipliers (`t_16` set for every nonzero one), a nonzero one times a sum beyond the
+        # multiplied bits is `huge` (it clamps by the sum's sign)
         restart, top = slot % DIGITS == 0, digits[-DIGIT_BITS:]
         multiplicand = sums[0][:NORMALIZED_SUM_BITS].as_signed() if self.normalized else sums[0]
         beyond = sums[0][len(multiplicand) - 1:]
-        huge = register(m, top[3] & ~(beyond.all() | ~beyond.any()), "huge", digit_slot & restart)
+        huge = register(m, extras[0] & ~(beyond.all() | ~beyond.any()), "huge", digit_slot & restart)
         sum_negative = register(m, sums[0][-1], "sum_negative", digit_slot & restart)
         product = Signal(signed(len(multiplicand) + MULTIPLIER_BITS), reset_less=True)
-        below = digits[-DIGIT_BITS - 1] & (slot % DIGITS != DIGITS - 1)  # 0 below the lane's last digit
-        high, carry_high = booth_term(multiplicand, Cat(top[1], top[2], top[3]))
-        low, carry_low = booth_term(multiplicand, Cat(below, top[0], top[1]))
-        start = Mux(restart, Mux(top[3], multiplicand, 0), product)
+        high, carry_high = digit_term(multiplicand, top[2:])
+        low, carry_low = digit_term(multiplicand, top[:2])
+        start = Mux(restart, Mux(extras[0], multiplicand, 0), product)
         # the digit's terms first, then the partial product: two carry chains (`keep`: Yosys would
         # merge them into a carry-save adder of more LUTs)
         terms = Signal(signed(len(high) + 3), attrs={"keep": 1})
