@@ -35,6 +35,7 @@ from collections.abc import Sequence
 
 from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value, signed
 from amaranth.lib import data, wiring
+from amaranth.utils import ceil_log2, exact_log2
 
 from hwgen.accumulator import accumulator_shape
 from hwgen.config import AcceleratorConfig
@@ -202,23 +203,23 @@ class SerialPostProcess(PostProcess):
         # ---- the beat as lane queues (lane 0 at the head): sums, shifts, multiplier digits
         sums = [Signal(signed(max(len(beat.acc[0]), 32) + 1), name=f"sum_{lane}", reset_less=True) for lane in range(lanes)]
         shifts = [Signal(SHIFT_SPAN_BITS, name=f"shift_{lane}", reset_less=True) for lane in range(lanes)]
-        digits = Signal(lanes * MULTIPLIER_BITS, reset_less=True)  # lane 0's top digit on top
-        extras = Signal(lanes, reset_less=True)  # the recoded multipliers' top digits, lane 0 first
+        # the recoded multipliers (`RECODING`), held: their `DIGIT_BITS` digits in the order the
+        # slots take them (lane 0's top digit first), and their extra top digits, lane 0 first
+        digits = Signal(lanes * MULTIPLIER_BITS, reset_less=True)
+        extras = Signal(lanes, reset_less=True)
         layer = beat.layer if self.held_layer else Signal(LAYER, reset_less=True)
         finished = register(m, lane_end, "finished", reset_less=False)
         with m.If(accept):
             if not self.held_layer:
                 m.d.sync += layer.eq(beat.layer)
             recoded = [beat.multiplier[lane] + RECODING for lane in range(lanes)]
-            m.d.sync += [digits.eq(Cat(*(t[:MULTIPLIER_BITS] for t in reversed(recoded)))),
+            m.d.sync += [digits.eq(Cat(*(t.word_select(DIGITS - 1 - k, DIGIT_BITS) for t in recoded for k in range(DIGITS)))),
                          extras.eq(Cat(*(t[MULTIPLIER_BITS] for t in recoded))),
                          *(sums[lane].eq(beat.acc[lane] + beat.bias[lane]) for lane in range(lanes)),
                          *(shifts[lane].eq(beat.shift[lane] - SHIFTS.start) for lane in range(lanes))]
         with m.Else():
-            with m.If(digit_slot):
-                m.d.sync += digits.eq(digits << DIGIT_BITS)
             with m.If(lane_end):
-                m.d.sync += [extras.eq(extras >> 1), *(sums[lane].eq(sums[lane + 1]) for lane in range(lanes - 1))]
+                m.d.sync += [sums[lane].eq(sums[lane + 1]) for lane in range(lanes - 1)]
             with m.If(finished):  # the shift is used the cycle after the lane's last digit
                 m.d.sync += [shifts[lane].eq(shifts[lane + 1]) for lane in range(lanes - 1)]
 
@@ -226,15 +227,16 @@ class SerialPostProcess(PostProcess):
         # recoded multiplier's extra top digit starts the partial product. With normalized
         # multipliers (`t_16` set for every nonzero one), a nonzero one times a sum beyond the
         # multiplied bits is `huge` (it clamps by the sum's sign)
-        restart, top = slot % DIGITS == 0, digits[-DIGIT_BITS:]
+        restart, top = slot % DIGITS == 0, digits.word_select(slot[:ceil_log2(lanes * DIGITS)], DIGIT_BITS)
+        extra = extras.bit_select(slot[exact_log2(DIGITS):ceil_log2(lanes * DIGITS)], 1)
         multiplicand = sums[0][:NORMALIZED_SUM_BITS].as_signed() if self.normalized else sums[0]
         beyond = sums[0][len(multiplicand) - 1:]
-        huge = register(m, extras[0] & ~(beyond.all() | ~beyond.any()), "huge", digit_slot & restart)
+        huge = register(m, extra & ~(beyond.all() | ~beyond.any()), "huge", digit_slot & restart)
         sum_negative = register(m, sums[0][-1], "sum_negative", digit_slot & restart)
         product = Signal(signed(len(multiplicand) + MULTIPLIER_BITS), reset_less=True)
         high, carry_high = digit_term(multiplicand, top[2:])
         low, carry_low = digit_term(multiplicand, top[:2])
-        start = Mux(restart, Mux(extras[0], multiplicand, 0), product)
+        start = Mux(restart, Mux(extra, multiplicand, 0), product)
         # the digit's terms first, then the partial product: two carry chains (`keep`: Yosys would
         # merge them into a carry-save adder of more LUTs)
         terms = Signal(signed(len(high) + 3), attrs={"keep": 1})
