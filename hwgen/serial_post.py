@@ -2,13 +2,13 @@
 
 Same arithmetic and ports as `hwgen.postprocess.PostProcess` (`postprocess_signature`), one
 lane value at a time. An accepted beat is kept as lane queues, lane 0 at the head: each lane's
-`acc + bias` (summed on accept) and shift less 15 (`SHIFTS`), and one shift register of the
-lanes' 16-bit multipliers, lane 0's top digit on top. Lane `l` then takes the `DIGITS` cycles
-from the one after the accept plus `l * DIGITS`: the product of the head sum with the
-multiplier's top `DIGIT_BITS`, two radix-4 Booth digits (`booth_term`: adders only, no DSP),
-is added to the partial product shifted up a digit (the lane's first digit starts it with the
-unsigned multiplier's extra top Booth digit, its top bit, times the sum), the multiplier
-register shifts up a digit and, after the lane's last digit, the sum queue moves up a lane. The
+`acc + bias` (summed on accept) and shift less 15 (`SHIFTS`); and, held, the lanes' 16-bit
+multipliers recoded on accept (`RECODING`) into radix-4 digits in {-2, -1, 0, 1} and an extra
+top digit of 0 or 1. Lane `l` then takes the `DIGITS` cycles from the one after the accept
+plus `l * DIGITS`: the product of the head sum with the slot's two digits (`digit_term`: one
+logic cell per bit, adders only, no DSP) is added to the partial product shifted up
+`DIGIT_BITS` bits (the lane's first digit starts it with the extra top digit times the sum)
+and, after the lane's last digit, the sum queue moves up a lane. The
 cycle after a lane's product is complete, a staged right shift (`narrow_shift`) of the product
 without its low 15 bits (the top one the first guard bit, the others sticky) by the head shift
 (whose queue then moves up) gives the quotient's low `NARROW_BITS` bits, whether it fits them,
@@ -22,7 +22,10 @@ Timing: a new beat is accepted every `serial_interval(R)` cycles at most (`i.rea
 until the last of them), its results leave on `o` exactly `serial_latency(R)` cycles after it
 was accepted; `o.ready` is not looked at (the consumer must take every beat, as both engines
 do). With two lanes or more the last result is written before the next beat can replace the
-layer register; a single lane keeps a delayed copy for its clamp.
+layer register; a single lane keeps a delayed copy for its clamp. With `held_layer` (the engines'
+shared lane: its layer is the compute unit's CONVCFG register, which a new CONVCFG replaces only
+once both engines are idle, all their results written) the lane reads the layer input
+throughout and keeps no copy.
 
 Normalized multipliers (`normalized_multipliers`: every nonzero multiplier in
 `[2**15, 2**16)`, as `planner.quant.fixed_point` makes them): a sum beyond `NORMALIZED_SUM_BITS`
@@ -213,7 +216,8 @@ class SerialPostProcess(PostProcess):
             if not self.held_layer:
                 m.d.sync += layer.eq(beat.layer)
             recoded = [beat.multiplier[lane] + RECODING for lane in range(lanes)]
-            m.d.sync += [digits.eq(Cat(*(t.word_select(DIGITS - 1 - k, DIGIT_BITS) for t in recoded for k in range(DIGITS)))),
+            in_slot_order = (t.word_select(DIGITS - 1 - k, DIGIT_BITS) for t in recoded for k in range(DIGITS))
+            m.d.sync += [digits.eq(Cat(*in_slot_order)),
                          extras.eq(Cat(*(t[MULTIPLIER_BITS] for t in recoded))),
                          *(sums[lane].eq(beat.acc[lane] + beat.bias[lane]) for lane in range(lanes)),
                          *(shifts[lane].eq(beat.shift[lane] - SHIFTS.start) for lane in range(lanes))]

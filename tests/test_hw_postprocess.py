@@ -22,6 +22,8 @@ from sim.golden.kernels import requantize
 ACC = signed(33)
 ACC_MAX = 2**32 - 1
 UNITS = {"lanes": PostProcess, "serial": SerialPostProcess, "normalized": partial(SerialPostProcess, normalized=True)}
+HELD_INT8 = partial(SerialPostProcess, raw_shape=signed(8), normalized=True, held_layer=True)
+"""The engines' shared lane (`SerialPostProcess.shared`): int8 results, the layer read as held."""
 SHIFT_RANGES = {"lanes": range(MAX_SHIFT + 1), "serial": SHIFTS, "normalized": SHIFTS}
 """The requantization shifts each unit implements."""
 SMALLEST_MULTIPLIER = {"lanes": 1, "serial": 1, "normalized": NORMALIZED_MULTIPLIERS.start}
@@ -55,10 +57,10 @@ async def receive(ctx, stream, count: int, rng: np.random.Generator, stall_rate:
 
 
 def run_postprocess(lanes: int, beats: list[dict], seed: int = 0, gap_rate: float = 0.3, stall_rate: float = 0.3,
-                    unit: str = "lanes"):
-    """Stream `beats` through a requantizer with random gaps and stalls (none for the serial
-    lanes, whose consumer never stalls); the output rows."""
-    dut = UNITS[unit](lanes, ACC)
+                    unit: str = "lanes", make=None):
+    """Stream `beats` through a requantizer (`make`, by default `UNITS[unit]`) with random gaps
+    and stalls (none for the serial lanes, whose consumer never stalls); the output rows."""
+    dut = (make or UNITS[unit])(lanes, ACC)
     stall_rate = stall_rate if unit == "lanes" else 0.0
     rng = np.random.default_rng(seed)
     out: list = []
@@ -216,6 +218,21 @@ def test_serial_corners_match_golden(unit: str) -> None:
                                 c["layer"]["high"])[0])
                  for a, b, m, s in zip(c["acc"], c["bias"], c["multiplier"], c["shift"])] for c in cases]
     assert run_postprocess(3, cases, unit=unit) == expected
+
+
+@pytest.mark.parametrize("lanes", [1, 2, 3])
+def test_held_layer_int8_lane_matches_golden(lanes: int) -> None:
+    """The engines' shared lane (`HELD_INT8`), whose layer input holds still as a command's
+    CONVCFG does: random beats of one layer, back to back and with gaps, against the golden
+    requantization."""
+    rng = np.random.default_rng(lanes)
+    beats = [b for b, _ in (random_beat(rng, lanes, "normalized") for _ in range(60)) if not b["layer"]["raw"]]
+    layer = beats[0]["layer"]
+    beats = [{**b, "layer": layer} for b in beats]
+    expected = [[int(requantize(np.array([a + b]), [m], [s], layer["zero_point"], layer["low"], layer["high"])[0])
+                 for a, b, m, s in zip(c["acc"], c["bias"], c["multiplier"], c["shift"])] for c in beats]
+    for gap_rate in (0.0, 0.4):
+        assert run_postprocess(lanes, beats, lanes, gap_rate, unit="normalized", make=HELD_INT8) == expected
 
 
 @pytest.mark.parametrize("lanes", [1, 2, 4])
