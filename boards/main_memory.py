@@ -8,11 +8,14 @@ initialised by a bitstream, so there the host loads the image (`boards.runtime.R
 finds out by checksum).
 
 Each cycle the one port serves, in this order: an accelerator write beat (always accepted), an
-accelerator read beat (when its read-data FIFO has room), a host byte access.
+accelerator read beat (when its read-data FIFO has room), a host byte access. Block RAM storage
+takes the port's access through a register (`storage_latency`: read data two cycles after the
+access is granted, one with SPRAM): on a large ECP5 its slices spread over the chip, and the
+bridge's buffer and the accelerator's write data reached them in one cycle only at 63 MHz.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -30,7 +33,7 @@ BLOCK_RAM_DATA_BITS = 16384  # an ECP5 DP16KD without its parity bits
 class HostPort(wiring.Signature):
     """Access from the bridge: a request stream (`addr`, a byte address; `data` and `write` for
     a byte write). A read returns the whole `word_bytes`-byte word holding `addr` on `rd_data`,
-    with `rd_valid`, the cycle after the request is accepted."""
+    with `rd_valid`, `storage_latency` cycles after the request is accepted."""
 
     def __init__(self, word_bytes: int, addr_width: int = 32):
         self.word_bytes = word_bytes
@@ -60,6 +63,12 @@ def slice_bits(word: int, depth: int) -> int:
     while bits < 8 * word and 2 * bits * depth <= BLOCK_RAM_DATA_BITS:
         bits *= 2
     return bits
+
+
+def storage_latency(platform) -> int:
+    """Cycles from a granted access to its read data: SPRAM answers the next cycle; block RAM
+    storage adds the access register in front of its slices."""
+    return 1 if is_ice40up(platform) else 2
 
 
 class WordStorage(wiring.Component):
@@ -133,6 +142,8 @@ class MainMemory(wiring.Component):
         bus, word = self.bus.bus_bytes, word_bytes(self.bus)
         depth = self.size_bytes // word
         m.submodules.storage = storage = WordStorage(word, depth, self.init)
+        latency = storage_latency(platform)
+        access = _access_register(m, storage, latency > 1)
         m.submodules.read_fifo = read_fifo = fifo.SyncFIFO(width=8 * bus, depth=READ_FIFO_DEPTH)
         port, host = self.port, self.host
         word_shift = exact_log2(word)
@@ -152,19 +163,17 @@ class MainMemory(wiring.Component):
         # ---- accelerator reads: one burst at a time, one beat per free cycle
         burst_addr = Signal(32)
         beats_left = Signal(range(self.bus.burst_beats + 1))
-        in_flight = Signal()
-        read_lane = Signal(range(max(word // bus, 2)))
-        room = read_fifo.level + in_flight < READ_FIFO_DEPTH
         issue = Signal()
+        in_flight = _delayed(m, issue, latency, "in_flight")  # per cycle of latency: a beat on its way
+        lanes = _delayed(m, lane(burst_addr, bus), latency, "read_lane")
+        room = read_fifo.level + sum(in_flight) < READ_FIFO_DEPTH
         m.d.comb += issue.eq((beats_left != 0) & ~write & room)
-        m.d.sync += in_flight.eq(issue)
         with m.If(issue):
-            m.d.sync += [burst_addr.eq(burst_addr + bus), beats_left.eq(beats_left - 1),
-                         read_lane.eq(lane(burst_addr, bus))]
+            m.d.sync += [burst_addr.eq(burst_addr + bus), beats_left.eq(beats_left - 1)]
         m.d.comb += port.rd_req.ready.eq((beats_left == 0) | ((beats_left == 1) & issue))
         with m.If(port.rd_req.valid & port.rd_req.ready):
             m.d.sync += [burst_addr.eq(port.rd_req.payload.addr), beats_left.eq(port.rd_req.payload.beats)]
-        m.d.comb += [read_fifo.w_en.eq(in_flight), read_fifo.w_data.eq(storage.rd_data.word_select(read_lane, 8 * bus)),
+        m.d.comb += [read_fifo.w_en.eq(in_flight[-1]), read_fifo.w_data.eq(storage.rd_data.word_select(lanes[-1], 8 * bus)),
                      port.rd_data.valid.eq(read_fifo.r_rdy), port.rd_data.payload.data.eq(read_fifo.r_data),
                      read_fifo.r_en.eq(port.rd_data.ready)]
 
@@ -172,18 +181,40 @@ class MainMemory(wiring.Component):
         grant = Signal()
         m.d.comb += [grant.eq(host.req.valid & ~write & ~issue), host.req.ready.eq(grant),
                      host.rd_data.eq(storage.rd_data)]
-        m.d.sync += host.rd_valid.eq(grant & ~host.req.payload.write)
+        m.d.comb += host.rd_valid.eq(_delayed(m, grant & ~host.req.payload.write, latency, "host_read")[-1])
 
-        # ---- the storage port
+        # ---- the access of the cycle
         with m.If(write):
             wr = port.wr.payload
-            m.d.comb += [storage.addr.eq(word_address(wr.addr)), storage.wr_data.eq(wr.data.replicate(word // bus)),
-                         storage.wr_en.eq(wr.mask << (lane(wr.addr, bus) * bus))]
+            m.d.comb += [access.addr.eq(word_address(wr.addr)), access.wr_data.eq(wr.data.replicate(word // bus)),
+                         access.wr_en.eq(wr.mask << (lane(wr.addr, bus) * bus))]
         with m.Elif(issue):
-            m.d.comb += [storage.addr.eq(word_address(burst_addr)), storage.rd_en.eq(1)]
+            m.d.comb += [access.addr.eq(word_address(burst_addr)), access.rd_en.eq(1)]
         with m.Elif(grant):
             req = host.req.payload
-            m.d.comb += [storage.addr.eq(word_address(req.addr)), storage.wr_data.eq(req.data.replicate(word)),
-                         storage.wr_en.eq(Mux(req.write, Const(1, word) << lane(req.addr, 1), 0)),
-                         storage.rd_en.eq(~req.write)]
+            m.d.comb += [access.addr.eq(word_address(req.addr)), access.wr_data.eq(req.data.replicate(word)),
+                         access.wr_en.eq(Mux(req.write, Const(1, word) << lane(req.addr, 1), 0)),
+                         access.rd_en.eq(~req.write)]
         return m
+
+
+def _access_register(m: Module, storage: WordStorage, registered: bool):
+    """The signals an access drives: `storage`'s port itself, or a register in front of it."""
+    if not registered:
+        return storage
+    access = Signal(data.StructLayout({"addr": len(storage.addr), "wr_data": len(storage.wr_data),
+                                       "wr_en": len(storage.wr_en), "rd_en": 1}), name="access")
+    m.d.sync += [storage.addr.eq(access.addr), storage.wr_data.eq(access.wr_data), storage.wr_en.eq(access.wr_en),
+                 storage.rd_en.eq(access.rd_en)]
+    return access
+
+
+def _delayed(m: Module, value, cycles: int, name: str) -> list[Signal]:
+    """`value` delayed by 1 .. `cycles` cycles (the last is `cycles` late)."""
+    stages = []
+    for stage in range(cycles):
+        delayed = Signal(Value.cast(value).shape(), name=f"{name}_{stage}")
+        m.d.sync += delayed.eq(value)
+        stages.append(delayed)
+        value = delayed
+    return stages
