@@ -23,7 +23,7 @@ from hwgen.spram import SPRAM_BITS, SPRAM_WORDS, SinglePortBank, is_ice40up
 from planner.errors import ConfigError
 
 UP5K_SPRAMS = 4
-READ_FIFO_DEPTH = 4  # read latency 1 + one beat per cycle under back-pressure
+READ_FIFO_DEPTH = 2  # read latency 1 + one beat per cycle: a beat issues when the pop this cycle makes room
 BLOCK_RAM_DATA_BITS = 16384  # an ECP5 DP16KD without its parity bits
 
 
@@ -154,7 +154,8 @@ class MainMemory(wiring.Component):
         beats_left = Signal(range(self.bus.burst_beats + 1))
         in_flight = Signal()
         read_lane = Signal(range(max(word // bus, 2)))
-        room = read_fifo.level + in_flight < READ_FIFO_DEPTH
+        popped = read_fifo.r_rdy & port.rd_data.ready
+        room = read_fifo.level + in_flight - popped < READ_FIFO_DEPTH
         issue = Signal()
         m.d.comb += issue.eq((beats_left != 0) & ~write & room)
         m.d.sync += in_flight.eq(issue)
