@@ -9,6 +9,9 @@ TRUNCATED.
 """
 from __future__ import annotations
 
+import operator
+from functools import reduce
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.crc import catalog
@@ -72,7 +75,13 @@ class Bridge(wiring.Component):
         payload_range = range(MAX_REQUEST_PAYLOAD + 1)
         program_bytes = SPRAM_WORDS * SPRAM_BITS // 8 if "program" in self.signature.members else 0
         span = range(max(self.info.memory_bytes, program_bytes) + 1)  # memory addresses and their ends
-        command = Signal(8)
+        # The request's command, decoded when received: a bit per command served (none: unknown).
+        commands = [code for code in Command if code != Command.PROGRAM or program_bytes]
+        command = Signal(len(commands))
+
+        def is_command(*codes: Command):
+            return Cat(command[commands.index(code)] for code in codes).any()
+
         length = Signal(payload_range)   # the request's payload bytes; from EXECUTE on, the reply's
         count = Signal(payload_range)    # payload bytes received / copied; reply bytes sent
         last = count + 1 == length       # the last payload byte of the request or the reply
@@ -87,6 +96,7 @@ class Bridge(wiring.Component):
         out_byte = Signal(8)             # the next reply byte; CHECKSUM: the byte read last; PROGRAM: the low byte
         summing = Signal()               # CHECKSUM: the high half of `out_byte` waits to go into the region CRC
         fetch_lane = Signal(range(word))  # READ, CHECKSUM: the byte of the fetched word
+        step = Signal(2)                 # the byte of a frame's header or CRC being received or sent
         # Silence: counts up from `gap_start` to its top bit, `gap_cycles` cycles after a byte.
         gap_bits = self.gap_cycles.bit_length()
         gap_start = (1 << gap_bits) - self.gap_cycles
@@ -105,11 +115,10 @@ class Bridge(wiring.Component):
         data_bytes = Signal(payload_range)  # WRITE, PROGRAM: the data after the address
         m.d.comb += data_bytes.eq(length - WRITE_ADDRESS.size)
         size, request_wide = Signal(bits), Signal()  # bytes a READ, WRITE, CHECKSUM or PROGRAM covers
-        with m.Switch(command):
-            with m.Case(Command.READ, Command.CHECKSUM):
-                m.d.comb += [size.eq(size_argument), request_wide.eq(wide_size)]
-            with m.Case(Command.WRITE, Command.PROGRAM):
-                m.d.comb += [size.eq(data_bytes), request_wide.eq(data_bytes[bits:] != 0)]
+        with m.If(is_command(Command.READ, Command.CHECKSUM)):
+            m.d.comb += [size.eq(size_argument), request_wide.eq(wide_size)]
+        with m.Else():  # WRITE, PROGRAM
+            m.d.comb += [size.eq(data_bytes), request_wide.eq(data_bytes[bits:] != 0)]
         # The end of the range, registered in CHECK (EXECUTE's checks stay short); it stays put
         # while `pointer` moves through the range.
         request_end, narrow = Signal(bits + 1), Signal()
@@ -154,26 +163,26 @@ class Bridge(wiring.Component):
                 with m.If(got & (byte == REQUEST_SYNC)):
                     m.d.comb += frame_crc.start.eq(1)
                     m.d.sync += [status.eq(Status.OK), length.eq(0), from_memory.eq(0), count.eq(0),
-                                 size_argument.eq(0), wide_address.eq(0), wide_size.eq(0)]
-                    m.next = "COMMAND"
-            with m.State("COMMAND"):
-                receive("LENGTH_LOW")
-                with m.If(got):
-                    m.d.sync += command.eq(byte)
-            with m.State("LENGTH_LOW"):
-                receive("LENGTH_HIGH")
-                with m.If(got):
-                    m.d.sync += length.eq(byte)
-            with m.State("LENGTH_HIGH"):
-                receive("PAYLOAD")
+                                 size_argument.eq(0), wide_address.eq(0), wide_size.eq(0), step.eq(0)]
+                    m.next = "HEADER"
+            with m.State("HEADER"):  # `step`: the command, the length's low byte, its high byte
+                receive("HEADER")
                 new_length = Cat(length[:8], byte)
                 with m.If(got):
-                    m.d.sync += length.eq(new_length)
-                    with m.If(new_length > MAX_REQUEST_PAYLOAD):
-                        m.d.sync += status.eq(Status.BAD_LENGTH)
-                        m.next = "DISCARD"
-                    with m.Elif(new_length == 0):
-                        m.next = "CRC_HIGH"
+                    m.d.sync += step.eq(step + 1)
+                    with m.Switch(step):
+                        with m.Case(0):
+                            m.d.sync += command.eq(Cat(byte == code for code in commands))
+                        with m.Case(1):
+                            m.d.sync += length.eq(byte)
+                        with m.Default():
+                            m.d.sync += [length.eq(new_length), step.eq(0)]
+                            m.next = "PAYLOAD"
+                            with m.If(new_length > MAX_REQUEST_PAYLOAD):
+                                m.d.sync += status.eq(Status.BAD_LENGTH)
+                                m.next = "DISCARD"
+                            with m.Elif(new_length == 0):
+                                m.next = "CRC"
             with m.State("PAYLOAD"):
                 receive("PAYLOAD")
                 with m.If(got):
@@ -187,11 +196,13 @@ class Bridge(wiring.Component):
                                 else:
                                     self._capture(m, size_argument, wide_size, index - WRITE_ADDRESS.size, byte)
                     with m.If(last):
-                        m.next = "CRC_HIGH"
-            with m.State("CRC_HIGH"):
-                receive("CRC_LOW")
-            with m.State("CRC_LOW"):
-                receive("CHECK")
+                        m.next = "CRC"
+            with m.State("CRC"):  # `step`: the CRC's high byte, then its low byte
+                receive("CRC")
+                with m.If(got):
+                    m.d.sync += step.eq(~step[0])
+                    with m.If(step[0]):
+                        m.next = "CHECK"
             with m.State("DISCARD"):  # an over-long request: skip it to its end
                 m.d.comb += rx.ready.eq(1)
                 with m.If(timed_out):
@@ -207,55 +218,54 @@ class Bridge(wiring.Component):
             with m.State("EXECUTE"):  # `length` becomes the reply's (empty unless set below)
                 m.d.sync += [count.eq(0), length.eq(0)]
                 m.next = "REPLY"
-                with m.Switch(command):
-                    with m.Case(Command.IDENTIFY, Command.STATUS, Command.START, Command.COUNTERS):
-                        with m.If(length != 0):
+                with m.If(is_command(Command.IDENTIFY, Command.STATUS, Command.START, Command.COUNTERS)):
+                    with m.If(length != 0):
+                        refuse(Status.BAD_LENGTH)
+                    with m.Else():
+                        self._execute_without_arguments(m, is_command, refuse, reply)
+                with m.Elif(is_command(Command.READ)):
+                    with m.If(length != READ_REQUEST.size):
+                        refuse(Status.BAD_LENGTH)
+                    with m.Elif((size > MAX_DATA) | ~in_memory):
+                        refuse(Status.OUT_OF_RANGE)
+                    with m.Else():
+                        m.d.sync += from_memory.eq(1)
+                        reply(size)
+                with m.Elif(is_command(Command.WRITE)):
+                    with m.If(length <= WRITE_ADDRESS.size):
+                        refuse(Status.BAD_LENGTH)
+                    with m.Elif(~in_memory):
+                        refuse(Status.OUT_OF_RANGE)
+                    with m.Elif(self.busy):
+                        refuse(Status.BUSY)
+                    with m.Else():
+                        m.d.sync += [count.eq(WRITE_ADDRESS.size), length.eq(length)]  # the copy's end
+                        m.next = "COPY_READ"
+                with m.Elif(is_command(Command.CHECKSUM)):
+                    with m.If(length != CHECKSUM_REQUEST.size):
+                        refuse(Status.BAD_LENGTH)
+                    with m.Elif(~in_memory):
+                        refuse(Status.OUT_OF_RANGE)
+                    with m.Elif((pointer | size)[:exact_log2(CHECKSUM_ALIGNMENT)] != 0):
+                        refuse(Status.UNALIGNED)
+                    with m.Else():
+                        m.d.comb += region_crc.start.eq(1)
+                        m.next = "SUM"
+                if program_bytes:
+                    with m.Elif(is_command(Command.PROGRAM)):
+                        with m.If((length <= WRITE_ADDRESS.size) | size[0]):
                             refuse(Status.BAD_LENGTH)
-                        with m.Else():
-                            self._execute_without_arguments(m, command, refuse, reply)
-                    with m.Case(Command.READ):
-                        with m.If(length != READ_REQUEST.size):
-                            refuse(Status.BAD_LENGTH)
-                        with m.Elif((size > MAX_DATA) | ~in_memory):
-                            refuse(Status.OUT_OF_RANGE)
-                        with m.Else():
-                            m.d.sync += from_memory.eq(1)
-                            reply(size)
-                    with m.Case(Command.WRITE):
-                        with m.If(length <= WRITE_ADDRESS.size):
-                            refuse(Status.BAD_LENGTH)
-                        with m.Elif(~in_memory):
+                        with m.Elif(pointer[0]):
+                            refuse(Status.UNALIGNED)
+                        with m.Elif(~in_program):
                             refuse(Status.OUT_OF_RANGE)
                         with m.Elif(self.busy):
                             refuse(Status.BUSY)
                         with m.Else():
                             m.d.sync += [count.eq(WRITE_ADDRESS.size), length.eq(length)]  # the copy's end
-                            m.next = "COPY_READ"
-                    with m.Case(Command.CHECKSUM):
-                        with m.If(length != CHECKSUM_REQUEST.size):
-                            refuse(Status.BAD_LENGTH)
-                        with m.Elif(~in_memory):
-                            refuse(Status.OUT_OF_RANGE)
-                        with m.Elif((pointer | size)[:exact_log2(CHECKSUM_ALIGNMENT)] != 0):
-                            refuse(Status.UNALIGNED)
-                        with m.Else():
-                            m.d.comb += region_crc.start.eq(1)
-                            m.next = "SUM"
-                    if program_bytes:
-                        with m.Case(Command.PROGRAM):
-                            with m.If((length <= WRITE_ADDRESS.size) | size[0]):
-                                refuse(Status.BAD_LENGTH)
-                            with m.Elif(pointer[0]):
-                                refuse(Status.UNALIGNED)
-                            with m.Elif(~in_program):
-                                refuse(Status.OUT_OF_RANGE)
-                            with m.Elif(self.busy):
-                                refuse(Status.BUSY)
-                            with m.Else():
-                                m.d.sync += [count.eq(WRITE_ADDRESS.size), length.eq(length)]  # the copy's end
-                                m.next = "PROGRAM_LOW"
-                    with m.Default():
-                        refuse(Status.BAD_COMMAND)
+                            m.next = "PROGRAM_LOW"
+                with m.Else():
+                    refuse(Status.BAD_COMMAND)
 
             # WRITE, PROGRAM: `count` runs over the data bytes in the buffer (after the address);
             # the reply is empty.
@@ -312,17 +322,19 @@ class Bridge(wiring.Component):
 
             with m.State("REPLY"):
                 m.d.sync += self.error.eq(status != Status.OK)
-                send(REPLY_SYNC, "REPLY_STATUS", checked=False)
+                send(REPLY_SYNC, "REPLY_HEADER", checked=False)
                 with m.If(sent):
                     m.d.comb += frame_crc.start.eq(1)
-            with m.State("REPLY_STATUS"):
-                send(status, "REPLY_LENGTH_LOW")
-            with m.State("REPLY_LENGTH_LOW"):
-                send(length[:8], "REPLY_LENGTH_HIGH")
-            with m.State("REPLY_LENGTH_HIGH"):
-                send(length[8:], "FETCH")
-                with m.If(sent & (length == 0)):
-                    m.next = "REPLY_CRC_HIGH"
+                    m.d.sync += step.eq(0)
+            with m.State("REPLY_HEADER"):  # `step`: the status, the length's low byte, its high byte
+                send(Mux(step[1], length[8:], Mux(step[0], length[:8], status)), "REPLY_HEADER")
+                with m.If(sent):
+                    m.d.sync += step.eq(step + 1)
+                    with m.If(step[1]):
+                        m.d.sync += step.eq(0)
+                        m.next = "FETCH"
+                        with m.If(length == 0):
+                            m.next = "REPLY_CRC"
             with m.State("FETCH"):
                 with m.If(from_memory):
                     fetch("FETCH_WAIT")
@@ -330,8 +342,8 @@ class Bridge(wiring.Component):
                     m.d.comb += [buffer_read.addr.eq(count[:REPLY_INDEX_BITS] | INFO_BASE), buffer_read.en.eq(1)]
                     m.next = "FETCH_LOCAL"
             with m.State("FETCH_LOCAL"):
-                local = self._reply_byte(m, command, count[:REPLY_INDEX_BITS], region_crc.crc)
-                m.d.sync += out_byte.eq(Mux(command == Command.IDENTIFY, buffer_read.data, local))
+                local = self._reply_byte(is_command, count[:REPLY_INDEX_BITS], region_crc.crc)
+                m.d.sync += out_byte.eq(Mux(is_command(Command.IDENTIFY), buffer_read.data, local))
                 m.next = "SEND"
             with m.State("FETCH_WAIT"), m.If(memory.rd_valid):
                 m.d.sync += out_byte.eq(fetched)
@@ -341,11 +353,13 @@ class Bridge(wiring.Component):
                 with m.If(sent):
                     m.d.sync += count.eq(count + 1)
                     with m.If(last):
-                        m.next = "REPLY_CRC_HIGH"
-            with m.State("REPLY_CRC_HIGH"):
-                send(frame_crc.crc[8:], "REPLY_CRC_LOW", checked=False)
-            with m.State("REPLY_CRC_LOW"):
-                send(frame_crc.crc[:8], "SYNC", checked=False)
+                        m.next = "REPLY_CRC"
+            with m.State("REPLY_CRC"):  # `step`: the CRC's high byte, then its low byte
+                send(Mux(step[0], frame_crc.crc[:8], frame_crc.crc[8:]), "REPLY_CRC", checked=False)
+                with m.If(sent):
+                    m.d.sync += step.eq(~step[0])
+                    with m.If(step[0]):
+                        m.next = "SYNC"
         return m
 
     @staticmethod
@@ -359,19 +373,18 @@ class Bridge(wiring.Component):
             with m.If(beyond != 0):
                 m.d.sync += wide.eq(1)
 
-    def _execute_without_arguments(self, m: Module, command, refuse, reply) -> None:
+    def _execute_without_arguments(self, m: Module, is_command, refuse, reply) -> None:
         """IDENTIFY, STATUS, COUNTERS: set the reply length; START: pulse `start` unless busy."""
-        with m.Switch(command):
-            for fixed in (Command.IDENTIFY, Command.STATUS, Command.COUNTERS):
-                with m.Case(fixed):
-                    reply(REPLY_BYTES[fixed])
-            with m.Case(Command.START):
-                with m.If(self.busy):
-                    refuse(Status.BUSY)
-                with m.Else():
-                    m.d.comb += self.start.eq(1)
+        for fixed in (Command.IDENTIFY, Command.STATUS, Command.COUNTERS):
+            with m.If(is_command(fixed)):
+                reply(REPLY_BYTES[fixed])
+        with m.If(is_command(Command.START)):
+            with m.If(self.busy):
+                refuse(Status.BUSY)
+            with m.Else():
+                m.d.comb += self.start.eq(1)
 
-    def _reply_byte(self, m: Module, command, index, region_crc):
+    def _reply_byte(self, is_command, index, region_crc):
         """Byte `index` of a STATUS, COUNTERS or CHECKSUM reply, read when it is sent: the
         counters only change while the accelerator runs, the CRC only during a CHECKSUM."""
         counters = self.counters.as_value()
@@ -380,9 +393,5 @@ class Bridge(wiring.Component):
         flags = Mux(self.busy, STATUS_BUSY, 0) | Mux(self.done, STATUS_DONE, 0)
         sources = {Command.STATUS: flags.as_unsigned(), Command.COUNTERS: counters,
                    Command.CHECKSUM: region_crc}
-        byte = Signal(8)
-        with m.Switch(command):
-            for code, value in sources.items():
-                with m.Case(code):
-                    m.d.comb += byte.eq(value.word_select(index, 8))
-        return byte
+        return reduce(operator.or_, (value.word_select(index, 8) & is_command(code).replicate(8)
+                                     for code, value in sources.items()))

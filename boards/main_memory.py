@@ -26,7 +26,6 @@ from hwgen.spram import SPRAM_BITS, SPRAM_WORDS, SinglePortBank, is_ice40up
 from planner.errors import ConfigError
 
 UP5K_SPRAMS = 4
-READ_FIFO_DEPTH = 4  # read latency 1 + one beat per cycle under back-pressure
 BLOCK_RAM_DATA_BITS = 16384  # an ECP5 DP16KD without its parity bits
 
 
@@ -144,7 +143,9 @@ class MainMemory(wiring.Component):
         m.submodules.storage = storage = WordStorage(word, depth, self.init)
         latency = storage_latency(platform)
         access = _access_register(m, storage, latency > 1)
-        m.submodules.read_fifo = read_fifo = fifo.SyncFIFO(width=8 * bus, depth=READ_FIFO_DEPTH)
+        # one entry more than the read latency: a beat issues when the pop of this cycle makes room,
+        # so reads run at one beat per cycle
+        m.submodules.read_fifo = read_fifo = fifo.SyncFIFO(width=8 * bus, depth=latency + 1)
         port, host = self.port, self.host
         word_shift = exact_log2(word)
         addr_bits = ceil_log2(depth)
@@ -166,7 +167,8 @@ class MainMemory(wiring.Component):
         issue = Signal()
         in_flight = _delayed(m, issue, latency, "in_flight")  # per cycle of latency: a beat on its way
         lanes = _delayed(m, lane(burst_addr, bus), latency, "read_lane")
-        room = read_fifo.level + sum(in_flight) < READ_FIFO_DEPTH
+        popped = read_fifo.r_rdy & port.rd_data.ready
+        room = read_fifo.level + sum(in_flight) - popped < read_fifo.depth
         m.d.comb += issue.eq((beats_left != 0) & ~write & room)
         with m.If(issue):
             m.d.sync += [burst_addr.eq(burst_addr + bus), beats_left.eq(beats_left - 1)]
