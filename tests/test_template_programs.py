@@ -29,6 +29,15 @@ COPYING = config_from_dict({**ICEBREAKER.to_dict(), "template": {**ICEBREAKER.to
 entries)."""
 
 
+def assert_refused_on_icebreaker(program: Program, message: str) -> None:
+    """The ISA simulator, the timing model and hardware generation each refuse `program` on the
+    icebreaker configuration with one `ProgramError` matching `message`."""
+    for run in (lambda: IsaSimulator(ICEBREAKER, program, np.zeros(64, np.uint8)).run(),
+                lambda: predict(program, ICEBREAKER), lambda: Accelerator(ICEBREAKER, program)):
+        with pytest.raises(ProgramError, match=message):
+            run()
+
+
 @pytest.mark.parametrize("text, culprit", [
     ("LOOP count=2 body=1", "LOOP"),
     ("SETR rd=1 imm=5", "SETR"),
@@ -42,10 +51,7 @@ def test_register_instructions_are_refused_without_registers(text, culprit):
     message = (rf"instruction 1 \({text.split()[0]} .*\): {culprit} needs the sequencer's registers and loops, "
                r"which configuration 'icebreaker' leaves out \(template\.loops_and_registers: false\); "
                r"allowed opcodes: NOP, END, WAIT, SIGNAL, LOAD, STORE, CONVCFG, CONV, VEC with register operands 0")
-    for run in (lambda: IsaSimulator(ICEBREAKER, program, np.zeros(64, np.uint8)).run(),
-                lambda: predict(program, ICEBREAKER), lambda: Accelerator(ICEBREAKER, program)):
-        with pytest.raises(ProgramError, match=message):
-            run()
+    assert_refused_on_icebreaker(program, message)
     check_program(program, load_config("ice40up5k"))  # the full template runs it
 
 
@@ -63,10 +69,7 @@ def test_partial_sum_instructions_are_refused_without_partial_sums(text, culprit
     message = (rf"instruction 1 \({text.split()[0]} .*\): {culprit} needs partial sums, which configuration "
                r"'icebreaker' leaves out \(template\.partial_sums: none\); allowed: CONV with init_from_acc=0 and "
                r"requantize=1, LOADs into the input, weight and param buffers")
-    for run in (lambda: IsaSimulator(ICEBREAKER, program, np.zeros(64, np.uint8)).run(),
-                lambda: predict(program, ICEBREAKER), lambda: Accelerator(ICEBREAKER, program)):
-        with pytest.raises(ProgramError, match=message):
-            run()
+    assert_refused_on_icebreaker(program, message)
     check_program(program, load_config("ice40up5k"))
 
 
