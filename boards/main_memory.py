@@ -16,7 +16,7 @@ bridge's buffer and the accelerator's write data reached them in one cycle only 
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
@@ -123,6 +123,33 @@ class WordStorage(wiring.Component):
         return m
 
 
+class ShiftQueue(wiring.Component):
+    """A first-in first-out queue of `depth` entries of `width` bits in registers, its head
+    always in the first (read straight from a register, no read multiplexer): a pop moves the
+    entries down one, a push fills the first entry free after the pop. The writer pushes only
+    when there is room (`level < depth`)."""
+
+    def __init__(self, width: int, depth: int):
+        self.width, self.depth = width, depth
+        super().__init__({"w_data": In(width), "w_en": In(1), "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1),
+                          "level": Out(range(depth + 1))})
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        entries = [Signal(self.width, name=f"entry{k}", reset_less=True) for k in range(self.depth)]
+        pop = self.r_en & self.r_rdy
+        free = self.level - pop  # the entry a push fills
+        for k, entry in enumerate(entries):
+            with m.If(self.w_en & (free == k)):
+                m.d.sync += entry.eq(self.w_data)
+            if k + 1 < self.depth:
+                with m.Elif(pop):
+                    m.d.sync += entry.eq(entries[k + 1])
+        m.d.sync += self.level.eq(self.level + self.w_en - pop)
+        m.d.comb += [self.r_rdy.eq(self.level != 0), self.r_data.eq(entries[0])]
+        return m
+
+
 class MainMemory(wiring.Component):
     """`size_bytes` of memory, initialised with `init` (where the storage allows it), serving
     the accelerator's `port` and the bridge's `host` port."""
@@ -143,9 +170,10 @@ class MainMemory(wiring.Component):
         m.submodules.storage = storage = WordStorage(word, depth, self.init)
         latency = storage_latency(platform)
         access = _access_register(m, storage, latency > 1)
-        # one entry more than the read latency: a beat issues when the pop of this cycle makes room,
-        # so reads run at one beat per cycle
-        m.submodules.read_fifo = read_fifo = fifo.SyncFIFO(width=8 * bus, depth=latency + 1)
+        # two entries more than the read latency: a beat issues when the FIFO and the beats on
+        # their way leave an entry free without this cycle's pop (so that `issue` and the port's
+        # `rd_req.ready` come from registers alone), and reads still run at one beat per cycle
+        m.submodules.read_fifo = read_fifo = ShiftQueue(8 * bus, latency + 2)
         port, host = self.port, self.host
         word_shift = exact_log2(word)
         addr_bits = ceil_log2(depth)
@@ -162,13 +190,12 @@ class MainMemory(wiring.Component):
         m.d.comb += port.wr.ready.eq(1)
 
         # ---- accelerator reads: one burst at a time, one beat per free cycle
-        burst_addr = Signal(32)
+        burst_addr = Signal(word_shift + addr_bits)  # the byte address within the memory
         beats_left = Signal(range(self.bus.burst_beats + 1))
         issue = Signal()
         in_flight = _delayed(m, issue, latency, "in_flight")  # per cycle of latency: a beat on its way
         lanes = _delayed(m, lane(burst_addr, bus), latency, "read_lane")
-        popped = read_fifo.r_rdy & port.rd_data.ready
-        room = read_fifo.level + sum(in_flight) - popped < read_fifo.depth
+        room = read_fifo.level + sum(in_flight) < read_fifo.depth
         m.d.comb += issue.eq((beats_left != 0) & ~write & room)
         with m.If(issue):
             m.d.sync += [burst_addr.eq(burst_addr + bus), beats_left.eq(beats_left - 1)]

@@ -285,21 +285,33 @@ class Dma(wiring.Component):
             src_n = src_seg.n
 
         # Source side: one segment at a time, the next one taken as the current one finishes.
+        # Each move takes `src_beats` words: loads read requests in bursts that stay inside a
+        # burst block, stores one word. `src_beats` and the flags are registers, set up with
+        # the words left, so that no count comparison lies on the handshakes with the port
+        # and the walker.
         src_addr = Signal(p.dst_width)  # bus-aligned DRAM address (loads) or buffer chunk address (stores)
         src_left = Signal(p.count_width + 1)  # bus words left in the segment
+        src_beats = Signal(range(p.burst_beats + 1))  # words of the next move: min(src_left, its block's)
+        src_some = Signal()  # src_left != 0
+        src_final = Signal()  # src_left == src_beats: the next move ends the segment
         src_first = src_seg.addr if p.narrow_queues else Mux(load, src_seg.dram, src_seg.buf)
         src_step = Signal()
-        src_beats = Signal(range(p.burst_beats + 1))
-        with m.If(src_step):
-            m.d.sync += [src_addr.eq(src_addr + (src_beats << lb)), src_left.eq(src_left - src_beats)]
-        with m.If(src_take & src_valid):
-            m.d.sync += [src_addr.eq(src_first >> lb << lb), src_left.eq((src_first[:lb] + src_n + B - 1) >> lb)]
 
-        # Loads: read requests in bursts that stay inside a burst block.
+        def set_source_left(left, block) -> list:
+            """`src_left` and what follows from it, with `block` words up to the move's block end."""
+            block = Mux(load, block, 1)
+            return [src_left.eq(left), src_beats.eq(Mux(left < block, left, block)), src_final.eq(left <= block)]
+
+        with m.If(src_step):  # a load burst that is not the last ends at its block's end
+            m.d.sync += [src_addr.eq(src_addr + (src_beats << lb)), src_some.eq(~src_final),
+                         *set_source_left((src_left - src_beats)[:len(src_left)], p.burst_beats)]
+        with m.If(src_take & src_valid):  # every segment has a byte (`Descriptor.run_bytes` >= 1)
+            first_beat = (src_first >> lb)[:exact_log2(p.burst_beats)]
+            m.d.sync += [src_addr.eq(src_first >> lb << lb), src_some.eq(1),
+                         *set_source_left((src_first[:lb] + src_n + B - 1) >> lb, p.burst_beats - first_beat)]
+
         req = self.port.rd_req
-        to_block_end = p.burst_beats - (src_addr >> lb)[:exact_log2(p.burst_beats)]
-        m.d.comb += src_beats.eq(Mux(load, Mux(src_left < to_block_end, src_left, to_block_end), 1))
-        m.d.comb += [req.valid.eq(self.busy & load & (src_left != 0)), req.payload.addr.eq(src_addr),
+        m.d.comb += [req.valid.eq(self.busy & load & src_some), req.payload.addr.eq(src_addr),
                      req.payload.beats.eq(src_beats)]
 
         # Stores: buffer reads through two stages: the read port's output (held by its enable),
@@ -312,13 +324,12 @@ class Dma(wiring.Component):
         stage_free = ~read_valid | word_free
         m.d.comb += [self.buf_rd.addr.eq(src_addr >> lw), self.buf_rd.en.eq(stage_free)]
         with m.If(stage_free):
-            m.d.sync += [read_valid.eq(self.busy & ~load & (src_left != 0)), read_lane.eq(lane_of)]
+            m.d.sync += [read_valid.eq(self.busy & ~load & src_some), read_lane.eq(lane_of)]
         with m.If(word_free):
             m.d.sync += [word_valid.eq(read_valid), word.eq(self.buf_rd.data), word_lane.eq(read_lane)]
 
-        source_moves = Mux(load, req.valid & req.ready, stage_free & self.busy & (src_left != 0))
-        m.d.comb += [src_step.eq(source_moves),
-                     src_take.eq((src_left == 0) | (source_moves & (src_left == src_beats)))]
+        source_moves = Mux(load, req.valid & req.ready, stage_free & self.busy & src_some)
+        m.d.comb += [src_step.eq(source_moves), src_take.eq(~src_some | (source_moves & src_final))]
 
         # Realigner: commands from the realign queue, data from DRAM (loads) or the buffer (stores).
         rel_seg = realign_layout(to_realign.r_data)
@@ -361,7 +372,7 @@ class Dma(wiring.Component):
 
         # Completion and counters.
         queued = (to_realign.level != 0) if pointer else (to_source.level != 0) | (to_realign.level != 0)
-        working = (started | walker.busy | queued | (src_left != 0)
+        working = (started | walker.busy | queued | src_some
                    | read_valid | word_valid | realigner.busy | wr.valid)
         waiting = (rd_data.ready & ~rd_data.valid) | (wr.valid & ~wr.ready)
         with m.If(self.busy):

@@ -138,6 +138,49 @@ def test_main_memory_serves_bursts_and_host_bytes_under_back_pressure(bus_bytes,
     sim.run()
     assert state["beats"] > 80 and state["host_ops"] > 80
 
+@pytest.mark.parametrize("bus_bytes, burst_beats", [(1, 16), (2, 4)])
+def test_main_memory_streams_back_to_back_bursts_at_one_beat_per_cycle(bus_bytes, burst_beats):
+    """Read requests offered back to back with the read data always taken: after the first
+    beat every cycle brings the next one, across the bursts' boundaries, each the image's word."""
+    size = 1024
+    rng = np.random.default_rng(burst_beats)
+    image = rng.integers(0, 256, size, dtype=np.uint8)
+    dut = MainMemory(MemoryPort(bus_bytes, burst_beats), size, image.tobytes())
+    port = dut.port
+    block = bus_bytes * burst_beats
+    bursts = [(int(rng.integers(0, size // block)) * block, burst_beats) for _ in range(6)]
+    bursts += [(block + (burst_beats - 1) * bus_bytes, 1), (2 * block, 2)]  # short ones too
+    expected = [int.from_bytes(image[addr + b * bus_bytes:addr + (b + 1) * bus_bytes].tobytes(), "little")
+                for addr, beats in bursts for b in range(beats)]
+    arrivals: list[tuple[int, int]] = []
+
+    async def requests(ctx):
+        for addr, beats in bursts:
+            ctx.set(port.rd_req.payload.addr, addr)
+            ctx.set(port.rd_req.payload.beats, beats)
+            ctx.set(port.rd_req.valid, 1)
+            while not ctx.get(port.rd_req.ready):
+                await ctx.tick()
+            await ctx.tick()
+        ctx.set(port.rd_req.valid, 0)
+
+    async def data(ctx):
+        ctx.set(port.rd_data.ready, 1)
+        for cycle in range(len(expected) + 4 * STALL_LIMIT):
+            if ctx.get(port.rd_data.valid):
+                arrivals.append((cycle, ctx.get(port.rd_data.payload.data)))
+            await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(requests)
+    sim.add_testbench(data)
+    sim.run()
+    assert [value for _, value in arrivals] == expected
+    cycles = [cycle for cycle, _ in arrivals]
+    assert cycles == list(range(cycles[0], cycles[0] + len(expected)))
+
+
 
 @pytest.mark.parametrize("word, depth, slices", [(2, 16384, 16), (2, 4096, 4), (4, 2048, 4)])
 def test_block_ram_storage_in_slices_keeps_its_image_words_and_byte_masks(word, depth, slices):
