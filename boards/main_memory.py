@@ -190,18 +190,27 @@ class MainMemory(wiring.Component):
         m.d.comb += port.wr.ready.eq(1)
 
         # ---- accelerator reads: one burst at a time, one beat per free cycle
+        # `issue` and `rd_req.ready` read registers alone: the beats left as flags (none, one)
+        # and `room`, set up a cycle ahead from the FIFO's and the beats' next counts
         burst_addr = Signal(word_shift + addr_bits)  # the byte address within the memory
         beats_left = Signal(range(self.bus.burst_beats + 1))
+        beats_next = Signal.like(beats_left)
+        no_beat, one_beat = Signal(init=1), Signal()  # beats_left == 0, == 1
+        room = Signal(init=1)  # the FIFO and the beats on their way leave an entry free
         issue = Signal()
         in_flight = _delayed(m, issue, latency, "in_flight")  # per cycle of latency: a beat on its way
         lanes = _delayed(m, lane(burst_addr, bus), latency, "read_lane")
-        room = read_fifo.level + sum(in_flight) < read_fifo.depth
-        m.d.comb += issue.eq((beats_left != 0) & ~write & room)
+        popped = read_fifo.r_rdy & port.rd_data.ready
+        m.d.comb += [issue.eq(~no_beat & ~write & room), beats_next.eq(beats_left - issue),
+                     port.rd_req.ready.eq(no_beat | (one_beat & issue))]
+        in_block = exact_log2(self.bus.burst_beats * bus)  # a burst stays in its block: only these bits advance
         with m.If(issue):
-            m.d.sync += [burst_addr.eq(burst_addr + bus), beats_left.eq(beats_left - 1)]
-        m.d.comb += port.rd_req.ready.eq((beats_left == 0) | ((beats_left == 1) & issue))
+            m.d.sync += burst_addr[:in_block].eq(burst_addr[:in_block] + bus)
         with m.If(port.rd_req.valid & port.rd_req.ready):
-            m.d.sync += [burst_addr.eq(port.rd_req.payload.addr), beats_left.eq(port.rd_req.payload.beats)]
+            m.d.sync += burst_addr.eq(port.rd_req.payload.addr)
+            m.d.comb += beats_next.eq(port.rd_req.payload.beats)
+        m.d.sync += [beats_left.eq(beats_next), no_beat.eq(beats_next == 0), one_beat.eq(beats_next == 1),
+                     room.eq(read_fifo.level + sum(in_flight) + issue - popped < read_fifo.depth)]
         m.d.comb += [read_fifo.w_en.eq(in_flight[-1]), read_fifo.w_data.eq(storage.rd_data.word_select(lanes[-1], 8 * bus)),
                      port.rd_data.valid.eq(read_fifo.r_rdy), port.rd_data.payload.data.eq(read_fifo.r_data),
                      read_fifo.r_en.eq(port.rd_data.ready)]
