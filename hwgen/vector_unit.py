@@ -280,21 +280,30 @@ class VectorUnit(wiring.Component):
             m.d.sync += [phase.eq(0), column.eq(0), *(count[name].eq(0) for name in loops[1:]),
                          count[loops[0]].eq(latched[loops[0]][0]), *(o.eq(0) for o in offset.values())]
         with m.Elif(go):
+            # a loop moves when every inner one is at its last iteration: it advances, or restarts
+            # from 0 at its own last (the outermost one then ends the command). Each loop's enable
+            # is its inner loops' compares alone (timing).
+            inner_last = Const(1)
             for level in reversed(range(len(loops))):
-                name, inner = loops[level], loops[level + 1:]
-                with (m.If if level == len(loops) - 1 else m.Elif)(~at_last[name]):
-                    m.d.sync += [count[name].eq(count[name] + (-1 if level == 0 else 1)),
-                                 *(count[i].eq(0) for i in inner), *(offset[i].eq(0) for i in inner if i in offset)]
+                name = loops[level]
+                with m.If(inner_last & ~at_last[name]):
+                    m.d.sync += count[name].eq(count[name] + (-1 if level == 0 else 1))
                     if name == "kw":
                         next_column = (phase + 1)[:len(phase)] == stride
                         m.d.sync += [phase.eq(Mux(next_column, 0, phase + 1)), column.eq(column + next_column),
                                      offset[name].eq(Mux(next_column, 0, offset[name] + step[name]))]
                     elif name in offset:
                         m.d.sync += offset[name].eq(offset[name] + step[name])
-                    if "kw" in inner:
-                        m.d.sync += [phase.eq(0), column.eq(0)]
-            with m.Else():
-                m.d.sync += running.eq(0)
+                with m.If(inner_last & at_last[name]):
+                    if level == 0:
+                        m.d.sync += running.eq(0)
+                    else:
+                        m.d.sync += count[name].eq(0)
+                        if name in offset:
+                            m.d.sync += offset[name].eq(0)
+                        if name == "kw":
+                            m.d.sync += [phase.eq(0), column.eq(0)]
+                inner_last = inner_last & at_last[name]
 
         terms = [offset.get(name, count[name]) for name in loops if name != "operand"] + ([column] if windows else [])
         if "operand" in loops:
