@@ -334,16 +334,21 @@ class ConvEngine(wiring.Component):
         icg_step = kh_step & kh_wrap
         group_step = icg_step & icg_wrap
         owg_step = group_step & ocg_wrap
-        next_kw, next_phase = Signal.like(kw), Signal.like(phase)
-        m.d.comb += [next_kw.eq(kw), next_phase.eq(phase)]
+        # the flags are those of the value the counters take, each chosen last: the command's
+        # accept (a late input) only selects one (timing)
+        def q_ends(kw_value: Value) -> Value:
+            return kw_value + cfg.stride >= cfg.kernel_w
+
+        def phase_ends(phase_value: Value) -> Value:
+            return (phase_value + 1 >= cfg.stride) | (phase_value + 1 >= cfg.kernel_w)
+
         with m.If(accept | kh_step):
-            m.d.comb += [next_kw.eq(0), next_phase.eq(0)]
+            m.d.sync += [kw.eq(0), phase.eq(0), q_wrap.eq(q_ends(Const(0))), phase_wrap.eq(phase_ends(Const(0)))]
         with m.Elif(phase_step):
-            m.d.comb += [next_kw.eq(phase + 1), next_phase.eq(phase + 1)]
+            m.d.sync += [kw.eq(phase + 1), phase.eq(phase + 1), q_wrap.eq(q_ends(phase + 1)),
+                         phase_wrap.eq(phase_ends(phase + 1))]
         with m.Elif(issue):
-            m.d.comb += next_kw.eq(kw + cfg.stride)
-        m.d.sync += [kw.eq(next_kw), phase.eq(next_phase), q_wrap.eq(next_kw + cfg.stride >= cfg.kernel_w),
-                     phase_wrap.eq((next_phase + 1 >= cfg.stride) | (next_phase + 1 >= cfg.kernel_w))]
+            m.d.sync += [kw.eq(kw + cfg.stride), q_wrap.eq(q_ends(kw + cfg.stride))]
         _count_down(m, kh_left, kh_wrap, accept, cfg.kernel_h, kh_step, cfg.kernel_h)
         _count_down(m, icg_left, icg_wrap, accept, new.ic_groups, icg_step, conv.ic_groups)
         _count_down(m, owg_left, owg_wrap, accept, new.ow_groups, owg_step, conv.ow_groups)
