@@ -349,15 +349,14 @@ class ConvEngine(wiring.Component):
                          phase_wrap.eq(phase_ends(phase + 1))]
         with m.Elif(issue):
             m.d.sync += [kw.eq(kw + cfg.stride), q_wrap.eq(q_ends(kw + cfg.stride))]
-        _count_down(m, kh_left, kh_wrap, accept, cfg.kernel_h, kh_step, cfg.kernel_h)
-        _count_down(m, icg_left, icg_wrap, accept, new.ic_groups, icg_step, conv.ic_groups)
-        _count_down(m, owg_left, owg_wrap, accept, new.ow_groups, owg_step, conv.ow_groups)
-        _count_down(m, rows_left, last_row, accept, new.out_rows, owg_step & owg_wrap, conv.out_rows)
-        with m.If(accept):
-            m.d.sync += [ocg.eq(0), ocg_wrap.eq(new.oc_groups == 1)]
+        _count_down(m, kh_left, kh_wrap, accept, cfg.kernel_h, kh_step)
+        _count_down(m, icg_left, icg_wrap, accept, Mux(accept, new.ic_groups, conv.ic_groups), icg_step)
+        _count_down(m, owg_left, owg_wrap, accept, Mux(accept, new.ow_groups, conv.ow_groups), owg_step)
+        _count_down(m, rows_left, last_row, accept, new.out_rows, owg_step & owg_wrap, restarts=False)
+        with m.If(accept | group_step & ocg_wrap):
+            m.d.sync += [ocg.eq(0), ocg_wrap.eq(Mux(accept, new.oc_groups, conv.oc_groups) == 1)]
         with m.Elif(group_step):
-            m.d.sync += [ocg.eq(Mux(ocg_wrap, 0, ocg + 1)),
-                         ocg_wrap.eq(Mux(ocg_wrap, conv.oc_groups == 1, ocg + 2 == conv.oc_groups))]
+            m.d.sync += [ocg.eq(ocg + 1), ocg_wrap.eq(ocg + 2 == conv.oc_groups)]
 
     def _partial_sums(self, m: Module, conv: Value, post, next_record: Value, next_beat: Value, writes: Value,
                       written_record: Value) -> None:
@@ -382,13 +381,17 @@ class ConvEngine(wiring.Component):
                          self.acc_write.data.eq(Cat(*post.o.payload))]
 
 
-def _count_down(m: Module, left: Signal, last: Signal, load: Value, count: Value, step: Value, again: Value) -> None:
+def _count_down(m: Module, left: Signal, last: Signal, load: Value, count: Value, step: Value,
+                restarts: bool = True) -> None:
     """A loop counter: `left` iterations to go, `last` registered as `left == 1`; `load` starts
-    it at `count`, `step` counts down or, after the last iteration, restarts it at `again`."""
+    it at `count`, `step` counts down or, after the last iteration of a loop that `restarts`,
+    starts it again at `count` as loaded (which then must hold still)."""
+    single = count == 1
     with m.If(load):
-        m.d.sync += [left.eq(count), last.eq(count == 1)]
+        m.d.sync += [left.eq(count), last.eq(single)]
     with m.Elif(step):
-        with m.If(last):
-            m.d.sync += [left.eq(again), last.eq(again == 1)]
-        with m.Else():
+        with m.If(~last):
             m.d.sync += [left.eq(left - 1), last.eq(left == 2)]
+        if restarts:
+            with m.Else():
+                m.d.sync += [left.eq(count), last.eq(single)]

@@ -2,7 +2,7 @@
 
 Same arithmetic and ports as `hwgen.postprocess.PostProcess` (`postprocess_signature`), one
 lane value at a time. An accepted beat is kept as lane queues, lane 0 at the head: each lane's
-`acc + bias` (summed on accept) and shift less 15 (`SHIFTS`); and, held, the lanes' 16-bit
+`acc + bias` (summed on accept) and shift less 15 (`SHIFTS`); and the lanes' 16-bit
 multipliers recoded on accept (`RECODING`) into radix-4 digits in {-2, -1, 0, 1} and an extra
 top digit of 0 or 1. Lane `l` then takes the `DIGITS` cycles from the one after the accept
 plus `l * DIGITS`: the product of the head sum with the slot's two digits (`digit_term`: one
@@ -206,8 +206,9 @@ class SerialPostProcess(PostProcess):
         # ---- the beat as lane queues (lane 0 at the head): sums, shifts, multiplier digits
         sums = [Signal(signed(max(len(beat.acc[0]), 32) + 1), name=f"sum_{lane}", reset_less=True) for lane in range(lanes)]
         shifts = [Signal(SHIFT_SPAN_BITS, name=f"shift_{lane}", reset_less=True) for lane in range(lanes)]
-        # the recoded multipliers (`RECODING`), held: their `DIGIT_BITS` digits in the order the
-        # slots take them (lane 0's top digit first), and their extra top digits, lane 0 first
+        # the recoded multipliers (`RECODING`): their `DIGIT_BITS` digits in the order the slots
+        # take them (lane 0's top digit first), shifted down a digit per digit slot (no digit
+        # multiplexer before the product: timing), and their extra top digits, lane 0 first
         digits = Signal(lanes * MULTIPLIER_BITS, reset_less=True)
         extras = Signal(lanes, reset_less=True)
         layer = beat.layer if self.held_layer else Signal(LAYER, reset_less=True)
@@ -224,6 +225,8 @@ class SerialPostProcess(PostProcess):
                          *(sums[lane].eq(beat.acc[lane] + beat.bias[lane]) for lane in range(lanes)),
                          *(shifts[lane].eq(beat.shift[lane] - SHIFTS.start) for lane in range(lanes))]
         with m.Else():
+            with m.If(digit_slot):
+                m.d.sync += digits.eq(digits[DIGIT_BITS:])
             with m.If(lane_end):
                 m.d.sync += [sums[lane].eq(sums[lane + 1]) for lane in range(lanes - 1)]
             with m.If(finished):  # the shift is used the cycle after the lane's product is complete
@@ -233,7 +236,7 @@ class SerialPostProcess(PostProcess):
         # recoded multiplier's extra top digit starts the partial product. With normalized
         # multipliers (`t_16` set for every nonzero one), a nonzero one times a sum beyond the
         # multiplied bits is `huge` (it clamps by the sum's sign)
-        restart, top = slot % DIGITS == 0, digits.word_select(slot[:ceil_log2(lanes * DIGITS)], DIGIT_BITS)
+        restart, top = slot % DIGITS == 0, digits[:DIGIT_BITS]
         extra = extras.bit_select(slot[exact_log2(DIGITS):ceil_log2(lanes * DIGITS)], 1)
         multiplicand = sums[0][:NORMALIZED_SUM_BITS].as_signed() if self.normalized else sums[0]
         product = Signal(signed(len(multiplicand) + MULTIPLIER_BITS), reset_less=True)
