@@ -214,12 +214,12 @@ class ConvEngine(wiring.Component):
         q_wrap, phase_wrap, kh_wrap, icg_wrap = Signal(), Signal(), Signal(), Signal()
         last_step = q_wrap & phase_wrap & kh_wrap & icg_wrap
         issue = Signal()  # a step enters the array: running & (~at_first | gap == 0), registered
-        self._loop_ends(m, accept, issue, cfg, conv, new,
+        idle = Signal(init=1)
+        self._loop_ends(m, accept, idle, issue, cfg, conv, new,
                         reduction=(q_wrap, phase_wrap, kh_wrap, icg_wrap, kw, phase, kh_left, icg_left),
                         groups=(ocg_wrap, owg_wrap, last_row, ocg, owg_left, rows_left))
 
         # `issue` and `idle` are registers, computed from the next running state (timing)
-        idle = Signal(init=1)
         m.d.comb += [self.idle.eq(idle), self.busy.eq(~idle), self.cmd.ready.eq(idle)]
         ends = issue & last_step & done
         next_running, next_at_first, next_gap, next_flush = Signal(), Signal(), Signal.like(gap), Signal.like(flush)
@@ -321,7 +321,7 @@ class ConvEngine(wiring.Component):
         return m
 
     @staticmethod
-    def _loop_ends(m: Module, accept: Value, issue: Value, cfg: data.View, conv: data.View, new: data.View,
+    def _loop_ends(m: Module, accept: Value, idle: Value, issue: Value, cfg: data.View, conv: data.View, new: data.View,
                    reduction: tuple, groups: tuple) -> None:
         """The loop counters and their loop-end flags. Each flag is a register set from compares
         of registers, so no compare lies between a counter and the pointer muxes (timing).
@@ -334,21 +334,18 @@ class ConvEngine(wiring.Component):
         icg_step = kh_step & kh_wrap
         group_step = icg_step & icg_wrap
         owg_step = group_step & ocg_wrap
-        # the flags are those of the value the counters take, each chosen last: the command's
-        # accept (a late input) only selects one (timing)
-        def q_ends(kw_value: Value) -> Value:
-            return kw_value + cfg.stride >= cfg.kernel_w
-
-        def phase_ends(phase_value: Value) -> Value:
-            return (phase_value + 1 >= cfg.stride) | (phase_value + 1 >= cfg.kernel_w)
-
-        with m.If(accept | kh_step):
-            m.d.sync += [kw.eq(0), phase.eq(0), q_wrap.eq(q_ends(Const(0))), phase_wrap.eq(phase_ends(Const(0)))]
+        # kw and phase are 0 while the engine is idle (its last step ends every loop), their flags
+        # those of the CONVCFG held then: no compare waits for the command's accept (timing)
+        next_kw, next_phase = Signal.like(kw), Signal.like(phase)
+        m.d.comb += [next_kw.eq(kw), next_phase.eq(phase)]
+        with m.If(idle | kh_step):
+            m.d.comb += [next_kw.eq(0), next_phase.eq(0)]
         with m.Elif(phase_step):
-            m.d.sync += [kw.eq(phase + 1), phase.eq(phase + 1), q_wrap.eq(q_ends(phase + 1)),
-                         phase_wrap.eq(phase_ends(phase + 1))]
+            m.d.comb += [next_kw.eq(phase + 1), next_phase.eq(phase + 1)]
         with m.Elif(issue):
-            m.d.sync += [kw.eq(kw + cfg.stride), q_wrap.eq(q_ends(kw + cfg.stride))]
+            m.d.comb += next_kw.eq(kw + cfg.stride)
+        m.d.sync += [kw.eq(next_kw), phase.eq(next_phase), q_wrap.eq(next_kw + cfg.stride >= cfg.kernel_w),
+                     phase_wrap.eq((next_phase + 1 >= cfg.stride) | (next_phase + 1 >= cfg.kernel_w))]
         _count_down(m, kh_left, kh_wrap, accept, cfg.kernel_h, kh_step)
         _count_down(m, icg_left, icg_wrap, accept, Mux(accept, new.ic_groups, conv.ic_groups), icg_step)
         _count_down(m, owg_left, owg_wrap, accept, Mux(accept, new.ow_groups, conv.ow_groups), owg_step)
