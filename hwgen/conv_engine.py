@@ -105,7 +105,7 @@ class ConvEngine(wiring.Component):
         check_config(config)
         self.config = config
         self.rows, self.cols, self.simd = config.pe.rows, config.pe.cols, config.pe.simd
-        self._array = PEArray(config)
+        self._array = PEArray(config, idle_zero=is_serial(config))
         self._post = None if is_serial(config) else PostProcess(self.rows, self._array.acc_shape,
                                                                    post_result_shape(config))
         self.interval, self.post_latency = beat_interval(config), beat_latency(config)
