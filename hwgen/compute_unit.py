@@ -129,19 +129,22 @@ class ComputeUnit(wiring.Component):
     @staticmethod
     def _share_beat(m: Module, beat: data.View, conv: data.View, vec: data.View, running_vec: Value,
                     same_records: bool) -> None:
-        """The shared lane's input `beat` from the engine that runs: the vector unit's `acc`
-        lanes, or the conv engine's with its `bias` (the vector unit's is always 0). Both take the
+        """The shared lane's input `beat` from the engine that runs: its `acc + bias` is the conv
+        engine's, or while the vector unit runs, the conv engine's drained `acc` (then 0: its PE
+        array's `idle_zero`) plus the vector unit's `acc` lanes in place of the bias (no
+        multiplexer on `acc`; the vector unit has no bias). Both take the
         layer (output zero point, clamp) from the CONVCFG they share, so the conv engine's serves
         both (`raw` only while it runs), and with one record per lane on both (`same_records`:
         `pe.simd == pe.rows`) both read the multiplier and shift from the same parameter word."""
         m.d.comb += [beat.layer.eq(conv.layer), beat.layer.raw.eq(conv.layer.raw & ~running_vec)]
         if same_records:
             m.d.comb += [beat.multiplier.eq(conv.multiplier), beat.shift.eq(conv.shift)]
+        m.d.comb += beat.acc.eq(conv.acc)
         with m.If(running_vec):
-            m.d.comb += beat.acc.eq(vec.acc)
+            m.d.comb += [beat.bias[lane].eq(vec.acc[lane]) for lane in range(len(beat.bias))]
             if not same_records:
                 m.d.comb += [beat.multiplier.eq(vec.multiplier), beat.shift.eq(vec.shift)]
         with m.Else():
-            m.d.comb += [beat.acc.eq(conv.acc), beat.bias.eq(conv.bias)]
+            m.d.comb += beat.bias.eq(conv.bias)
             if not same_records:
                 m.d.comb += [beat.multiplier.eq(conv.multiplier), beat.shift.eq(conv.shift)]

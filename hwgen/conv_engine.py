@@ -105,7 +105,7 @@ class ConvEngine(wiring.Component):
         check_config(config)
         self.config = config
         self.rows, self.cols, self.simd = config.pe.rows, config.pe.cols, config.pe.simd
-        self._array = PEArray(config)
+        self._array = PEArray(config, idle_zero=is_serial(config))
         self._post = None if is_serial(config) else PostProcess(self.rows, self._array.acc_shape,
                                                                    post_result_shape(config))
         self.interval, self.post_latency = beat_interval(config), beat_latency(config)
@@ -181,21 +181,17 @@ class ConvEngine(wiring.Component):
         m.d.comb += [self.in_bank.eq(conv.in_bank), self.weight_bank.eq(conv.weight_bank),
                      self.out_bank.eq(conv.out_bank)]
 
-        # ---- group counters (output rows left, ow group, oc group) and their bases
+        # ---- group counters (output rows left, ow groups left, oc group) and their bases
         # (an oc group indexes a parameter word: no more of them than one bank holds)
-        rows_left, owg, ocg = Signal(10), Signal(8), Signal(max(1, len(self.param.addr)))
+        rows_left, owg_left, ocg = Signal(10), Signal(8), Signal(max(1, len(self.param.addr)))
         # input pixels: of (oh, ow group 0), of (oh, ow group), of the group's first input group
         row_base, cell, group_start = Signal(pixel), Signal(pixel), Signal(pixel)
         set_record = Signal(self.acc_bits)  # record L of (first pixel of the group, oc group 0)
-        # the wrap tests compare the incremented counters with the loop counts
-        ocg_wrap = ocg + 1 == conv.oc_groups
-        owg_wrap = owg + 1 == conv.ow_groups
-        done = ocg_wrap & owg_wrap & (rows_left == 1)
+        # the loop-end tests are registers (`_loop_ends`)
+        ocg_wrap, owg_wrap, last_row = Signal(), Signal(), Signal()
+        done = ocg_wrap & owg_wrap & last_row
         next_ocg = Mux(ocg_wrap, 0, ocg + 1)
-        next_owg = Mux(ocg_wrap, Mux(owg_wrap, 0, owg + 1), owg)
-        next_rows_left = Mux(ocg_wrap & owg_wrap, rows_left - 1, rows_left)
         next_row = row_base + ohstep
-        next_row_base = Mux(ocg_wrap & owg_wrap, next_row, row_base)
         next_cell = Mux(owg_wrap, next_row, cell + C)
         # depthwise: the first input group (ocg * R) // S moves by R // S per oc group, or by
         # one every S // R oc groups
@@ -205,8 +201,9 @@ class ConvEngine(wiring.Component):
         m.d.comb += next_input.eq(Mux(ocg_wrap, next_cell, group_start + Mux(base_moves, depthwise_step, 0)))
         record = set_record + ocg
 
-        # ---- reduction counters (ic group, kh, phase, kw = q * stride + phase) and pointers
-        icg, kh, phase, kw = Signal(8), Signal(4), Signal(3), Signal(4)
+        # ---- reduction counters (ic groups left, kernel rows left, phase, kw = q * stride + phase)
+        # and pointers
+        icg_left, kh_left, phase, kw = Signal(8), Signal(4), Signal(3), Signal(4)
         group_ptr, row_ptr = Signal(pixel), Signal(pixel)      # input pixel of (icg, kh = 0), of (icg, kh)
         phase_ptr, pixel_ptr = Signal(pixel), Signal(pixel)    # of (icg, kh, phase, q = 0), of the step
         weight_row = Signal(self.weight_bits)  # weight word of (ocg, icg, kh, 0)
@@ -214,56 +211,51 @@ class ConvEngine(wiring.Component):
         gap = Signal(range(C * interval))  # cycles until the next group may start
         drain = (C - 1) * interval + 1 + post_latency  # from a group's first drain beat to its last write
         flush = Signal(range(self.latency + drain + 1))
-        q_wrap = kw + cfg.stride >= cfg.kernel_w
-        phase_wrap = (phase + 1 >= cfg.stride) | (phase + 1 >= cfg.kernel_w)
-        kh_wrap = kh + 1 == cfg.kernel_h
-        icg_wrap = icg + 1 == conv.ic_groups
+        q_wrap, phase_wrap, kh_wrap, icg_wrap = Signal(), Signal(), Signal(), Signal()
         last_step = q_wrap & phase_wrap & kh_wrap & icg_wrap
-        issue = running & (~at_first | (gap == 0))
+        issue = Signal()  # a step enters the array: running & (~at_first | gap == 0), registered
+        idle = Signal(init=1)
+        self._loop_ends(m, accept, idle, issue, cfg, conv, new,
+                        reduction=(q_wrap, phase_wrap, kh_wrap, icg_wrap, kw, phase, kh_left, icg_left),
+                        groups=(ocg_wrap, owg_wrap, last_row, ocg, owg_left, rows_left))
 
-        m.d.comb += [self.idle.eq(~running & (flush == 0)), self.busy.eq(~self.idle), self.cmd.ready.eq(self.idle)]
-        with m.If(gap != 0):
-            m.d.sync += gap.eq(gap - 1)
-        with m.If(flush != 0):
-            m.d.sync += flush.eq(flush - 1)
+        # `issue` and `idle` are registers, computed from the next running state (timing)
+        m.d.comb += [self.idle.eq(idle), self.busy.eq(~idle), self.cmd.ready.eq(idle)]
+        ends = issue & last_step & done
+        next_running, next_at_first, next_gap, next_flush = Signal(), Signal(), Signal.like(gap), Signal.like(flush)
+        m.d.comb += [next_running.eq(Mux(accept, 1, running & ~ends)),
+                     next_at_first.eq(Mux(accept, 1, Mux(issue, last_step, at_first))),
+                     next_gap.eq(Mux(issue & at_first, C * interval - 1, Mux(gap != 0, gap - 1, 0))),
+                     next_flush.eq(Mux(ends, self.latency + drain, Mux(flush != 0, flush - 1, 0)))]
+        m.d.sync += [running.eq(next_running), at_first.eq(next_at_first), gap.eq(next_gap), flush.eq(next_flush),
+                     issue.eq(next_running & (~next_at_first | (next_gap == 0))),
+                     idle.eq(~next_running & (next_flush == 0))]
         with m.If(accept):
             m.d.sync += [
-                running.eq(1), at_first.eq(1),
-                rows_left.eq(new.out_rows), owg.eq(0), ocg.eq(0), row_base.eq(0), cell.eq(0), group_start.eq(0),
-                set_record.eq(0),
-                icg.eq(0), kh.eq(0), phase.eq(0), kw.eq(0),
+                row_base.eq(0), cell.eq(0), group_start.eq(0), set_record.eq(0),
                 group_ptr.eq(0), row_ptr.eq(0), phase_ptr.eq(0), pixel_ptr.eq(0), weight_row.eq(0),
             ]
         with m.If(issue):
-            m.d.sync += at_first.eq(0)
-            with m.If(at_first):
-                m.d.sync += gap.eq(C * interval - 1)
             with m.If(~q_wrap):
-                m.d.sync += [kw.eq(kw + cfg.stride), pixel_ptr.eq(pixel_ptr + 1)]
+                m.d.sync += pixel_ptr.eq(pixel_ptr + 1)
             with m.Elif(~phase_wrap):
-                m.d.sync += [phase.eq(phase + 1), kw.eq(phase + 1),
-                             phase_ptr.eq(phase_ptr + cfg.in_row_pitch), pixel_ptr.eq(phase_ptr + cfg.in_row_pitch)]
+                m.d.sync += [phase_ptr.eq(phase_ptr + cfg.in_row_pitch), pixel_ptr.eq(phase_ptr + cfg.in_row_pitch)]
             with m.Else():
-                m.d.sync += [phase.eq(0), kw.eq(0), weight_row.eq(weight_row + cfg.kernel_w)]
+                m.d.sync += weight_row.eq(weight_row + cfg.kernel_w)
                 with m.If(~kh_wrap):
                     start = row_ptr + rowstep
-                    m.d.sync += [kh.eq(kh + 1), row_ptr.eq(start), phase_ptr.eq(start), pixel_ptr.eq(start)]
+                    m.d.sync += [row_ptr.eq(start), phase_ptr.eq(start), pixel_ptr.eq(start)]
                 with m.Elif(~icg_wrap):
                     start = group_ptr + plane
-                    m.d.sync += [kh.eq(0), icg.eq(icg + 1), group_ptr.eq(start), row_ptr.eq(start),
-                                 phase_ptr.eq(start), pixel_ptr.eq(start)]
+                    m.d.sync += [group_ptr.eq(start), row_ptr.eq(start), phase_ptr.eq(start), pixel_ptr.eq(start)]
                 with m.Else():
                     m.d.sync += [
-                        kh.eq(0), icg.eq(0), at_first.eq(1),
                         group_ptr.eq(next_input), row_ptr.eq(next_input), phase_ptr.eq(next_input),
-                        pixel_ptr.eq(next_input),
-                        ocg.eq(next_ocg), owg.eq(next_owg), rows_left.eq(next_rows_left), row_base.eq(next_row_base),
+                        pixel_ptr.eq(next_input), row_base.eq(Mux(ocg_wrap & owg_wrap, next_row, row_base)),
                         group_start.eq(next_input), set_record.eq(next_set_record),
                     ]
                     with m.If(ocg_wrap):
                         m.d.sync += [cell.eq(next_cell), weight_row.eq(0)]
-                    with m.If(done):
-                        m.d.sync += [running.eq(0), flush.eq(self.latency + drain)]
 
         # ---- stage 0: input reads; stage 1: funnel shift into the PE array and the weight read,
         # whose data enters the array a cycle after the pixels (`hwgen.pe_array`)
@@ -328,6 +320,41 @@ class ConvEngine(wiring.Component):
             self._partial_sums(m, conv, post, next_record, meta_valid | beat, writes, written.record)
         return m
 
+    @staticmethod
+    def _loop_ends(m: Module, accept: Value, idle: Value, issue: Value, cfg: data.View, conv: data.View, new: data.View,
+                   reduction: tuple, groups: tuple) -> None:
+        """The loop counters and their loop-end flags. Each flag is a register set from compares
+        of registers, so no compare lies between a counter and the pointer muxes (timing).
+        `reduction`: flags (q, phase, kh, icg) and counters (kw, phase, kernel rows left, ic groups
+        left); `groups`: flags (ocg, owg, last row) and counters (ocg, ow groups left, rows left)."""
+        q_wrap, phase_wrap, kh_wrap, icg_wrap, kw, phase, kh_left, icg_left = reduction
+        ocg_wrap, owg_wrap, last_row, ocg, owg_left, rows_left = groups
+        phase_step = issue & q_wrap       # the loops each step ends: q, then phase, kh, ...
+        kh_step = phase_step & phase_wrap
+        icg_step = kh_step & kh_wrap
+        group_step = icg_step & icg_wrap
+        owg_step = group_step & ocg_wrap
+        # kw and phase are 0 while the engine is idle (its last step ends every loop), their flags
+        # those of the CONVCFG held then: no compare waits for the command's accept (timing)
+        next_kw, next_phase = Signal.like(kw), Signal.like(phase)
+        m.d.comb += [next_kw.eq(kw), next_phase.eq(phase)]
+        with m.If(idle | kh_step):
+            m.d.comb += [next_kw.eq(0), next_phase.eq(0)]
+        with m.Elif(phase_step):
+            m.d.comb += [next_kw.eq(phase + 1), next_phase.eq(phase + 1)]
+        with m.Elif(issue):
+            m.d.comb += next_kw.eq(kw + cfg.stride)
+        m.d.sync += [kw.eq(next_kw), phase.eq(next_phase), q_wrap.eq(next_kw + cfg.stride >= cfg.kernel_w),
+                     phase_wrap.eq((next_phase + 1 >= cfg.stride) | (next_phase + 1 >= cfg.kernel_w))]
+        _count_down(m, kh_left, kh_wrap, accept, cfg.kernel_h, kh_step)
+        _count_down(m, icg_left, icg_wrap, accept, Mux(accept, new.ic_groups, conv.ic_groups), icg_step)
+        _count_down(m, owg_left, owg_wrap, accept, Mux(accept, new.ow_groups, conv.ow_groups), owg_step)
+        _count_down(m, rows_left, last_row, accept, new.out_rows, owg_step & owg_wrap, restarts=False)
+        with m.If(accept | group_step & ocg_wrap):
+            m.d.sync += [ocg.eq(0), ocg_wrap.eq(Mux(accept, new.oc_groups, conv.oc_groups) == 1)]
+        with m.Elif(group_step):
+            m.d.sync += [ocg.eq(ocg + 1), ocg_wrap.eq(ocg + 2 == conv.oc_groups)]
+
     def _partial_sums(self, m: Module, conv: Value, post, next_record: Value, next_beat: Value, writes: Value,
                       written_record: Value) -> None:
         """With `init_from_acc`, a beat's bias is its record's partial sums, read when the next
@@ -349,3 +376,19 @@ class ConvEngine(wiring.Component):
             m.d.comb += [self.acc_write.addr.eq(written_record + partials),
                          self.acc_write.en.eq(Mux(writes, (1 << (ACC_BYTES * R)) - 1, 0)),
                          self.acc_write.data.eq(Cat(*post.o.payload))]
+
+
+def _count_down(m: Module, left: Signal, last: Signal, load: Value, count: Value, step: Value,
+                restarts: bool = True) -> None:
+    """A loop counter: `left` iterations to go, `last` registered as `left == 1`; `load` starts
+    it at `count`, `step` counts down or, after the last iteration of a loop that `restarts`,
+    starts it again at `count` as loaded (which then must hold still)."""
+    single = count == 1
+    with m.If(load):
+        m.d.sync += [left.eq(count), last.eq(single)]
+    with m.Elif(step):
+        with m.If(~last):
+            m.d.sync += [left.eq(left - 1), last.eq(left == 2)]
+        if restarts:
+            with m.Else():
+                m.d.sync += [left.eq(count), last.eq(single)]

@@ -18,6 +18,8 @@ not arrive before the previous group's last beat is accepted (the cycle it is ac
 fine), i.e. successive `last` inputs at least `C` cycles apart with a consumer that never
 stalls, or the issuer holds `last` back otherwise. `loaded` is high in the cycle a group's sums
 enter the bank, `latency` cycles after its `last` input (the cycle before its first beat).
+With `idle_zero`, the drain's `acc` is 0 from the cycle after the last beat on until the next
+group's sums enter (a consumer shared with another unit adds to it: `hwgen.compute_unit`).
 """
 from __future__ import annotations
 
@@ -39,9 +41,11 @@ def array_latency(simd: int) -> int:
 
 
 class PEArray(wiring.Component):
-    """`rows x cols` PEs of `simd` lanes, accumulators of `accumulator_shape(config)`."""
+    """`rows x cols` PEs of `simd` lanes, accumulators of `accumulator_shape(config)`; see the
+    module docstring for `idle_zero`."""
 
-    def __init__(self, config: AcceleratorConfig) -> None:
+    def __init__(self, config: AcceleratorConfig, idle_zero: bool = False) -> None:
+        self.idle_zero = idle_zero
         self.rows, self.cols, self.simd = config.pe.rows, config.pe.cols, config.pe.simd
         self.acc_shape = accumulator_shape(config)
         act, weight = signed(config.widths.activation), signed(config.widths.weight)
@@ -92,4 +96,7 @@ class PEArray(wiring.Component):
         with m.Elif(self.drain.valid & self.drain.ready):
             m.d.sync += pending.eq(pending - 1)
             m.d.sync += [bank[c].eq(bank[c + 1]) for c in range(self.cols - 1)]
+        if self.idle_zero:
+            with m.Elif(pending == 0):
+                m.d.sync += bank[0].eq(0)
         return m

@@ -2,14 +2,14 @@
 
 Same arithmetic and ports as `hwgen.postprocess.PostProcess` (`postprocess_signature`), one
 lane value at a time. An accepted beat is kept as lane queues, lane 0 at the head: each lane's
-`acc + bias` (summed on accept) and shift less 15 (`SHIFTS`); and, held, the lanes' 16-bit
+`acc + bias` (summed on accept) and shift less 15 (`SHIFTS`); and the lanes' 16-bit
 multipliers recoded on accept (`RECODING`) into radix-4 digits in {-2, -1, 0, 1} and an extra
 top digit of 0 or 1. Lane `l` then takes the `DIGITS` cycles from the one after the accept
 plus `l * DIGITS`: the product of the head sum with the slot's two digits (`digit_term`: one
-logic cell per bit, adders only, no DSP) is added to the partial product shifted up
-`DIGIT_BITS` bits (the lane's first digit starts it with the extra top digit times the sum)
-and, after the lane's last digit, the sum queue moves up a lane. The
-cycle after a lane's product is complete, a staged right shift (`narrow_shift`) of the product
+logic cell per bit, adders only, no DSP) is summed into a register and, the cycle after, added
+to the partial product shifted up `DIGIT_BITS` bits (the lane's first digit starts it with the
+extra top digit times the sum); after the lane's last digit, the sum queue moves up a lane. The
+cycle after a lane's product is complete (two after its last digit), a staged right shift (`narrow_shift`) of the product
 without its low 15 bits (the top one the first guard bit, the others sticky) by the head shift
 (whose queue then moves up) gives the quotient's low `NARROW_BITS` bits, whether it fits them,
 and the guard and sticky bits from the bits it drops (no shifted mask); the cycle after, the
@@ -206,12 +206,15 @@ class SerialPostProcess(PostProcess):
         # ---- the beat as lane queues (lane 0 at the head): sums, shifts, multiplier digits
         sums = [Signal(signed(max(len(beat.acc[0]), 32) + 1), name=f"sum_{lane}", reset_less=True) for lane in range(lanes)]
         shifts = [Signal(SHIFT_SPAN_BITS, name=f"shift_{lane}", reset_less=True) for lane in range(lanes)]
-        # the recoded multipliers (`RECODING`), held: their `DIGIT_BITS` digits in the order the
-        # slots take them (lane 0's top digit first), and their extra top digits, lane 0 first
+        # the recoded multipliers (`RECODING`): their `DIGIT_BITS` digits in the order the slots
+        # take them (lane 0's top digit first), shifted down a digit per digit slot (no digit
+        # multiplexer before the product: timing), and their extra top digits, lane 0 first
         digits = Signal(lanes * MULTIPLIER_BITS, reset_less=True)
         extras = Signal(lanes, reset_less=True)
         layer = beat.layer if self.held_layer else Signal(LAYER, reset_less=True)
-        finished = register(m, lane_end, "finished", reset_less=False)
+        # the lane's product is complete the cycle after its last digit's (`adding`)
+        last_digit = register(m, lane_end, "last_digit", reset_less=False)
+        finished = register(m, last_digit, "finished", reset_less=False)
         with m.If(accept):
             if not self.held_layer:
                 m.d.sync += layer.eq(beat.layer)
@@ -222,51 +225,63 @@ class SerialPostProcess(PostProcess):
                          *(sums[lane].eq(beat.acc[lane] + beat.bias[lane]) for lane in range(lanes)),
                          *(shifts[lane].eq(beat.shift[lane] - SHIFTS.start) for lane in range(lanes))]
         with m.Else():
+            with m.If(digit_slot):
+                m.d.sync += digits.eq(digits[DIGIT_BITS:])
             with m.If(lane_end):
                 m.d.sync += [sums[lane].eq(sums[lane + 1]) for lane in range(lanes - 1)]
-            with m.If(finished):  # the shift is used the cycle after the lane's last digit
+            with m.If(finished):  # the shift is used the cycle after the lane's product is complete
                 m.d.sync += [shifts[lane].eq(shifts[lane + 1]) for lane in range(lanes - 1)]
 
         # ---- the product, top digit first: two recoded radix-4 digits per cycle (`digit_term`); the
         # recoded multiplier's extra top digit starts the partial product. With normalized
         # multipliers (`t_16` set for every nonzero one), a nonzero one times a sum beyond the
         # multiplied bits is `huge` (it clamps by the sum's sign)
-        restart, top = slot % DIGITS == 0, digits.word_select(slot[:ceil_log2(lanes * DIGITS)], DIGIT_BITS)
+        restart, top = slot % DIGITS == 0, digits[:DIGIT_BITS]
         extra = extras.bit_select(slot[exact_log2(DIGITS):ceil_log2(lanes * DIGITS)], 1)
         multiplicand = sums[0][:NORMALIZED_SUM_BITS].as_signed() if self.normalized else sums[0]
-        beyond = sums[0][len(multiplicand) - 1:]
-        huge = register(m, extra & ~(beyond.all() | ~beyond.any()), "huge", digit_slot & restart)
-        sum_negative = register(m, sums[0][-1], "sum_negative", digit_slot & restart)
         product = Signal(signed(len(multiplicand) + MULTIPLIER_BITS), reset_less=True)
         high, carry_high = digit_term(multiplicand, top[2:])
         low, carry_low = digit_term(multiplicand, top[:2])
-        start = Mux(restart, Mux(extra, multiplicand, 0), product)
-        # the digit's terms first, then the partial product: two carry chains (`keep`: Yosys would
-        # merge them into a carry-save adder of more LUTs)
-        terms = Signal(signed(len(high) + 3), attrs={"keep": 1})
-        m.d.comb += terms.eq(Cat(carry_low, Const(0, 1), high).as_signed() + low)
-        with m.If(digit_slot):
+        # in its digit slot, the digit's terms are summed into a register; the cycle after, they
+        # are added to the partial product: no path chains the two carry chains (timing). The
+        # head sum moves up only after the lane's last digit, so it is still the lane's then.
+        terms = Signal(signed(len(high) + 3), reset_less=True)
+        m.d.sync += terms.eq(Cat(carry_low, Const(0, 1), high).as_signed() + low)
+        carry_high = register(m, carry_high, "carry_high")
+        adding = register(m, digit_slot, "adding", reset_less=False)
+        starting = register(m, digit_slot & restart, "starting", reset_less=False)
+        extra = register(m, extra, "extra")
+        beyond = sums[0][len(multiplicand) - 1:]
+        huge = register(m, extra & ~(beyond.all() | ~beyond.any()), "huge", starting)
+        sum_negative = register(m, sums[0][-1], "sum_negative", starting)
+        start = Mux(starting, Mux(extra, multiplicand, 0), product)
+        with m.If(adding):
             m.d.sync += product.eq(Cat(Const(0, 2), carry_high, Const(0, 1), start).as_signed() + terms)
 
         # ---- the cycle after a lane's last digit: shift and rounding bits (the product's low
         # `SHIFTS.start` bits are always dropped); the cycle after, the rounding, zero point and clamp
         dropped = SHIFTS.start
-        narrow, fits, guard, sticky = narrow_shift(product[dropped:], shifts[0], NARROW_BITS, product[dropped - 1],
+        shift = shifts[0]
+        if lanes * DIGITS + 2 > serial_interval(lanes):  # one lane: the next beat's shift arrives first
+            shift = register(m, shifts[0], "shift_tail", last_digit)
+        narrow, fits, guard, sticky = narrow_shift(product[dropped:], shift, NARROW_BITS, product[dropped - 1],
                                                    product[:dropped - 1].any())
         quotient = register(m, narrow, "quotient")
         up = register(m, guard & (sticky | narrow[0]), "round_up")
         # a nonzero multiplier's product has the sum's sign
         fits, negative = register(m, fits & ~huge, "fits"), register(m, sum_negative, "negative")
         rounded = register(m, finished, "rounded", reset_less=False)
-        if lanes * DIGITS + 2 > serial_interval(lanes) and not self.held_layer:  # the tail outlasts its layer
-            layer = register(m, layer, "layer_round")
-        clamped = clamp(quotient, up, fits, negative, layer)
+        tail_layer = layer  # the layer of the lane being rounded and clamped
+        if lanes * DIGITS + 3 > serial_interval(lanes) and not self.held_layer:  # the tail outlasts its layer
+            tail_layer = register(m, layer, "layer_round", last_digit)
+        clamped = clamp(quotient, up, fits, negative, tail_layer)
         # results enter at the top lane and move down: after `lanes` results, lane 0 is at 0; a
-        # raw lane's result is its sum, at the lane's last digit (int8 results: no raw lanes)
+        # raw lane's result is its sum, at the lane's last digit (int8 results: no raw lanes),
+        # never in a cycle a clamped result enters
         results = Signal(data.ArrayLayout(self.raw_shape, lanes), reset_less=True)
         result, ready = clamped, rounded
         if raw_width > 8:
-            result, ready = Mux(layer.raw, sums[0][:raw_width], clamped), Mux(layer.raw, lane_end, rounded)
+            result, ready = Mux(rounded, clamped, sums[0][:raw_width]), Mux(rounded, ~tail_layer.raw, layer.raw & lane_end)
         with m.If(ready):
             m.d.sync += results.eq(Cat(results.as_value()[raw_width:], result[:raw_width]))
         out_valid = active & (slot == serial_interval(lanes) - 1)

@@ -35,7 +35,7 @@ for exactly `vec_cycles(config, vec, convcfg)` cycles.
 no coefficient (the product stage only delays), without ADD no operand loop, without MAX and
 SUM no kernel-window loops, and an accumulator of `acc_shape` (the listed operations' largest
 value); MAX alone subtracts the zero point as it selects the pixel. The post-processing's bias
-is always 0. With one kind of op (windows only, or none) the CONVCFG-derived bounds and steps are read
+is always 0. With one kind of op (windows only, or none) the CONVCFG-derived steps are read
 from `convcfg` and `steps` throughout the command instead of being copied. A VEC with an operation left out gives undefined results (the compiler never emits one).
 """
 from __future__ import annotations
@@ -232,11 +232,12 @@ class VectorUnit(wiring.Component):
                    "kh": (Mux(new_window, cfg.kernel_h - 1, 0), row_step),
                    "kw": (Mux(new_window, cfg.kernel_w - 1, 0), cfg.in_row_pitch),
                    "operand": (new.op == VecOp.ADD, new.in2_addr >> self._log_simd)}
-        # With one kind of op (`new_window` constant), what comes from CONVCFG and its steps
-        # alone (held stable while the command runs) is used as is: no copy; `ow` steps by 1.
+        # With one kind of op (`new_window` constant), the steps from CONVCFG alone (held stable
+        # while the command runs) are used as is: no copy; `ow` steps by 1. The kernel bounds are
+        # copied all the same: the loop-end compares then start at registers (timing).
         fixed = isinstance(new_window, Const)
         copied = {"oh": (True, not fixed), "ow": (True, False), "group": (True, not fixed),
-                  "kh": (not fixed, not fixed), "kw": (not fixed, not fixed), "operand": (True, True)}
+                  "kh": (True, not fixed), "kw": (True, not fixed), "operand": (True, True)}
         kept = [(name, index, signals) for name in loops for index, signals in enumerate((last, step)) if name in signals]
         for name, index, signals in kept:
             if not copied[name][index]:
@@ -260,7 +261,10 @@ class VectorUnit(wiring.Component):
         phase, column = Signal(3), Signal(bound_shapes["kw"])
         at_last = {name: count[name] == last[name] if name in last else Const(1) for name in LOOPS}
         at_last[loops[0]] = count[loops[0]] == 0
-        first = ~Cat(*(count[name] for name in ("kh", "kw", "operand") if name in loops)).any()
+        # the next read is a window's first (its `kh`, `kw`, `operand` counts at 0): a register,
+        # set on accept and after a window's last read (timing)
+        first = Signal(init=1)
+        window_last = at_last["kh"] & at_last["kw"] & at_last["operand"]
         go = running  # a read this cycle
         serial_products = self.config.template.vector_products == "serial" and scaled
         # serial products: COPY / ADD reads DIGITS cycles apart; the shared lane: windows start
@@ -277,24 +281,32 @@ class VectorUnit(wiring.Component):
             with m.Elif(pause != 0):
                 m.d.sync += pause.eq(pause - 1)
         with m.If(self.cmd.valid & self.cmd.ready):
-            m.d.sync += [phase.eq(0), column.eq(0), *(count[name].eq(0) for name in loops[1:]),
+            m.d.sync += [first.eq(1), phase.eq(0), column.eq(0), *(count[name].eq(0) for name in loops[1:]),
                          count[loops[0]].eq(latched[loops[0]][0]), *(o.eq(0) for o in offset.values())]
         with m.Elif(go):
-            for level in reversed(range(len(loops))):
-                name, inner = loops[level], loops[level + 1:]
-                with (m.If if level == len(loops) - 1 else m.Elif)(~at_last[name]):
-                    m.d.sync += [count[name].eq(count[name] + (-1 if level == 0 else 1)),
-                                 *(count[i].eq(0) for i in inner), *(offset[i].eq(0) for i in inner if i in offset)]
+            m.d.sync += first.eq(window_last)
+            # a loop moves when every inner one is at its last iteration: it advances, or restarts
+            # from 0 at its own last (the outermost one then ends the command). Each loop's enable
+            # is its inner loops' compares alone, in one AND (timing).
+            for level, name in enumerate(loops):
+                inner_last = Cat(Const(1), *(at_last[inner] for inner in loops[level + 1:])).all()
+                with m.If(inner_last & ~at_last[name]):
+                    m.d.sync += count[name].eq(count[name] + (-1 if level == 0 else 1))
                     if name == "kw":
                         next_column = (phase + 1)[:len(phase)] == stride
                         m.d.sync += [phase.eq(Mux(next_column, 0, phase + 1)), column.eq(column + next_column),
                                      offset[name].eq(Mux(next_column, 0, offset[name] + step[name]))]
                     elif name in offset:
                         m.d.sync += offset[name].eq(offset[name] + step[name])
-                    if "kw" in inner:
-                        m.d.sync += [phase.eq(0), column.eq(0)]
-            with m.Else():
-                m.d.sync += running.eq(0)
+                with m.If(inner_last & at_last[name]):
+                    if level == 0:
+                        m.d.sync += running.eq(0)
+                    else:
+                        m.d.sync += count[name].eq(0)
+                        if name in offset:
+                            m.d.sync += offset[name].eq(0)
+                        if name == "kw":
+                            m.d.sync += [phase.eq(0), column.eq(0)]
 
         terms = [offset.get(name, count[name]) for name in loops if name != "operand"] + ([column] if windows else [])
         if "operand" in loops:
@@ -306,7 +318,7 @@ class VectorUnit(wiring.Component):
         issue = Signal(CONTROL)
         m.d.comb += [
             issue.valid.eq(go), issue.first.eq(first),
-            issue.last.eq(at_last["kh"] & at_last["kw"] & at_last["operand"]),
+            issue.last.eq(window_last),
             issue.final.eq(Cat(*at_last.values()).all()),
             issue.operand.eq(count.get("operand", 0)), issue.group.eq(count["group"]),
             issue.slice.eq(pointer[:log_cols]), issue.odd.eq(word[0]),
