@@ -151,6 +151,10 @@ class Bridge(wiring.Component):
         request_end, narrow = Signal(bits + 1), Signal()
         in_memory = narrow & (size != 0) & (request_end <= self.info.memory_bytes)
         in_program = narrow & (request_end <= program_bytes)
+        # CHECKSUM: `pointer` has reached `request_end`, registered (SUM follows CHECK by two
+        # cycles and each fetch by nine): the memory request does not wait for the comparison.
+        at_end = Signal()
+        m.d.sync += at_end.eq(pointer == request_end)
 
         def refuse(code: Status) -> None:
             m.d.sync += [status.eq(code), length.eq(0)]
@@ -332,7 +336,7 @@ class Bridge(wiring.Component):
             # CHECKSUM: a byte per memory read into `out_byte` (the memory's output goes no
             # further in a cycle), then its bits into the CRC, least significant first.
             with m.State("SUM"):
-                with m.If(pointer == request_end):
+                with m.If(at_end):
                     reply(REPLY_BYTES[Command.CHECKSUM])
                     m.next = "REPLY"
                 with m.Else():
