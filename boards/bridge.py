@@ -61,8 +61,8 @@ class SerialRegionCrc(wiring.Component):
 
 class Bridge(wiring.Component):
     """Serves the host protocol for a device described by `info` (memory size, clock, build id)
-    on a memory of `word_bytes`-byte words. `gap_cycles`: clock cycles of silence that abandon a
-    partly received request; `link_active` is high until that long after a byte received or
+    on a memory of `word_bytes`-byte words. `gap_cycles`: clock cycles of silence (give or take
+    the square root of it) that abandon a partly received request; `link_active` is high until that long after a byte received or
     sent (low from reset). `error` is high from a refused request until the next request is
     served. With `program_memory`, PROGRAM requests write halfwords into the accelerator's
     program memory through `program` (`SPRAM_WORDS` halfwords). Without `queue_counters` only
@@ -122,10 +122,16 @@ class Bridge(wiring.Component):
         bit_index = Signal(3)            # CHECKSUM: the bit of `out_byte` going into the region CRC; reply: its shifts
         fetch_lane = Signal(range(word))  # READ, CHECKSUM: the byte of the fetched word
         step = Signal(2)                 # the byte of a frame's header or CRC being received or sent
-        # Silence: counts up from `gap_start` to its top bit, `gap_cycles` cycles after a byte
-        # received or sent (a reply's bytes restart it too: no request is received meanwhile).
-        gap_bits = self.gap_cycles.bit_length()
-        gap_start = (1 << gap_bits) - self.gap_cycles
+        # Silence: counts the ticks of a free-running prescaler up from `gap_start` to its top
+        # bit, `gap_cycles` cycles after a byte received or sent (within a tick; a reply's bytes
+        # restart it too: no request is received meanwhile). Two short carry chains: one
+        # over all the bits does not reach 33 MHz on the UP5K.
+        tick_bits = self.gap_cycles.bit_length() // 2
+        prescaler = Signal(tick_bits)
+        m.d.sync += prescaler.eq(prescaler + 1)
+        ticks = -(-self.gap_cycles >> tick_bits)
+        gap_bits = ticks.bit_length()
+        gap_start = (1 << gap_bits) - ticks
         gap = Signal(gap_bits + 1, init=1 << gap_bits)
 
         rx, tx, memory = self.rx, self.tx, self.memory
@@ -136,7 +142,7 @@ class Bridge(wiring.Component):
         m.d.comb += self.link_active.eq(~timed_out)
         with m.If(got | sent):
             m.d.sync += gap.eq(gap_start)
-        with m.Elif(~timed_out):
+        with m.Elif(prescaler.all() & ~timed_out):
             m.d.sync += gap.eq(gap + 1)
 
         data_bytes = Signal(payload_range)  # WRITE, PROGRAM: the data after the address
@@ -148,8 +154,9 @@ class Bridge(wiring.Component):
             m.d.comb += [size.eq(data_bytes), request_wide.eq(data_bytes[bits:] != 0)]
         # The end of the range, registered in CHECK (EXECUTE's checks stay short); it stays put
         # while `pointer` moves through the range.
-        request_end, narrow = Signal(bits + 1), Signal()
-        in_memory = narrow & (size != 0) & (request_end <= self.info.memory_bytes)
+        # With it, whether the size is not 0 and at most `MAX_DATA` (READ).
+        request_end, narrow, nonempty, small = Signal(bits + 1), Signal(), Signal(), Signal()
+        in_memory = narrow & nonempty & (request_end <= self.info.memory_bytes)
         in_program = narrow & (request_end <= program_bytes)
         # CHECKSUM: `pointer` has reached `request_end`, registered (SUM follows CHECK by two
         # cycles and each fetch by nine): the memory request does not wait for the comparison.
@@ -240,7 +247,9 @@ class Bridge(wiring.Component):
                     m.d.sync += length.eq(0)
                     m.next = "REPLY"
             with m.State("CHECK"):  # the CRC register has taken the last byte
-                m.d.sync += [request_end.eq(pointer + size), narrow.eq(~wide_address & ~request_wide)]
+                m.d.sync += [request_end.eq(pointer + size), narrow.eq(~wide_address & ~request_wide),
+                             nonempty.eq(size != 0), small.eq(size <= MAX_DATA)]
+                m.d.comb += region_crc.start.eq(1)  # for a CHECKSUM (EXECUTE's checks stay short)
                 with m.If(frame_crc.match_detected):
                     m.next = "EXECUTE"
                 with m.Else():
@@ -257,7 +266,7 @@ class Bridge(wiring.Component):
                 with m.Elif(is_command(Command.READ)):
                     with m.If(length != READ_REQUEST.size):
                         refuse(Status.BAD_LENGTH)
-                    with m.Elif((size > MAX_DATA) | ~in_memory):
+                    with m.Elif(~small | ~in_memory):
                         refuse(Status.OUT_OF_RANGE)
                     with m.Else():
                         m.d.sync += from_memory.eq(1)
@@ -280,7 +289,6 @@ class Bridge(wiring.Component):
                     with m.Elif((pointer | size)[:exact_log2(CHECKSUM_ALIGNMENT)] != 0):
                         refuse(Status.UNALIGNED)
                     with m.Else():
-                        m.d.comb += region_crc.start.eq(1)
                         m.next = "SUM"
                 if program_bytes:
                     with m.Elif(is_command(Command.PROGRAM)):
