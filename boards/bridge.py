@@ -109,7 +109,11 @@ class Bridge(wiring.Component):
 
         length = Signal(payload_range)   # the request's payload bytes; from EXECUTE on, the reply's
         count = Signal(payload_range)    # payload bytes received / copied; reply bytes sent
-        last = count + 1 == length       # the last payload byte of the request or the reply
+        # The last payload byte of the request or the reply (or data byte of a copy), registered:
+        # `count` and `length` change at least a cycle before every use (bytes come at most one
+        # per ten bit times, a copy reads the buffer between writes, a reply fetches between sends).
+        last = Signal()
+        m.d.sync += last.eq(count + 1 == length)
         pointer = Signal(span)           # the address argument, then the next memory access
         bits = len(pointer)
         # The size argument in the width of memory addresses; a set bit above the width puts an
