@@ -62,10 +62,11 @@ class SerialRegionCrc(wiring.Component):
 class Bridge(wiring.Component):
     """Serves the host protocol for a device described by `info` (memory size, clock, build id)
     on a memory of `word_bytes`-byte words. `gap_cycles`: clock cycles of silence (give or take
-    the square root of it) that abandon a partly received request; `link_active` is high until that long after a byte received or
-    sent (low from reset). `error` is high from a refused request until the next request is
-    served. With `program_memory`, PROGRAM requests write halfwords into the accelerator's
-    program memory through `program` (`SPRAM_WORDS` halfwords). Without `queue_counters` only
+    the square root of it) that abandon a partly received request; `link_active` is high until
+    that long after a byte received or sent (low from reset). `error` is high from a refused
+    request until the next request is served. With `program_memory`, PROGRAM requests write
+    halfwords into the accelerator's program memory through `program` (`SPRAM_WORDS`
+    halfwords). Without `queue_counters` only
     the cycle counter is read from `counters`; COUNTERS replies 0 for the per-queue counters."""
 
     def __init__(self, info: DeviceInfo, gap_cycles: int, word_bytes: int, *, program_memory: bool = False,
