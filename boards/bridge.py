@@ -12,17 +12,16 @@ from __future__ import annotations
 import operator
 from functools import reduce
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
-from amaranth.lib.crc import catalog
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
-from amaranth.utils import exact_log2
+from amaranth.utils import ceil_log2, exact_log2
 
 from boards.main_memory import HostPort
 from boards.protocol import (CHECKSUM_ALIGNMENT, CHECKSUM_REQUEST, FRAME_CRC, MAX_DATA, MAX_REQUEST_PAYLOAD,
-                             READ_REQUEST, REPLY_BYTES, REPLY_SYNC, REQUEST_SYNC, STATUS_BUSY, STATUS_DONE,
+                             READ_REQUEST, REGION_CRC, REPLY_BYTES, REPLY_SYNC, REQUEST_SYNC, STATUS_BUSY, STATUS_DONE,
                              WRITE_ADDRESS, Command, DeviceInfo, Status)
+from hwgen.buffers import block_ram, block_ram_read_port
 from hwgen.sequencer import COUNTERS_LAYOUT, program_write_signature
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
 
@@ -31,17 +30,43 @@ REPLY_INDEX_BITS = (max(REPLY_BYTES.values()) - 1).bit_length()
 INFO_BASE = -(-MAX_REQUEST_PAYLOAD >> REPLY_INDEX_BITS) << REPLY_INDEX_BITS
 """The IDENTIFY reply sits in the request buffer after the payload, from this address (its low
 `REPLY_INDEX_BITS` zero: the reply byte's index is the low part of its address)."""
-REGION_CRC_NIBBLES = catalog.CRC32_ISO_HDLC(data_width=4)
-"""`REGION_CRC` taking each byte in two halves, low first (the CRC is bit-reflected): the same
-CRC with half the logic."""
+
+
+class SerialRegionCrc(wiring.Component):
+    """`REGION_CRC` a bit per cycle, each byte least significant bit first (the CRC is
+    bit-reflected: its register shifts right): `start` sets the initial value, `valid` takes
+    `data`. `low_byte` is the CRC's least significant byte; `shift` moves the register a bit
+    right (feeding it its own low bit: no feedback), so eight shifts bring the CRC's next byte
+    into `low_byte`. About a quarter of the logic of a byte-wide CRC, and no byte multiplexer
+    to send it."""
+
+    def __init__(self):
+        super().__init__({"start": In(1), "valid": In(1), "data": In(1), "shift": In(1), "low_byte": Out(8)})
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        algorithm = REGION_CRC.algorithm
+        assert algorithm.reflect_input and algorithm.reflect_output
+        width = algorithm.crc_width
+        polynomial = int(f"{algorithm.polynomial:0{width}b}"[::-1], 2)  # bit-reflected
+        register = Signal(width, init=algorithm.initial_crc)
+        feedback = self.valid & (register[0] ^ self.data)
+        with m.If(self.start):
+            m.d.sync += register.eq(algorithm.initial_crc)
+        with m.Elif(self.valid | self.shift):
+            m.d.sync += register.eq((register >> 1) ^ Mux(feedback, polynomial, 0))
+        m.d.comb += self.low_byte.eq(register[:8] ^ (algorithm.xor_output & 0xFF))
+        return m
 
 
 class Bridge(wiring.Component):
     """Serves the host protocol for a device described by `info` (memory size, clock, build id)
-    on a memory of `word_bytes`-byte words. `gap_cycles`: clock cycles of silence that abandon a
-    partly received request. `error` is high from a refused request until the next request is
-    served. With `program_memory`, PROGRAM requests write halfwords into the accelerator's
-    program memory through `program` (`SPRAM_WORDS` halfwords). Without `queue_counters` only
+    on a memory of `word_bytes`-byte words. `gap_cycles`: clock cycles of silence (give or take
+    the square root of it) that abandon a partly received request; `link_active` is high until
+    that long after a byte received or sent (low from reset). `error` is high from a refused
+    request until the next request is served. With `program_memory`, PROGRAM requests write
+    halfwords into the accelerator's program memory through `program` (`SPRAM_WORDS`
+    halfwords). Without `queue_counters` only
     the cycle counter is read from `counters`; COUNTERS replies 0 for the per-queue counters."""
 
     def __init__(self, info: DeviceInfo, gap_cycles: int, word_bytes: int, *, program_memory: bool = False,
@@ -56,7 +81,7 @@ class Bridge(wiring.Component):
             "rx": In(stream.Signature(8)), "tx": Out(stream.Signature(8)),
             "memory": Out(HostPort(word_bytes)),
             "start": Out(1), "busy": In(1), "done": In(1), "counters": In(COUNTERS_LAYOUT),
-            "error": Out(1),
+            "error": Out(1), "link_active": Out(1),
         }
         if program_memory:
             members["program"] = Out(program_write_signature(SPRAM_WORDS, SPRAM_BITS))
@@ -67,10 +92,11 @@ class Bridge(wiring.Component):
         word = self.word_bytes
         # One frame CRC unit: requests and replies never overlap.
         m.submodules.frame_crc = frame_crc = FRAME_CRC.create()
-        m.submodules.region_crc = region_crc = REGION_CRC_NIBBLES.create()
+        m.submodules.region_crc = region_crc = SerialRegionCrc()
         info = self.info.pack()
-        m.submodules.buffer = buffer = Memory(shape=8, depth=INFO_BASE + len(info), init=[0] * INFO_BASE + list(info))
-        buffer_write, buffer_read = buffer.write_port(), buffer.read_port()
+        # Its reads and writes never meet (`block_ram`).
+        m.submodules.buffer = buffer = block_ram(8, INFO_BASE + len(info), [0] * INFO_BASE + list(info))
+        buffer_write, buffer_read = buffer.write_port(), block_ram_read_port(m, buffer, "buffer")
 
         payload_range = range(MAX_REQUEST_PAYLOAD + 1)
         program_bytes = SPRAM_WORDS * SPRAM_BITS // 8 if "program" in self.signature.members else 0
@@ -84,7 +110,11 @@ class Bridge(wiring.Component):
 
         length = Signal(payload_range)   # the request's payload bytes; from EXECUTE on, the reply's
         count = Signal(payload_range)    # payload bytes received / copied; reply bytes sent
-        last = count + 1 == length       # the last payload byte of the request or the reply
+        # The last payload byte of the request or the reply (or data byte of a copy), registered:
+        # `count` and `length` change at least a cycle before every use (bytes come at most one
+        # per ten bit times, a copy reads the buffer between writes, a reply fetches between sends).
+        last = Signal()
+        m.d.sync += last.eq(count + 1 == length)
         pointer = Signal(span)           # the address argument, then the next memory access
         bits = len(pointer)
         # The size argument in the width of memory addresses; a set bit above the width puts an
@@ -94,22 +124,30 @@ class Bridge(wiring.Component):
         status = Signal(8)
         from_memory = Signal()           # READ: the reply payload comes from memory
         out_byte = Signal(8)             # the next reply byte; CHECKSUM: the byte read last; PROGRAM: the low byte
-        summing = Signal()               # CHECKSUM: the high half of `out_byte` waits to go into the region CRC
+        bit_index = Signal(3)            # CHECKSUM: the bit of `out_byte` going into the region CRC; reply: its shifts
         fetch_lane = Signal(range(word))  # READ, CHECKSUM: the byte of the fetched word
         step = Signal(2)                 # the byte of a frame's header or CRC being received or sent
-        # Silence: counts up from `gap_start` to its top bit, `gap_cycles` cycles after a byte.
-        gap_bits = self.gap_cycles.bit_length()
-        gap_start = (1 << gap_bits) - self.gap_cycles
-        gap = Signal(gap_bits + 1, init=gap_start)
+        # Silence: counts the ticks of a free-running prescaler up from `gap_start` to its top
+        # bit, `gap_cycles` cycles after a byte received or sent (within a tick; a reply's bytes
+        # restart it too: no request is received meanwhile). Two short carry chains: one
+        # over all the bits does not reach 33 MHz on the UP5K.
+        tick_bits = self.gap_cycles.bit_length() // 2
+        prescaler = Signal(tick_bits)
+        m.d.sync += prescaler.eq(prescaler + 1)
+        ticks = -(-self.gap_cycles >> tick_bits)
+        gap_bits = ticks.bit_length()
+        gap_start = (1 << gap_bits) - ticks
+        gap = Signal(gap_bits + 1, init=1 << gap_bits)
 
         rx, tx, memory = self.rx, self.tx, self.memory
         byte = rx.payload
         got = rx.valid & rx.ready
         sent = tx.valid & tx.ready
         timed_out = gap[-1]
-        with m.If(got):
+        m.d.comb += self.link_active.eq(~timed_out)
+        with m.If(got | sent):
             m.d.sync += gap.eq(gap_start)
-        with m.Elif(~timed_out):
+        with m.Elif(prescaler.all() & ~timed_out):
             m.d.sync += gap.eq(gap + 1)
 
         data_bytes = Signal(payload_range)  # WRITE, PROGRAM: the data after the address
@@ -121,9 +159,14 @@ class Bridge(wiring.Component):
             m.d.comb += [size.eq(data_bytes), request_wide.eq(data_bytes[bits:] != 0)]
         # The end of the range, registered in CHECK (EXECUTE's checks stay short); it stays put
         # while `pointer` moves through the range.
-        request_end, narrow = Signal(bits + 1), Signal()
-        in_memory = narrow & (size != 0) & (request_end <= self.info.memory_bytes)
+        # With it, whether the size is not 0 and at most `MAX_DATA` (READ).
+        request_end, narrow, nonempty, small = Signal(bits + 1), Signal(), Signal(), Signal()
+        in_memory = narrow & nonempty & (request_end <= self.info.memory_bytes)
         in_program = narrow & (request_end <= program_bytes)
+        # CHECKSUM: `pointer` has reached `request_end`, registered (SUM follows CHECK by two
+        # cycles and each fetch by nine): the memory request does not wait for the comparison.
+        at_end = Signal()
+        m.d.sync += at_end.eq(pointer == request_end)
 
         def refuse(code: Status) -> None:
             m.d.sync += [status.eq(code), length.eq(0)]
@@ -209,7 +252,9 @@ class Bridge(wiring.Component):
                     m.d.sync += length.eq(0)
                     m.next = "REPLY"
             with m.State("CHECK"):  # the CRC register has taken the last byte
-                m.d.sync += [request_end.eq(pointer + size), narrow.eq(~wide_address & ~request_wide)]
+                m.d.sync += [request_end.eq(pointer + size), narrow.eq(~wide_address & ~request_wide),
+                             nonempty.eq(size != 0), small.eq(size <= MAX_DATA)]
+                m.d.comb += region_crc.start.eq(1)  # for a CHECKSUM (EXECUTE's checks stay short)
                 with m.If(frame_crc.match_detected):
                     m.next = "EXECUTE"
                 with m.Else():
@@ -226,7 +271,7 @@ class Bridge(wiring.Component):
                 with m.Elif(is_command(Command.READ)):
                     with m.If(length != READ_REQUEST.size):
                         refuse(Status.BAD_LENGTH)
-                    with m.Elif((size > MAX_DATA) | ~in_memory):
+                    with m.Elif(~small | ~in_memory):
                         refuse(Status.OUT_OF_RANGE)
                     with m.Else():
                         m.d.sync += from_memory.eq(1)
@@ -249,7 +294,6 @@ class Bridge(wiring.Component):
                     with m.Elif((pointer | size)[:exact_log2(CHECKSUM_ALIGNMENT)] != 0):
                         refuse(Status.UNALIGNED)
                     with m.Else():
-                        m.d.comb += region_crc.start.eq(1)
                         m.next = "SUM"
                 if program_bytes:
                     with m.Elif(is_command(Command.PROGRAM)):
@@ -303,22 +347,21 @@ class Bridge(wiring.Component):
                         m.next = "REPLY"
 
             # CHECKSUM: a byte per memory read into `out_byte` (the memory's output goes no
-            # further in a cycle), its low half into the CRC, then its high half.
+            # further in a cycle), then its bits into the CRC, least significant first.
             with m.State("SUM"):
-                m.d.comb += [region_crc.valid.eq(summing), region_crc.data.eq(out_byte[4:])]
-                m.d.sync += summing.eq(0)
-                with m.If(pointer == request_end):
+                with m.If(at_end):
                     reply(REPLY_BYTES[Command.CHECKSUM])
                     m.next = "REPLY"
                 with m.Else():
                     fetch("SUM_WAIT")
             with m.State("SUM_WAIT"), m.If(memory.rd_valid):
                 m.d.sync += out_byte.eq(fetched)
-                m.next = "SUM_LOW"
-            with m.State("SUM_LOW"):
-                m.d.comb += [region_crc.valid.eq(1), region_crc.data.eq(out_byte[:4])]
-                m.d.sync += summing.eq(1)
-                m.next = "SUM"
+                m.next = "SUM_BITS"
+            with m.State("SUM_BITS"):
+                m.d.comb += [region_crc.valid.eq(1), region_crc.data.eq(out_byte.bit_select(bit_index, 1))]
+                m.d.sync += bit_index.eq(bit_index + 1)
+                with m.If(bit_index == 7):
+                    m.next = "SUM"
 
             with m.State("REPLY"):
                 m.d.sync += self.error.eq(status != Status.OK)
@@ -342,9 +385,14 @@ class Bridge(wiring.Component):
                     m.d.comb += [buffer_read.addr.eq(count[:REPLY_INDEX_BITS] | INFO_BASE), buffer_read.en.eq(1)]
                     m.next = "FETCH_LOCAL"
             with m.State("FETCH_LOCAL"):
-                local = self._reply_byte(is_command, count[:REPLY_INDEX_BITS], region_crc.crc)
+                local = self._reply_byte(is_command, count[:REPLY_INDEX_BITS], region_crc.low_byte)
                 m.d.sync += out_byte.eq(Mux(is_command(Command.IDENTIFY), buffer_read.data, local))
-                m.next = "SEND"
+                m.next = "NEXT_CRC_BYTE"
+            with m.State("NEXT_CRC_BYTE"):  # eight cycles: the CRC's next byte into `low_byte`
+                m.d.comb += region_crc.shift.eq(1)
+                m.d.sync += bit_index.eq(bit_index + 1)
+                with m.If(bit_index == 7):
+                    m.next = "SEND"
             with m.State("FETCH_WAIT"), m.If(memory.rd_valid):
                 m.d.sync += out_byte.eq(fetched)
                 m.next = "SEND"
@@ -384,14 +432,16 @@ class Bridge(wiring.Component):
             with m.Else():
                 m.d.comb += self.start.eq(1)
 
-    def _reply_byte(self, is_command, index, region_crc):
+    def _reply_byte(self, is_command, index, region_crc_byte):
         """Byte `index` of a STATUS, COUNTERS or CHECKSUM reply, read when it is sent: the
-        counters only change while the accelerator runs, the CRC only during a CHECKSUM."""
-        counters = self.counters.as_value()
-        if not self.queue_counters:
-            counters = Cat(self.counters.cycles, Const(0, len(counters) - len(self.counters.cycles)))
+        counters only change while the accelerator runs. The STATUS reply is one byte (`index`
+        0); a CHECKSUM reply sends the CRC's `low_byte`, which moves on to the next byte after
+        each one. Without `queue_counters` the COUNTERS reply is the cycle counter's bytes,
+        then zeros (a 4-byte multiplexer)."""
+        counters = self.counters.as_value() if self.queue_counters else self.counters.cycles
+        select_bits = ceil_log2(len(counters) // 8)
+        counter_byte = Mux(index[select_bits:] == 0, counters.word_select(index[:select_bits], 8), 0)
         flags = Mux(self.busy, STATUS_BUSY, 0) | Mux(self.done, STATUS_DONE, 0)
-        sources = {Command.STATUS: flags.as_unsigned(), Command.COUNTERS: counters,
-                   Command.CHECKSUM: region_crc}
-        return reduce(operator.or_, (value.word_select(index, 8) & is_command(code).replicate(8)
-                                     for code, value in sources.items()))
+        sources = {Command.STATUS: flags.as_unsigned(), Command.COUNTERS: counter_byte,
+                   Command.CHECKSUM: region_crc_byte}
+        return reduce(operator.or_, (value & is_command(code).replicate(8) for code, value in sources.items()))

@@ -3,7 +3,7 @@ program, main memory holding the memory image, and a UART host bridge (`docs/hos
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -16,8 +16,6 @@ from hwgen.config import AcceleratorConfig
 from hwgen.memory_port import MemoryPort
 from planner.compile.network import CompiledNetwork
 from planner.errors import ConfigError
-
-ACTIVITY_SECONDS = 0.05  # the link LED stays on this long after a byte
 
 
 def check_soc(config: AcceleratorConfig, compiled: CompiledNetwork, memory_bytes: int) -> None:
@@ -39,8 +37,9 @@ def check_soc(config: AcceleratorConfig, compiled: CompiledNetwork, memory_bytes
 class SocCore(wiring.Component):
     """Accelerator + `memory_bytes` of main memory + UART bridge at `baud` for a `clk_hz` clock.
 
-    `leds`: 0 busy, 1 done, 2 host link activity, 3 protocol error (a refused request, until
-    the next one is served).
+    `leds`: 0 busy, 1 done, 2 host link activity (`FRAME_GAP_BYTE_TIMES` after a byte received or
+    sent: the bridge's silence timer), 3 protocol error (a refused request, until the next one is
+    served).
     """
 
     def __init__(self, config: AcceleratorConfig, compiled: CompiledNetwork, memory_bytes: int, clk_hz: int,
@@ -85,12 +84,5 @@ class SocCore(wiring.Component):
             m.d.sync += bridge.counters.eq(accelerator.counters)
         else:
             m.d.comb += bridge.counters.cycles.eq(accelerator.counters.cycles)
-
-        hold = max(1, int(self.clk_hz * ACTIVITY_SECONDS))
-        activity = Signal(range(hold + 1))
-        with m.If(uart_rx.data.valid | ~uart_tx.data.ready):  # a byte received or being sent
-            m.d.sync += activity.eq(hold)
-        with m.Elif(activity != 0):
-            m.d.sync += activity.eq(activity - 1)
-        m.d.comb += self.leds.eq(Cat(accelerator.busy, accelerator.done, activity != 0, bridge.error))
+        m.d.comb += self.leds.eq(Cat(accelerator.busy, accelerator.done, bridge.link_active, bridge.error))
         return m

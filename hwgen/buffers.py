@@ -17,6 +17,9 @@ undefined value (no user does that).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from amaranth.back.rtlil import Undef
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory, ReadPort, WritePort
@@ -133,8 +136,8 @@ class DoubleBuffer(wiring.Component):
         """Both banks in one memory: the writing side writes at `Cat(addr, its bank)`, the
         reading side reads at `Cat(addr, its bank)` (`_sides`)."""
         write, write_bank, writing, read, read_bank = self._sides()
-        m.submodules.banks = banks = _memory(unsigned(8 * self.word_bytes), 2 << ceil_log2(self.depth))
-        bank_write, bank_read = banks.write_port(granularity=8), _read_port(m, banks, "banks")
+        m.submodules.banks = banks = block_ram(unsigned(8 * self.word_bytes), 2 << ceil_log2(self.depth))
+        bank_write, bank_read = banks.write_port(granularity=8), block_ram_read_port(m, banks, "banks")
         m.d.comb += [bank_write.addr.eq(Cat(write.addr, write_bank)), bank_write.data.eq(write.data),
                      bank_write.en.eq(Mux(writing, write.en, 0)),
                      bank_read.addr.eq(Cat(read.addr, read_bank)), bank_read.en.eq(read.en),
@@ -170,8 +173,8 @@ class DoubleBuffer(wiring.Component):
         """One bank's write and read port (on a dual-port Memory, or sharing an SPRAM port)."""
         shape = unsigned(8 * self.word_bytes)
         if not self.spram:
-            bank = m.submodules[f"bank{index}"] = _memory(shape, self.depth)
-            return bank.write_port(granularity=8), _read_port(m, bank, f"bank{index}")
+            bank = m.submodules[f"bank{index}"] = block_ram(shape, self.depth)
+            return bank.write_port(granularity=8), block_ram_read_port(m, bank, f"bank{index}")
         bank = m.submodules[f"bank{index}"] = SinglePortBank(self.word_bytes, self.depth)
         addr = ceil_log2(self.depth)
         write = WritePort.Signature(addr_width=addr, shape=shape, granularity=8).create(path=(f"bank{index}_write",))
@@ -181,22 +184,25 @@ class DoubleBuffer(wiring.Component):
         return write, read
 
 
-def _memory(shape, depth: int) -> Memory:
-    """A block-RAM memory whose reads may return anything when they hit the word being written
-    in the same cycle (Yosys' `no_rw_check`: no write-bypass logic around the block RAM). The
-    users never do that: a bank's two sides never share it, and each side's reads and writes
-    of one cycle address different words."""
-    return Memory(shape=shape, depth=depth, init=[], attrs={"no_rw_check": 1})
+def block_ram(shape, depth: int, init: Sequence[int] = ()) -> Memory:
+    """A block-RAM memory (contents `init`, the rest 0) whose reads may return anything when
+    they hit the word being written in the same cycle (Yosys' `no_rw_check`: no write-bypass
+    logic around the block RAM). The users never do that: a bank's two sides never share it,
+    and each side's reads and writes of one cycle address different words."""
+    return Memory(shape=shape, depth=depth, init=init, attrs={"no_rw_check": 1})
 
 
-def _read_port(m: Module, memory: Memory, name: str) -> ReadPort.Signature:
+def block_ram_read_port(m: Module, memory: Memory, name: str) -> ReadPort.Signature:
     """A synchronous read port of `memory` with `en` (data holds while it is low), written as an
     asynchronous read and a register so that Yosys (`memory_dff`) merges the register into the
     port and applies the memory's `no_rw_check` (it does not on a port that is already
-    synchronous)."""
+    synchronous). The register has no reset and an undefined initial value, as the block RAM's
+    own output register (a defined one, even 0, costs a gate per read-data bit that Yosys adds
+    to emulate it): its `init` attribute, which Amaranth emits from the signal's attributes
+    over its `init`, is all x (the simulator starts it at 0)."""
     port = memory.read_port(domain="comb")
     read = ReadPort.Signature(addr_width=len(port.addr), shape=memory.shape).create(path=(f"{name}_read",))
-    data = Signal.like(port.data, name=f"{name}_data", reset_less=True)  # a reset would be emulated in logic
+    data = Signal.like(port.data, name=f"{name}_data", reset_less=True, attrs={"init": Undef(len(port.data))})
     m.d.comb += [port.addr.eq(read.addr), read.data.eq(data)]
     with m.If(read.en):
         m.d.sync += data.eq(port.data)
