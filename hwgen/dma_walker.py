@@ -73,19 +73,21 @@ def pointer_loop(m: Module, p: DmaParams, desc: data.View, start, take, bases: t
     level's step, a coordinate its stride if its loop advances, its rewind if an outer one does
     (`hwgen.dma_descriptor.pointer_coordinates`). The pointers take `bases` when `load_bases`
     pulses (the cycle before `start`), so the DMA need not hold the descriptor's base fields.
-    Each level counts its advances up from 0 (`start` clears them, reading nothing of the
-    descriptor) to its `repeats`."""
+    Each level counts its advances up from 0 (`start` clears them) to its `repeats`; whether it
+    has reached them is a register (`last`) updated with the count, so no count comparison lies
+    before the pointers' adders."""
     dims = desc.dims
     idx = [Signal(p.count_width, name=f"idx{d}") for d in range(p.outer_dims)]  # advances so far per level
     pointers = [Signal(shape, name=q) for q, shape in zip(QUANTITIES, _shapes(p))]
-    last = [idx[d] == dims[d].repeats for d in range(p.outer_dims)]
+    last = [Signal(name=f"last{d}") for d in range(p.outer_dims)]  # idx[d] == dims[d].repeats
+    restart = [last[d].eq(dims[d].repeats == 0) for d in range(p.outer_dims)]  # with idx[d] cleared
     advance = [~last[j] & Cat(*last[:j]).all() for j in range(p.outer_dims)]  # one-hot: the level that advances
     moving = Cat(*advance)
     with m.If(take):
         for j in range(p.outer_dims):
             with m.If(advance[j]):
-                m.d.sync += idx[j].eq(idx[j] + 1)
-                m.d.sync += [idx[k].eq(0) for k in range(j)]
+                m.d.sync += [idx[j].eq(idx[j] + 1), last[j].eq(idx[j] + 1 == dims[j].repeats)]
+                m.d.sync += [idx[k].eq(0) for k in range(j)] + restart[:j]
         for pointer, (_, step) in zip(pointers, STEPPED):
             selected = [Mux(advance[j], dims[j][step], 0) for j in range(p.outer_dims)]
             m.d.sync += pointer.eq(pointer + reduce(operator.or_, selected))
@@ -94,7 +96,7 @@ def pointer_loop(m: Module, p: DmaParams, desc: data.View, start, take, bases: t
             own, outer = moving.bit_select(level, 1), (moving >> level >> 1).any()  # its loop, or one outside
             m.d.sync += pointer.eq(pointer + Mux(own, desc[f"{name}_step"], Mux(outer, desc[f"{name}_rewind"], 0)))
     with m.If(start):
-        m.d.sync += [i.eq(0) for i in idx]
+        m.d.sync += [i.eq(0) for i in idx] + restart
     with m.If(load_bases):
         m.d.sync += [pointer.eq(base) for pointer, base in zip(pointers, bases)]
     return tuple(pointers), Cat(*last).all()
