@@ -122,6 +122,7 @@ class Bridge(wiring.Component):
         size_argument = Signal(bits)
         wide_address, wide_size = Signal(), Signal()
         status = Signal(8)
+        refused = Signal()               # VALIDATE has refused the request (`status` says why)
         from_memory = Signal()           # READ: the reply payload comes from memory
         out_byte = Signal(8)             # the next reply byte; CHECKSUM: the byte read last; PROGRAM: the low byte
         bit_index = Signal(3)            # CHECKSUM: the bit of `out_byte` going into the region CRC; reply: its shifts
@@ -141,7 +142,18 @@ class Bridge(wiring.Component):
 
         rx, tx, memory = self.rx, self.tx, self.memory
         byte = rx.payload
-        got = rx.valid & rx.ready
+        # Bytes are taken from SYNC to the end of the request (CRC, DISCARD or a refusal), in a
+        # register: `rx.ready` and `got` do not wait for the state's decoding.
+        receiving = Signal(init=1)
+        m.d.comb += rx.ready.eq(receiving)
+        got = rx.valid & receiving
+        # A memory request, registered: it is set on entering the state that waits for its
+        # acceptance (the memory's arbitration does not wait for the state's decoding). All the
+        # requests of a WRITE write, all the others read.
+        requesting = Signal()
+        m.d.comb += [memory.req.valid.eq(requesting), memory.req.payload.addr.eq(pointer),
+                     memory.req.payload.data.eq(buffer_read.data),
+                     memory.req.payload.write.eq(is_command(Command.WRITE))]
         sent = tx.valid & tx.ready
         timed_out = gap[-1]
         m.d.comb += self.link_active.eq(~timed_out)
@@ -161,16 +173,24 @@ class Bridge(wiring.Component):
         # while `pointer` moves through the range.
         # With it, whether the size is not 0 and at most `MAX_DATA` (READ).
         request_end, narrow, nonempty, small = Signal(bits + 1), Signal(), Signal(), Signal()
+        # Also registered in CHECK: the payload's length does not suit the command (PROGRAM:
+        # or its data is not whole halfwords); the range is not aligned (CHECKSUM to
+        # `CHECKSUM_ALIGNMENT`, PROGRAM to halfwords).
+        bad_length, unaligned = Signal(), Signal()
         in_memory = narrow & nonempty & (request_end <= self.info.memory_bytes)
         in_program = narrow & (request_end <= program_bytes)
-        # CHECKSUM: `pointer` has reached `request_end`, registered (SUM follows CHECK by two
-        # cycles and each fetch by nine): the memory request does not wait for the comparison.
+        # CHECKSUM: `pointer` has reached `request_end`, registered (each byte's fetch comes at
+        # least nine cycles before its last bit is summed, where it decides whether to fetch on).
         at_end = Signal()
         m.d.sync += at_end.eq(pointer == request_end)
 
         def refuse(code: Status) -> None:
-            m.d.sync += [status.eq(code), length.eq(0)]
+            m.d.sync += [status.eq(code), length.eq(0), receiving.eq(0)]
             m.next = "REPLY"
+
+        def reject(code: Status) -> None:
+            """VALIDATE: refuse the request (EXECUTE replies `code`)."""
+            m.d.sync += [status.eq(code), refused.eq(1)]
 
         def reply(length_value) -> None:
             """A reply of `length_value` payload bytes."""
@@ -178,7 +198,7 @@ class Bridge(wiring.Component):
 
         def receive(next_state: str) -> None:
             """A header, payload or CRC byte: into the CRC, then on; abandon the frame on silence."""
-            m.d.comb += [rx.ready.eq(1), frame_crc.valid.eq(got), frame_crc.data.eq(byte)]
+            m.d.comb += [frame_crc.valid.eq(got), frame_crc.data.eq(byte)]
             with m.If(got):
                 m.next = next_state
             with m.Elif(timed_out):
@@ -192,20 +212,18 @@ class Bridge(wiring.Component):
                 m.next = next_state
 
         def fetch(next_state: str) -> None:
-            """Request the word holding byte `pointer`; on to the next byte."""
-            m.d.comb += [memory.req.valid.eq(1), memory.req.payload.addr.eq(pointer)]
+            """Wait for the request of the word holding byte `pointer`; on to the next byte."""
             with m.If(memory.req.ready):
-                m.d.sync += [fetch_lane.eq(pointer[:exact_log2(word)]), pointer.eq(pointer + 1)]
+                m.d.sync += [requesting.eq(0), fetch_lane.eq(pointer[:exact_log2(word)]), pointer.eq(pointer + 1)]
                 m.next = next_state
 
         fetched = memory.rd_data.word_select(fetch_lane, 8)
 
         with m.FSM():
             with m.State("SYNC"):
-                m.d.comb += rx.ready.eq(1)
                 with m.If(got & (byte == REQUEST_SYNC)):
                     m.d.comb += frame_crc.start.eq(1)
-                    m.d.sync += [status.eq(Status.OK), length.eq(0), from_memory.eq(0), count.eq(0),
+                    m.d.sync += [status.eq(Status.OK), refused.eq(0), from_memory.eq(0), count.eq(0),
                                  size_argument.eq(0), wide_address.eq(0), wide_size.eq(0), step.eq(0)]
                     m.next = "HEADER"
             with m.State("HEADER"):  # `step`: the command, the length's low byte, its high byte
@@ -217,9 +235,9 @@ class Bridge(wiring.Component):
                         with m.Case(0):
                             m.d.sync += command.eq(Cat(byte == code for code in commands))
                         with m.Case(1):
-                            m.d.sync += length.eq(byte)
+                            m.d.sync += length[:8].eq(byte)
                         with m.Default():
-                            m.d.sync += [length.eq(new_length), step.eq(0)]
+                            m.d.sync += [length[8:].eq(byte), step.eq(0)]
                             m.next = "PAYLOAD"
                             with m.If(new_length > MAX_REQUEST_PAYLOAD):
                                 m.d.sync += status.eq(Status.BAD_LENGTH)
@@ -245,82 +263,90 @@ class Bridge(wiring.Component):
                 with m.If(got):
                     m.d.sync += step.eq(~step[0])
                     with m.If(step[0]):
+                        m.d.sync += receiving.eq(0)
                         m.next = "CHECK"
             with m.State("DISCARD"):  # an over-long request: skip it to its end
-                m.d.comb += rx.ready.eq(1)
                 with m.If(timed_out):
-                    m.d.sync += length.eq(0)
+                    m.d.sync += [length.eq(0), receiving.eq(0)]
                     m.next = "REPLY"
             with m.State("CHECK"):  # the CRC register has taken the last byte
                 m.d.sync += [request_end.eq(pointer + size), narrow.eq(~wide_address & ~request_wide),
                              nonempty.eq(size != 0), small.eq(size <= MAX_DATA)]
-                m.d.comb += region_crc.start.eq(1)  # for a CHECKSUM (EXECUTE's checks stay short)
+                self._check_shape(m, is_command, bool(program_bytes), length, pointer, size, bad_length, unaligned)
+                m.d.comb += region_crc.start.eq(1)  # for a CHECKSUM (VALIDATE's checks stay short)
                 with m.If(frame_crc.match_detected):
-                    m.next = "EXECUTE"
+                    m.next = "VALIDATE"
                 with m.Else():
                     refuse(Status.BAD_CRC)
+
+            with m.State("VALIDATE"):  # the request's checks, into `status` and `refused`
+                m.next = "EXECUTE"
+                with m.If(is_command(Command.IDENTIFY, Command.STATUS, Command.START, Command.COUNTERS)):
+                    with m.If(bad_length):
+                        reject(Status.BAD_LENGTH)
+                    with m.Elif(is_command(Command.START) & self.busy):
+                        reject(Status.BUSY)
+                with m.Elif(is_command(Command.READ)):
+                    with m.If(bad_length):
+                        reject(Status.BAD_LENGTH)
+                    with m.Elif(~small | ~in_memory):
+                        reject(Status.OUT_OF_RANGE)
+                with m.Elif(is_command(Command.WRITE)):
+                    with m.If(bad_length):
+                        reject(Status.BAD_LENGTH)
+                    with m.Elif(~in_memory):
+                        reject(Status.OUT_OF_RANGE)
+                    with m.Elif(self.busy):
+                        reject(Status.BUSY)
+                with m.Elif(is_command(Command.CHECKSUM)):
+                    with m.If(bad_length):
+                        reject(Status.BAD_LENGTH)
+                    with m.Elif(~in_memory):
+                        reject(Status.OUT_OF_RANGE)
+                    with m.Elif(unaligned):
+                        reject(Status.UNALIGNED)
+                if program_bytes:
+                    with m.Elif(is_command(Command.PROGRAM)):
+                        with m.If(bad_length):
+                            reject(Status.BAD_LENGTH)
+                        with m.Elif(unaligned):
+                            reject(Status.UNALIGNED)
+                        with m.Elif(~in_program):
+                            reject(Status.OUT_OF_RANGE)
+                        with m.Elif(self.busy):
+                            reject(Status.BUSY)
+                with m.Else():
+                    reject(Status.BAD_COMMAND)
 
             with m.State("EXECUTE"):  # `length` becomes the reply's (empty unless set below)
                 m.d.sync += [count.eq(0), length.eq(0)]
                 m.next = "REPLY"
-                with m.If(is_command(Command.IDENTIFY, Command.STATUS, Command.START, Command.COUNTERS)):
-                    with m.If(length != 0):
-                        refuse(Status.BAD_LENGTH)
-                    with m.Else():
-                        self._execute_without_arguments(m, is_command, refuse, reply)
-                with m.Elif(is_command(Command.READ)):
-                    with m.If(length != READ_REQUEST.size):
-                        refuse(Status.BAD_LENGTH)
-                    with m.Elif(~small | ~in_memory):
-                        refuse(Status.OUT_OF_RANGE)
-                    with m.Else():
+                with m.If(~refused):
+                    with m.If(is_command(Command.READ)):
                         m.d.sync += from_memory.eq(1)
                         reply(size)
-                with m.Elif(is_command(Command.WRITE)):
-                    with m.If(length <= WRITE_ADDRESS.size):
-                        refuse(Status.BAD_LENGTH)
-                    with m.Elif(~in_memory):
-                        refuse(Status.OUT_OF_RANGE)
-                    with m.Elif(self.busy):
-                        refuse(Status.BUSY)
-                    with m.Else():
+                    with m.Elif(is_command(Command.WRITE)):
                         m.d.sync += [count.eq(WRITE_ADDRESS.size), length.eq(length)]  # the copy's end
                         m.next = "COPY_READ"
-                with m.Elif(is_command(Command.CHECKSUM)):
-                    with m.If(length != CHECKSUM_REQUEST.size):
-                        refuse(Status.BAD_LENGTH)
-                    with m.Elif(~in_memory):
-                        refuse(Status.OUT_OF_RANGE)
-                    with m.Elif((pointer | size)[:exact_log2(CHECKSUM_ALIGNMENT)] != 0):
-                        refuse(Status.UNALIGNED)
-                    with m.Else():
+                    with m.Elif(is_command(Command.CHECKSUM)):
+                        m.d.sync += requesting.eq(1)
                         m.next = "SUM"
-                if program_bytes:
-                    with m.Elif(is_command(Command.PROGRAM)):
-                        with m.If((length <= WRITE_ADDRESS.size) | size[0]):
-                            refuse(Status.BAD_LENGTH)
-                        with m.Elif(pointer[0]):
-                            refuse(Status.UNALIGNED)
-                        with m.Elif(~in_program):
-                            refuse(Status.OUT_OF_RANGE)
-                        with m.Elif(self.busy):
-                            refuse(Status.BUSY)
-                        with m.Else():
+                    if program_bytes:
+                        with m.Elif(is_command(Command.PROGRAM)):
                             m.d.sync += [count.eq(WRITE_ADDRESS.size), length.eq(length)]  # the copy's end
                             m.next = "PROGRAM_LOW"
-                with m.Else():
-                    refuse(Status.BAD_COMMAND)
+                    with m.Else():
+                        self._execute_without_arguments(m, is_command, reply)
 
             # WRITE, PROGRAM: `count` runs over the data bytes in the buffer (after the address);
             # the reply is empty.
             with m.State("COPY_READ"):  # WRITE: buffer -> memory, one byte per two cycles
                 m.d.comb += [buffer_read.addr.eq(count), buffer_read.en.eq(1)]
+                m.d.sync += requesting.eq(1)
                 m.next = "COPY_WRITE"
             with m.State("COPY_WRITE"):
-                m.d.comb += [memory.req.valid.eq(1), memory.req.payload.addr.eq(pointer),
-                             memory.req.payload.data.eq(buffer_read.data), memory.req.payload.write.eq(1)]
                 with m.If(memory.req.ready):
-                    m.d.sync += [pointer.eq(pointer + 1), count.eq(count + 1)]
+                    m.d.sync += [requesting.eq(0), pointer.eq(pointer + 1), count.eq(count + 1)]
                     m.next = "COPY_READ"
                     with m.If(last):
                         m.d.sync += length.eq(0)
@@ -349,11 +375,7 @@ class Bridge(wiring.Component):
             # CHECKSUM: a byte per memory read into `out_byte` (the memory's output goes no
             # further in a cycle), then its bits into the CRC, least significant first.
             with m.State("SUM"):
-                with m.If(at_end):
-                    reply(REPLY_BYTES[Command.CHECKSUM])
-                    m.next = "REPLY"
-                with m.Else():
-                    fetch("SUM_WAIT")
+                fetch("SUM_WAIT")
             with m.State("SUM_WAIT"), m.If(memory.rd_valid):
                 m.d.sync += out_byte.eq(fetched)
                 m.next = "SUM_BITS"
@@ -361,7 +383,12 @@ class Bridge(wiring.Component):
                 m.d.comb += [region_crc.valid.eq(1), region_crc.data.eq(out_byte.bit_select(bit_index, 1))]
                 m.d.sync += bit_index.eq(bit_index + 1)
                 with m.If(bit_index == 7):
-                    m.next = "SUM"
+                    with m.If(at_end):
+                        reply(REPLY_BYTES[Command.CHECKSUM])
+                        m.next = "REPLY"
+                    with m.Else():
+                        m.d.sync += requesting.eq(1)
+                        m.next = "SUM"
 
             with m.State("REPLY"):
                 m.d.sync += self.error.eq(status != Status.OK)
@@ -374,7 +401,7 @@ class Bridge(wiring.Component):
                 with m.If(sent):
                     m.d.sync += step.eq(step + 1)
                     with m.If(step[1]):
-                        m.d.sync += step.eq(0)
+                        m.d.sync += [step.eq(0), requesting.eq(from_memory)]  # a READ's reply is not empty
                         m.next = "FETCH"
                         with m.If(length == 0):
                             m.next = "REPLY_CRC"
@@ -399,7 +426,7 @@ class Bridge(wiring.Component):
             with m.State("SEND"):
                 send(out_byte, "FETCH")
                 with m.If(sent):
-                    m.d.sync += count.eq(count + 1)
+                    m.d.sync += [count.eq(count + 1), requesting.eq(from_memory & ~last)]
                     with m.If(last):
                         m.next = "REPLY_CRC"
             with m.State("REPLY_CRC"):  # `step`: the CRC's high byte, then its low byte
@@ -407,6 +434,7 @@ class Bridge(wiring.Component):
                 with m.If(sent):
                     m.d.sync += step.eq(~step[0])
                     with m.If(step[0]):
+                        m.d.sync += receiving.eq(1)
                         m.next = "SYNC"
         return m
 
@@ -421,16 +449,30 @@ class Bridge(wiring.Component):
             with m.If(beyond != 0):
                 m.d.sync += wide.eq(1)
 
-    def _execute_without_arguments(self, m: Module, is_command, refuse, reply) -> None:
-        """IDENTIFY, STATUS, COUNTERS: set the reply length; START: pulse `start` unless busy."""
+    @staticmethod
+    def _check_shape(m: Module, is_command, program: bool, length, pointer, size, bad_length, unaligned) -> None:
+        """Into `bad_length` and `unaligned`: whether the request's payload length does not suit
+        its command, and whether its range is not aligned as the command needs."""
+        with m.If(is_command(Command.READ)):
+            m.d.sync += bad_length.eq(length != READ_REQUEST.size)
+        with m.Elif(is_command(Command.CHECKSUM)):
+            m.d.sync += [bad_length.eq(length != CHECKSUM_REQUEST.size),
+                         unaligned.eq((pointer | size)[:exact_log2(CHECKSUM_ALIGNMENT)] != 0)]
+        with m.Elif(is_command(Command.WRITE)):
+            m.d.sync += bad_length.eq(length <= WRITE_ADDRESS.size)
+        if program:
+            with m.Elif(is_command(Command.PROGRAM)):
+                m.d.sync += [bad_length.eq((length <= WRITE_ADDRESS.size) | size[0]), unaligned.eq(pointer[0])]
+        with m.Else():  # IDENTIFY, STATUS, START, COUNTERS
+            m.d.sync += bad_length.eq(length != 0)
+
+    def _execute_without_arguments(self, m: Module, is_command, reply) -> None:
+        """IDENTIFY, STATUS, COUNTERS: set the reply length; START: pulse `start`."""
         for fixed in (Command.IDENTIFY, Command.STATUS, Command.COUNTERS):
             with m.If(is_command(fixed)):
                 reply(REPLY_BYTES[fixed])
         with m.If(is_command(Command.START)):
-            with m.If(self.busy):
-                refuse(Status.BUSY)
-            with m.Else():
-                m.d.comb += self.start.eq(1)
+            m.d.comb += self.start.eq(1)
 
     def _reply_byte(self, is_command, index, region_crc_byte):
         """Byte `index` of a STATUS, COUNTERS or CHECKSUM reply, read when it is sent: the
