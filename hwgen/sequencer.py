@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
+from amaranth import Array, Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -118,6 +118,20 @@ def used_bits(queue: str, template: Template = Template(),
     return ranges
 
 
+def dispatch_target(word: Value) -> Value:
+    """One-hot (bit `i`: `QUEUES[i]`) the queue an instruction goes to, from its low bits (opcode
+    and a WAIT / SIGNAL's queue); none for one the fetch stage executes. The fetch stage keeps
+    it in a register next to the instruction, so dispatching needs no opcode decoding."""
+    opcode = word[:OPCODE_BITS]
+    queue_field = PAYLOADS[Opcode.WAIT]["queue"]
+    queue = word[OPCODE_BITS + queue_field.offset:][:queue_field.shape.width]
+    queued = (opcode == Opcode.WAIT) | (opcode == Opcode.SIGNAL)
+    return Cat(
+        (queued & (queue == index))
+        | Cat(opcode == own for own in QUEUE_OPCODES[q] if own not in (Opcode.WAIT, Opcode.SIGNAL)).any()
+        for index, q in enumerate(QUEUES))
+
+
 class Sequencer(wiring.Component):
     """Runs `program` (instruction words) when `start` pulses; `done` rises when it has finished.
 
@@ -160,12 +174,13 @@ class Sequencer(wiring.Component):
         m.d.comb += pc_next.eq(pc)
         m.d.sync += pc.eq(pc_next)
         instr = Signal(INSTRUCTION_LAYOUT)
+        target = Signal(len(QUEUES))  # one-hot: the queue `instr` goes to; none: executed in the fetch stage
         fetching = Signal()  # the FETCH state: the instruction at `pc` is being read
         fetched = Signal()   # its last part arrives in this cycle (EXECUTE follows)
         if self.spram:
-            self._spram_fetch(m, pc, pc_next, instr, fetching, fetched)
+            self._spram_fetch(m, pc, pc_next, instr, target, fetching, fetched)
         else:
-            self._rom_fetch(m, pc_next, instr)
+            self._rom_fetch(m, pc_next, instr, target)
             m.d.comb += fetched.eq(fetching)
 
         sems = Array(Signal(self.template.semaphore_bits, name=f"sem{i}") for i in range(SEMAPHORES))
@@ -202,18 +217,6 @@ class Sequencer(wiring.Component):
                     m.d.comb += [resolved.payload.store.dram_offset.eq(regs[store.dram_reg] + store.dram_offset),
                                  resolved.payload.store.dram_reg.eq(0)]
 
-        target = Signal(range(len(QUEUES) + 1))  # len(QUEUES): executed in the fetch stage
-        m.d.comb += target.eq(len(QUEUES))
-        with m.Switch(instr.opcode):
-            with m.Case(Opcode.WAIT, Opcode.SIGNAL):
-                m.d.comb += target.eq(instr.payload.wait.queue)
-            with m.Case(Opcode.LOAD):
-                m.d.comb += target.eq(Queue.LOAD)
-            with m.Case(Opcode.STORE):
-                m.d.comb += target.eq(Queue.STORE)
-            with m.Case(Opcode.CONVCFG, Opcode.CONV, Opcode.VEC):
-                m.d.comb += target.eq(Queue.COMPUTE)
-
         advance = Signal()
         with m.If(advance):
             m.d.comb += pc_next.eq(pc + 1)
@@ -233,38 +236,40 @@ class Sequencer(wiring.Component):
             m.d.comb += Cat(heads[q].as_value()[start:stop] for start, stop in fields[q]).eq(fifos[q].r_data)
             if self.template.queue_fields == "used":
                 m.d.comb += [heads[q].opcode[bit].eq(value) for bit, value in opcode_constants(q).items()]
-        increments = {q: Signal(name=f"{q}_signal") for q in QUEUES}
-        decrements = {q: Signal(name=f"{q}_wait_granted") for q in QUEUES}
         waiting = {q: Signal(name=f"{q}_waiting") for q in QUEUES}
         issued = {q: Signal(name=f"{q}_issued") for q in QUEUES}
-        nonzero = Array(Signal(name=f"sem{i}_nonzero") for i in range(SEMAPHORES))
+        nonzero = [Signal(name=f"sem{i}_nonzero") for i in range(SEMAPHORES)]
         m.d.comb += [nonzero[i].eq(sems[i].any()) for i in range(SEMAPHORES)]
+        # Per queue and semaphore: its head WAITs on / SIGNALs the semaphore (decoded from the
+        # head's register, without going through a semaphore-indexed mux).
+        waits_on = {q: [Signal(name=f"{q}_waits_on{s}") for s in range(SEMAPHORES)] for q in QUEUES}
+        signals = {q: [Signal(name=f"{q}_signals{s}") for s in range(SEMAPHORES)] for q in QUEUES}
         for index, q in enumerate(QUEUES):
             head = heads[q]
             sem = head.payload.wait.sem
             out = getattr(self, q)
-            idle = getattr(self, f"{q}_idle") & ~issued[q] & ~out.valid
+            unit_idle = getattr(self, f"{q}_idle") & ~issued[q]  # `out` is not valid at a SIGNAL
             if not runs_in_place(self.template, q):  # else popped when done
                 m.d.sync += issued[q].eq(out.valid & out.ready)
-            earlier_same_wait = [
-                fifos[p].r_rdy & (heads[p].opcode == Opcode.WAIT) & (heads[p].payload.wait.sem == sem)
-                for p in QUEUES[:index]
-            ]
+            at_head = {opcode: fifos[q].r_rdy & (head.opcode == opcode) for opcode in (Opcode.WAIT, Opcode.SIGNAL)}
+            for s in range(SEMAPHORES):
+                m.d.comb += [waits_on[q][s].eq(at_head[Opcode.WAIT] & (sem == s)),
+                             signals[q][s].eq(at_head[Opcode.SIGNAL] & (sem == s) & unit_idle)]
+            # a WAIT passes on a nonzero semaphore unless an earlier queue waits on it too
+            granted = Cat(waits_on[q][s] & nonzero[s] & ~Cat(waits_on[p][s] for p in QUEUES[:index]).any()
+                          for s in range(SEMAPHORES)).any()
             with m.If(fifos[q].r_rdy):
                 with m.Switch(head.opcode):
                     with m.Case(Opcode.WAIT):
-                        blocked = ~nonzero[sem]
-                        for other in earlier_same_wait:
-                            blocked |= other
-                        m.d.comb += [waiting[q].eq(blocked), decrements[q].eq(~blocked), fifos[q].r_en.eq(~blocked)]
+                        m.d.comb += [waiting[q].eq(~granted), fifos[q].r_en.eq(granted)]
                     with m.Case(Opcode.SIGNAL):
-                        m.d.comb += [increments[q].eq(idle), fifos[q].r_en.eq(idle)]
+                        m.d.comb += fifos[q].r_en.eq(unit_idle)
                     with m.Default():
                         m.d.comb += [out.valid.eq(1), fifos[q].r_en.eq(out.ready)]
             m.d.comb += out.payload.eq(head)  # meaningful only while `valid`
         for s in range(SEMAPHORES):
-            self._update_semaphore(m, sems[s], [increments[q] & (heads[q].payload.wait.sem == s) for q in QUEUES],
-                                   [decrements[q] & (heads[q].payload.wait.sem == s) for q in QUEUES])
+            self._update_semaphore(m, sems[s], [signals[q][s] for q in QUEUES],
+                                   nonzero[s] & Cat(waits_on[q][s] for q in QUEUES).any())
 
         # ---- fetch FSM (a ROM program ends at END or when the pc runs past its last word)
         ran_off = Const(0) if "program_write" in self.signature.members else pc >= len(self.program)
@@ -295,9 +300,9 @@ class Sequencer(wiring.Component):
                 m.d.comb += self.busy.eq(1)
                 with m.If(ran_off):
                     m.next = "DRAIN"
-                with m.Elif(target != len(QUEUES)):
+                with m.Elif(target.any()):
                     for index, q in enumerate(QUEUES):
-                        with m.If(target == index):
+                        with m.If(target[index]):
                             m.d.comb += fifos[q].w_en.eq(1)
                             with m.If(fifos[q].w_rdy):
                                 m.d.comb += advance.eq(1)
@@ -341,16 +346,16 @@ class Sequencer(wiring.Component):
         return m
 
     @staticmethod
-    def _update_semaphore(m: Module, sem: Signal, increments: list, decrements: list) -> None:
+    def _update_semaphore(m: Module, sem: Signal, increments: list, decrement) -> None:
         """Adds this cycle's increments (one-bit each) and subtracts its decrement with a single
         adder: the queues' net change as one small signed number. At most one queue's WAIT passes
-        on a semaphore in a cycle (a later queue waiting on it is blocked), so the decrement is
-        one bit, any of `decrements`."""
+        on a semaphore in a cycle (the first queue waiting on it while it is nonzero; a later
+        one is blocked), so the decrement is one bit."""
         delta = Signal(range(-1, len(increments) + 1), name=f"{sem.name}_delta")
-        m.d.comb += delta.eq(sum(increments[1:], increments[0]) - Cat(*decrements).any())
+        m.d.comb += delta.eq(sum(increments[1:], increments[0]) - decrement)
         m.d.sync += sem.eq(sem + delta)
 
-    def _rom_fetch(self, m: Module, pc_next, instr) -> None:
+    def _rom_fetch(self, m: Module, pc_next, instr, target) -> None:
         """A word-wide ROM (or RAM) read at the pc's next value, so its output is the word at
         `pc`; a register of that output gives the execute stage its instruction straight from
         flip-flops (block RAM outputs are slow) in the same cycle as reading at `pc` would."""
@@ -361,9 +366,9 @@ class Sequencer(wiring.Component):
             m.d.comb += [write.addr.eq(self.program_write.addr), write.data.eq(self.program_write.data),
                          write.en.eq(self.program_write.en)]
         m.d.comb += read.addr.eq(pc_next)
-        m.d.sync += instr.eq(read.data)
+        m.d.sync += [instr.eq(read.data), target.eq(dispatch_target(read.data))]
 
-    def _spram_fetch(self, m: Module, pc, pc_next, instr, fetching, fetched) -> None:
+    def _spram_fetch(self, m: Module, pc, pc_next, instr, target, fetching, fetched) -> None:
         """Halfword 0 of the next instruction is read in the cycle that decides it (at
         `pc_next`), halfwords 1..7 in the first seven FETCH cycles; each arrives a cycle later
         and is written into its place in `instr` (bits no queue carries are never read, so
@@ -381,6 +386,8 @@ class Sequencer(wiring.Component):
                 for index in range(HALFWORDS):
                     with m.Case(index + 1):
                         m.d.sync += instr.as_value().word_select(index, SPRAM_BITS).eq(memory.rd_data)
+                        if index == 0:
+                            m.d.sync += target.eq(dispatch_target(memory.rd_data))
         with m.If(client.req):
             m.d.comb += [memory.addr.eq(client.addr), memory.rd_en.eq(1), client.grant.eq(1)]
             with m.If(~fetching):
