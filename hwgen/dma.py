@@ -293,18 +293,20 @@ class Dma(wiring.Component):
         src_left = Signal(p.count_width + 1)  # bus words left in the segment
         src_beats = Signal(range(p.burst_beats + 1))  # words of the next move: min(src_left, its block's)
         src_some = Signal()  # src_left != 0
-        src_final = Signal()  # src_left == src_beats: the next move ends the segment
+        src_final = Signal()  # src_some and src_left == src_beats: the next move ends the segment
         src_first = src_seg.addr if p.narrow_queues else Mux(load, src_seg.dram, src_seg.buf)
         src_step = Signal()
 
-        def set_source_left(left, block) -> list:
-            """`src_left` and what follows from it, with `block` words up to the move's block end."""
+        def set_source_left(left, block, some=1) -> list:
+            """`src_left` and what follows from it, with `block` words up to the move's block end
+            (`some`: whether the segment has words left)."""
             block = Mux(load, block, 1)
-            return [src_left.eq(left), src_beats.eq(Mux(left < block, left, block)), src_final.eq(left <= block)]
+            return [src_left.eq(left), src_beats.eq(Mux(left < block, left, block)),
+                    src_final.eq(some & (left <= block))]
 
         with m.If(src_step):  # a load burst that is not the last ends at its block's end
             m.d.sync += [src_addr.eq(src_addr + (src_beats << lb)), src_some.eq(~src_final),
-                         *set_source_left((src_left - src_beats)[:len(src_left)], p.burst_beats)]
+                         *set_source_left((src_left - src_beats)[:len(src_left)], p.burst_beats, ~src_final)]
         with m.If(src_take & src_valid):  # every segment has a byte (`Descriptor.run_bytes` >= 1)
             first_beat = (src_first >> lb)[:exact_log2(p.burst_beats)]
             m.d.sync += [src_addr.eq(src_first >> lb << lb), src_some.eq(1),
@@ -328,8 +330,9 @@ class Dma(wiring.Component):
         with m.If(word_free):
             m.d.sync += [word_valid.eq(read_valid), word.eq(self.buf_rd.data), word_lane.eq(read_lane)]
 
+        # `src_final` implies `src_some` and `busy`, so the source side's handshake enters `src_take` last
         source_moves = Mux(load, req.valid & req.ready, stage_free & self.busy & src_some)
-        m.d.comb += [src_step.eq(source_moves), src_take.eq(~src_some | (source_moves & src_final))]
+        m.d.comb += [src_step.eq(source_moves), src_take.eq(~src_some | (src_final & Mux(load, req.ready, stage_free)))]
 
         # Realigner: commands from the realign queue, data from DRAM (loads) or the buffer (stores).
         rel_seg = realign_layout(to_realign.r_data)

@@ -68,38 +68,43 @@ def levels_loop(m: Module, p: DmaParams, desc: data.View, start, take) -> tuple[
     return tuple(level[0] for level in levels), Cat(*last).all()
 
 
-def pointer_loop(m: Module, p: DmaParams, desc: data.View, start, take, bases: tuple, load_bases) -> tuple[tuple, Signal]:
+def pointer_loop(m: Module, p: DmaParams, desc: data.View, start, take, walking, bases: tuple,
+                 load_bases) -> tuple[tuple, tuple, Signal]:
     """The `pointer` loop stage: one pointer per quantity; an address adds the advancing
     level's step, a coordinate its stride if its loop advances, its rewind if an outer one does
     (`hwgen.dma_descriptor.pointer_coordinates`). The pointers take `bases` when `load_bases`
     pulses (the cycle before `start`), so the DMA need not hold the descriptor's base fields.
     Each level counts its advances up from 0 (`start` clears them) to its `repeats`; whether it
     has reached them is a register (`last`) updated with the count, so no count comparison lies
-    before the pointers' adders."""
+    before the pointers' adders. Returns the pointers, their values after the next `take` (the
+    pointers themselves while not `walking`), and whether the run at the pointers is the last."""
     dims = desc.dims
     idx = [Signal(p.count_width, name=f"idx{d}") for d in range(p.outer_dims)]  # advances so far per level
     pointers = [Signal(shape, name=q) for q, shape in zip(QUANTITIES, _shapes(p))]
+    following = [Signal(shape, name=f"{q}_next") for q, shape in zip(QUANTITIES, _shapes(p))]
     last = [Signal(name=f"last{d}") for d in range(p.outer_dims)]  # idx[d] == dims[d].repeats
     restart = [last[d].eq(dims[d].repeats == 0) for d in range(p.outer_dims)]  # with idx[d] cleared
-    advance = [~last[j] & Cat(*last[:j]).all() for j in range(p.outer_dims)]  # one-hot: the level that advances
+    # one-hot: the level that advances (none while not walking)
+    advance = [walking & ~last[j] & Cat(*last[:j]).all() for j in range(p.outer_dims)]
     moving = Cat(*advance)
+    for pointer, after, (_, step) in zip(pointers, following, STEPPED):
+        selected = [Mux(advance[j], dims[j][step], 0) for j in range(p.outer_dims)]
+        m.d.comb += after.eq(pointer + reduce(operator.or_, selected))
+    for pointer, after, (name, _) in zip(pointers[len(STEPPED):], following[len(STEPPED):], COORDINATES):
+        level = desc[f"{name}_level"]
+        own, outer = moving.bit_select(level, 1), (moving >> level >> 1).any()  # its loop, or one outside
+        m.d.comb += after.eq(pointer + Mux(own, desc[f"{name}_step"], Mux(outer, desc[f"{name}_rewind"], 0)))
     with m.If(take):
         for j in range(p.outer_dims):
             with m.If(advance[j]):
                 m.d.sync += [idx[j].eq(idx[j] + 1), last[j].eq(idx[j] + 1 == dims[j].repeats)]
                 m.d.sync += [idx[k].eq(0) for k in range(j)] + restart[:j]
-        for pointer, (_, step) in zip(pointers, STEPPED):
-            selected = [Mux(advance[j], dims[j][step], 0) for j in range(p.outer_dims)]
-            m.d.sync += pointer.eq(pointer + reduce(operator.or_, selected))
-        for pointer, (name, _) in zip(pointers[len(STEPPED):], COORDINATES):
-            level = desc[f"{name}_level"]
-            own, outer = moving.bit_select(level, 1), (moving >> level >> 1).any()  # its loop, or one outside
-            m.d.sync += pointer.eq(pointer + Mux(own, desc[f"{name}_step"], Mux(outer, desc[f"{name}_rewind"], 0)))
+        m.d.sync += [pointer.eq(after) for pointer, after in zip(pointers, following)]
     with m.If(start):
         m.d.sync += [i.eq(0) for i in idx] + restart
     with m.If(load_bases):
         m.d.sync += [pointer.eq(base) for pointer, base in zip(pointers, bases)]
-    return tuple(pointers), Cat(*last).all()
+    return tuple(pointers), tuple(following), Cat(*last).all()
 
 
 class Walker(wiring.Component):
@@ -207,15 +212,21 @@ class PointerWalker(wiring.Component):
         m = Module()
         p, desc = self.params, self.desc
         take = Signal()
-        (a, b, y, x), final = pointer_loop(m, p, desc, self.start, take, _bases(self.bases), self.load_bases)
         starting, walking = Signal(), Signal()  # the cycle after `start`; runs are left
+        (a, b, _, _), (_, _, y, x), final = pointer_loop(m, p, desc, self.start, take, walking,
+                                                         _bases(self.bases), self.load_bases)
         m.d.sync += starting.eq(self.start)
-        # a negative coordinate, read unsigned, lies beyond every bound
-        inside = (y.as_unsigned() < desc.height) & (x.as_unsigned() < desc.width)
+        # whether the run at the pointers lies in the image, a register decided with the pointers'
+        # next values (so no comparison lies before `take`); a negative coordinate, read unsigned,
+        # lies beyond every bound
+        inside = Signal()
+        with m.If(take | ~walking):
+            m.d.sync += inside.eq((y.as_unsigned() < desc.height) & (x.as_unsigned() < desc.width))
         emits = desc.load | inside
         seg = self.seg.payload
         m.d.comb += [self.seg.valid.eq(walking & emits), seg.fill.eq(~inside), seg.dram.eq(a), seg.buf.eq(b),
-                     seg.n.eq(desc.run_bytes), take.eq(walking & (self.seg.ready | ~emits)), self.busy.eq(starting | walking)]
+                     seg.n.eq(desc.run_bytes), take.eq(walking & (self.seg.ready | ~emits)),
+                     self.busy.eq(starting | walking)]
         with m.If(take & final):
             m.d.sync += walking.eq(0)
         with m.If(starting):
