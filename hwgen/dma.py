@@ -19,7 +19,7 @@ without the run length (the descriptor's `run_bytes`), in a `BlockRamQueue`.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Shape, Signal, unsigned
+from amaranth.hdl import Cat, Module, Mux, Shape, Signal, Value, unsigned
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.memory import Memory, ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
@@ -196,7 +196,8 @@ class Realigner(wiring.Component):
 class Dma(wiring.Component):
     """Executes one descriptor at a time between `port` and a buffer bank.
 
-    Loads write the bank through `buf_wr` (byte enables), stores read it through `buf_rd`
+    Loads write the bank through `buf_wr` (byte enables; with `registered_writes` through a
+    register, so the last write may come in `done`'s cycle), stores read it through `buf_rd`
     (synchronous, one cycle latency). `desc.ready` is high while idle; `done` pulses for one cycle
     when a descriptor has finished (for stores: all write beats accepted by the port). With
     `entry_held` the DMA keeps only `load` of the descriptor it takes (and the walker's
@@ -346,12 +347,13 @@ class Dma(wiring.Component):
         out_lane = (out.payload.addr >> lb)[:lw - lb]
         block_end = (out.payload.addr >> lb)[:exact_log2(p.burst_beats)] == p.burst_beats - 1
         beat_free = ~wr.valid | wr.ready
-        m.d.comb += [
-            out.ready.eq(load | beat_free),
-            self.buf_wr.addr.eq(out.payload.addr >> lw),
-            self.buf_wr.data.eq(Cat(*[out.payload.data] * (p.buf_word_bytes // B))),
-            self.buf_wr.en.eq(Mux(load & out.valid, out.payload.mask << (out_lane * B), 0)),
-        ]
+        m.d.comb += out.ready.eq(load | beat_free)
+        write_addr, write_data = out.payload.addr >> lw, out.payload.data
+        write_en = Mux(load & out.valid, out.payload.mask << (out_lane * B), 0)
+        if p.registered_writes:  # a cycle later, so no realigner logic lies before the banks' ports
+            write_addr, write_data, write_en = (_registered(m, value) for value in (write_addr, write_data, write_en))
+        m.d.comb += [self.buf_wr.addr.eq(write_addr), self.buf_wr.en.eq(write_en),
+                     self.buf_wr.data.eq(Cat(*[write_data] * (p.buf_word_bytes // B)))]
         with m.If(beat_free):
             m.d.sync += [
                 wr.valid.eq(~load & out.valid),
@@ -370,3 +372,10 @@ class Dma(wiring.Component):
                 m.d.sync += self.busy.eq(0)
                 m.d.comb += self.done.eq(1)
         return m
+
+
+def _registered(m: Module, value) -> Signal:
+    """`value` a cycle later (reset to 0)."""
+    register = Signal(Value.cast(value).shape())
+    m.d.sync += register.eq(value)
+    return register
