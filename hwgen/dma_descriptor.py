@@ -75,8 +75,10 @@ class DmaParams:
     reads the other fields from its `desc` input while busy, whose source holds them until `done`,
     and a descriptor-table entry leaves out the `FILLED_FIELDS` (`template.dma_descriptor:
     reader`). `outer_dims`: the outer loops the DMA walks (at most `OUTER_DIMS`; the `pointer`
-    walker refuses descriptors with more). `registered_writes`: a load's buffer writes leave
-    through a register, a cycle after the realigner forms them (no cycle more per descriptor)."""
+    walker refuses descriptors with more). `timing_registers` (the default template's, for
+    the clock rate): a load's buffer writes leave through a register, a cycle after the realigner
+    forms them (no cycle more per descriptor), and the realigner keeps its counts' tests
+    (`Realigner`) in flip-flops."""
 
     bus_bytes: int
     burst_beats: int
@@ -91,7 +93,7 @@ class DmaParams:
     narrow_queues: bool = False
     entry_held: bool = False
     outer_dims: int = OUTER_DIMS
-    registered_writes: bool = True
+    timing_registers: bool = True
 
     def __post_init__(self) -> None:
         exact_log2(self.buf_word_bytes), exact_log2(self.burst_beats)  # raise unless powers of two

@@ -53,7 +53,7 @@ def dma_params(config: AcceleratorConfig, kind: str) -> DmaParams:
     compact = {} if template.dma == "separate" else {
         "walker": "pointer", "count_width": ceil_log2(word * depth) + 1, "coord_width": COORD_BITS,
         "narrow_queues": True, "entry_held": template.dma_descriptor == "reader", "outer_dims": template.dma_loops,
-        "registered_writes": False}
+        "timing_registers": False}
     return DmaParams(bus_bytes=config.dram.bus_width_bits // 8, burst_beats=config.dram.burst_beats,
                      buf_word_bytes=word, buf_depth=depth, addr_width=template.dram_address_bits,
                      segment_fifos=template.segment_fifos, **compact)

@@ -37,7 +37,7 @@ def variant(params: DmaParams, walker: str) -> DmaParams:
         return params
     held = walker == "held"
     return replace(params, walker="pointer", addr_width=11, count_width=params.buf_addr_width + 1, coord_width=10,
-                   narrow_queues=True, entry_held=held, outer_dims=3 if held else 4, registered_writes=False)
+                   narrow_queues=True, entry_held=held, outer_dims=3 if held else 4, timing_registers=False)
 
 
 JUNK = Descriptor(load=True, dram_addr=0x155, buf_addr=0x2A, run_bytes=5, dims=(Dim(3, 7, 9, 1, -2),), run_dx=1,
