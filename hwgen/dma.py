@@ -19,7 +19,7 @@ without the run length (the descriptor's `run_bytes`), in a `BlockRamQueue`.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Shape, Signal, Value, unsigned
+from amaranth.hdl import Cat, Module, Mux, Shape, Signal, unsigned
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.memory import Memory, ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
@@ -28,6 +28,7 @@ from amaranth.utils import ceil_log2, exact_log2
 from hwgen.dma_descriptor import OUTER_DIMS, Descriptor, DescriptorError, Dim, DmaParams
 from hwgen.dma_walker import BASES, PointerWalker, Walker
 from hwgen.memory_port import MemoryPort
+from hwgen.pe import register
 
 __all__ = ["OUTER_DIMS", "BlockRamQueue", "Descriptor", "DescriptorError", "Dim", "DmaParams", "Dma", "PointerWalker",
            "Realigner", "Walker"]
@@ -141,7 +142,8 @@ class Realigner(wiring.Component):
         m.d.sync += [in_left.eq(in_next), out_left.eq(out_next)]
         in_any, out_last = in_left != 0, out_left == 1
         if p.timing_registers:  # the tests in flip-flops, no wide comparison before the handshakes
-            in_any, out_last = _registered(m, in_next != 0), _registered(m, out_next == 1)
+            in_any, out_last = (register(m, test, name, reset_less=False)
+                                for test, name in ((in_next != 0, "in_any"), (out_next == 1, "out_last")))
         skip = Signal()  # the first source word completes no destination word
         shift = Signal(lb)  # (dst - src) mod B: destination lane of source lane 0
         fill = Signal()
@@ -359,7 +361,8 @@ class Dma(wiring.Component):
         write_addr, write_data = out.payload.addr >> lw, out.payload.data
         write_en = Mux(load & out.valid, out.payload.mask << (out_lane * B), 0)
         if p.timing_registers:  # a cycle later, so no realigner logic lies before the banks' ports
-            write_addr, write_data, write_en = (_registered(m, value) for value in (write_addr, write_data, write_en))
+            write_addr, write_data = register(m, write_addr, "write_addr"), register(m, write_data, "write_data")
+            write_en = register(m, write_en, "write_en", reset_less=False)
         m.d.comb += [self.buf_wr.addr.eq(write_addr), self.buf_wr.en.eq(write_en),
                      self.buf_wr.data.eq(Cat(*[write_data] * (p.buf_word_bytes // B)))]
         with m.If(beat_free):
@@ -380,10 +383,3 @@ class Dma(wiring.Component):
                 m.d.sync += self.busy.eq(0)
                 m.d.comb += self.done.eq(1)
         return m
-
-
-def _registered(m: Module, value) -> Signal:
-    """`value` a cycle later (reset to 0)."""
-    register = Signal(Value.cast(value).shape())
-    m.d.sync += register.eq(value)
-    return register
