@@ -20,17 +20,17 @@ The caller connects the buffer ports to the banks `in_bank`, `param_bank` and `o
 Schedule: one read of one pixel's `S` lanes per cycle, loops (outer to inner) `oh, ow, g, kh,
 kw, operand`, so the results are consecutive `S`-byte chunks of the accumulator bank. Pipeline
 (nothing stalls): read issue (its address the sum of the loops' offsets, or with
-`template.vector_address: register` that sum formed a cycle earlier and kept) → select the
-pixel in the word, the zero point and the coefficient (a register right after the block RAM's output and the word selection) → subtract the zero
-point → product → accumulate (max or sum) and read the parameters (MAX alone: read → select and subtract the
-zero point → accumulate, `accumulate_latency`) → post-processing →
-byte-enabled write. With `template.postprocess: serial` the post-processing is the lane the
-engines share (a port, `post`: the unit fills its first `S` lanes) and an output window
-starts at least `hwgen.serial_post.serial_interval(R)` cycles after the previous one; with
-`template.vector_products: serial` the products of COPY and ADD take `DIGITS` cycles each (4
-bits of the coefficient per cycle, shift-add: no DSP), so their reads are that many cycles
-apart (MAX and SUM, whose coefficient is 1, keep one read per cycle). A VEC keeps `idle` low
-for exactly `vec_cycles(config, vec, convcfg)` cycles.
+`template.vector_address: register` that sum formed a cycle earlier and kept) → select the pixel
+in the word, the zero point and the coefficient (a register right after the block RAM's output
+and the word selection) → subtract the zero point → product → accumulate (max or sum) and read
+the parameters (MAX alone: read → select and subtract the zero point → accumulate,
+`accumulate_latency`) → post-processing → byte-enabled write. With `template.postprocess:
+serial` the post-processing is the lane the engines share (a port, `post`: the unit fills its
+first `S` lanes) and an output window starts at least `hwgen.serial_post.serial_interval(R)`
+cycles after the previous one; with `template.vector_products: serial` the products of COPY and
+ADD take `DIGITS` cycles each (4 bits of the coefficient per cycle, shift-add: no DSP), so their
+reads are that many cycles apart (MAX and SUM, whose coefficient is 1, keep one read per cycle).
+A VEC keeps `idle` low for exactly `vec_cycles(config, vec, convcfg)` cycles.
 
 `template.vector_ops` generates only the listed operations (`vector_ops`): without ADD and COPY
 no coefficient (the product stage only delays), without ADD no operand loop, without MAX and
@@ -259,9 +259,13 @@ class VectorUnit(wiring.Component):
         offset = {name: Signal(pixel, name=f"{name}_offset") for name in loops if name not in ("ow", "operand")}
         # `kw` takes phase `kw % stride` (its offset: phase times the pitch) and column `kw // stride`
         phase, column = Signal(3), Signal(bound_shapes["kw"])
-        # the loop state is assigned through its next values (`_following`)
-        count_next, offset_next = _following(m, count), _following(m, offset)
-        phase_next, column_next = _following(m, {"phase": phase, "column": column}).values()
+        # what the loop logic assigns (`*_set`): the state registers, or (`vector_address:
+        # register`) their next values (`_following`), which the read address then sums
+        registered = self.config.template.vector_address == "register"
+        following = _following if registered else lambda m, states: states
+        update = "comb" if registered else "sync"
+        count_set, offset_set = following(m, count), following(m, offset)
+        phase_set, column_set = following(m, {"phase": phase, "column": column}).values()
         at_last = {name: count[name] == last[name] if name in last else Const(1) for name in LOOPS}
         at_last[loops[0]] = count[loops[0]] == 0
         first = ~Cat(*(count[name] for name in ("kh", "kw", "operand") if name in loops)).any()
@@ -281,24 +285,24 @@ class VectorUnit(wiring.Component):
             with m.Elif(pause != 0):
                 m.d.sync += pause.eq(pause - 1)
         with m.If(self.cmd.valid & self.cmd.ready):
-            m.d.comb += [phase_next.eq(0), column_next.eq(0), *(count_next[name].eq(0) for name in loops[1:]),
-                         count_next[loops[0]].eq(latched[loops[0]][0]), *(o.eq(0) for o in offset_next.values())]
+            m.d[update] += [phase_set.eq(0), column_set.eq(0), *(count_set[name].eq(0) for name in loops[1:]),
+                            count_set[loops[0]].eq(latched[loops[0]][0]), *(o.eq(0) for o in offset_set.values())]
         with m.Elif(go):
             for level in reversed(range(len(loops))):
                 name, inner = loops[level], loops[level + 1:]
                 with (m.If if level == len(loops) - 1 else m.Elif)(~at_last[name]):
-                    m.d.comb += [count_next[name].eq(count[name] + (-1 if level == 0 else 1)),
-                                 *(count_next[i].eq(0) for i in inner),
-                                 *(offset_next[i].eq(0) for i in inner if i in offset)]
+                    m.d[update] += [count_set[name].eq(count[name] + (-1 if level == 0 else 1)),
+                                    *(count_set[i].eq(0) for i in inner),
+                                    *(offset_set[i].eq(0) for i in inner if i in offset)]
                     if name == "kw":
                         next_column = (phase + 1)[:len(phase)] == stride
-                        m.d.comb += [phase_next.eq(Mux(next_column, 0, phase + 1)),
-                                     column_next.eq(column + next_column),
-                                     offset_next[name].eq(Mux(next_column, 0, offset[name] + step[name]))]
+                        m.d[update] += [phase_set.eq(Mux(next_column, 0, phase + 1)),
+                                        column_set.eq(column + next_column),
+                                        offset_set[name].eq(Mux(next_column, 0, offset[name] + step[name]))]
                     elif name in offset:
-                        m.d.comb += offset_next[name].eq(offset[name] + step[name])
+                        m.d[update] += offset_set[name].eq(offset[name] + step[name])
                     if "kw" in inner:
-                        m.d.comb += [phase_next.eq(0), column_next.eq(0)]
+                        m.d[update] += [phase_set.eq(0), column_set.eq(0)]
             with m.Else():
                 m.d.sync += running.eq(0)
 
@@ -312,8 +316,8 @@ class VectorUnit(wiring.Component):
                 terms = [(a + b)[:self.pixel_bits] for a, b in zip(terms[::2], terms[1::2])] + terms[len(terms) & ~1:]
             return terms[0]
 
-        if self.config.template.vector_address == "register":  # the sum of the next offsets, kept
-            pointer = register(m, read_pointer(count_next, offset_next, column_next), "read_pointer")
+        if registered:  # the sum of the next offsets, kept
+            pointer = register(m, read_pointer(count_set, offset_set, column_set), "read_pointer")
         else:
             pointer = read_pointer(count, offset, column)
         word = pointer[log_cols:]
