@@ -216,10 +216,10 @@ class Template:
     lane both engines share (`hwgen.serial_post`); `address_steps`: the CONVCFG pointer-step
     products computed by `hardware` multipliers or precomputed by the `compiler` (CONVCFG
     `plane_step`, `flat_plane_step`); `vector_products`: the vector unit's coefficient products
-    on `dsp` multipliers or `serial` (shift-add, 4 coefficient bits per cycle); `vector_address`:
-    the vector unit's input-buffer read address, the `sum` of its loops' offsets formed as it is
-    read, or that sum kept in a `register` (formed a cycle earlier from the loops' next offsets: no
-    adders between the registers and the block RAM's address); `vector_ops`: the
+    on `dsp` multipliers or `serial` (shift-add, 4 coefficient bits per cycle); `timing_registers`:
+    flip-flops that shorten paths a large FPGA spreads out, at no cycle (the convolution engine's
+    loop-wrap tests, the load DMA's buffer writes and the realigner's count tests;
+    `hwgen.dma_descriptor.DmaParams`); `vector_ops`: the
     VEC operations the vector unit implements (at least one; a network needing another one does
     not compile); `dma_descriptor`: the shared DMA keeps a `copy` of the descriptor it runs (the
     descriptor reader fetches the next one meanwhile), or reads the constant fields from the
@@ -253,7 +253,7 @@ class Template:
     postprocess: str = "lanes"
     address_steps: str = "hardware"
     vector_products: str = "dsp"
-    vector_address: str = "register"
+    timing_registers: bool = True
     vector_ops: tuple[str, ...] = VECTOR_OPS
     dma_descriptor: str = "copy"
     dma_loops: int = 4
@@ -333,7 +333,7 @@ _SCHEMA: dict[str, dict[str, dict]] = {
         "postprocess": {"range": _Choice(("lanes", "serial"))},
         "address_steps": {"range": _Choice(("hardware", "compiler"))},
         "vector_products": {"range": _Choice(("dsp", "serial"))},
-        "vector_address": {"range": _Choice(("sum", "register"))},
+        "timing_registers": {"range": _Choice((True, False))},
         "vector_ops": {"range": _Choices(VECTOR_OPS)},
         "dma_descriptor": {"range": _Choice(("copy", "reader"))},
         "dma_loops": _field(1, 4),

@@ -216,8 +216,20 @@ class ConvEngine(wiring.Component):
         flush = Signal(range(self.latency + drain + 1))
         q_wrap = kw + cfg.stride >= cfg.kernel_w
         phase_wrap = (phase + 1 >= cfg.stride) | (phase + 1 >= cfg.kernel_w)
-        kh_wrap = kh + 1 == cfg.kernel_h
-        icg_wrap = icg + 1 == conv.ic_groups
+        # with `timing_registers` the kh and icg wrap tests are flip-flops, set from the counters'
+        # next values as they move (`wrap_tests`)
+        flagged = self.config.template.timing_registers
+        kh_last, icg_last = Signal(), Signal()
+        kh_wrap = kh_last if flagged else kh + 1 == cfg.kernel_h
+        icg_wrap = icg_last if flagged else icg + 1 == conv.ic_groups
+
+        def wrap_tests(kh_next, icg_next=None, ic_groups=conv.ic_groups) -> list:
+            """The flags' updates for the counters' next values (none without the flags)."""
+            if not flagged:
+                return []
+            tests = [kh_last.eq(kh_next + 1 == cfg.kernel_h)]
+            return tests + ([icg_last.eq(icg_next + 1 == ic_groups)] if icg_next is not None else [])
+
         last_step = q_wrap & phase_wrap & kh_wrap & icg_wrap
         issue = running & (~at_first | (gap == 0))
 
@@ -233,6 +245,7 @@ class ConvEngine(wiring.Component):
                 set_record.eq(0),
                 icg.eq(0), kh.eq(0), phase.eq(0), kw.eq(0),
                 group_ptr.eq(0), row_ptr.eq(0), phase_ptr.eq(0), pixel_ptr.eq(0), weight_row.eq(0),
+                *wrap_tests(0, 0, new.ic_groups),
             ]
         with m.If(issue):
             m.d.sync += at_first.eq(0)
@@ -247,14 +260,15 @@ class ConvEngine(wiring.Component):
                 m.d.sync += [phase.eq(0), kw.eq(0), weight_row.eq(weight_row + cfg.kernel_w)]
                 with m.If(~kh_wrap):
                     start = row_ptr + rowstep
-                    m.d.sync += [kh.eq(kh + 1), row_ptr.eq(start), phase_ptr.eq(start), pixel_ptr.eq(start)]
+                    m.d.sync += [kh.eq(kh + 1), row_ptr.eq(start), phase_ptr.eq(start), pixel_ptr.eq(start),
+                                 *wrap_tests(kh + 1)]
                 with m.Elif(~icg_wrap):
                     start = group_ptr + plane
                     m.d.sync += [kh.eq(0), icg.eq(icg + 1), group_ptr.eq(start), row_ptr.eq(start),
-                                 phase_ptr.eq(start), pixel_ptr.eq(start)]
+                                 phase_ptr.eq(start), pixel_ptr.eq(start), *wrap_tests(0, icg + 1)]
                 with m.Else():
                     m.d.sync += [
-                        kh.eq(0), icg.eq(0), at_first.eq(1),
+                        kh.eq(0), icg.eq(0), at_first.eq(1), *wrap_tests(0, 0),
                         group_ptr.eq(next_input), row_ptr.eq(next_input), phase_ptr.eq(next_input),
                         pixel_ptr.eq(next_input),
                         ocg.eq(next_ocg), owg.eq(next_owg), rows_left.eq(next_rows_left), row_base.eq(next_row_base),

@@ -75,10 +75,9 @@ class DmaParams:
     reads the other fields from its `desc` input while busy, whose source holds them until `done`,
     and a descriptor-table entry leaves out the `FILLED_FIELDS` (`template.dma_descriptor:
     reader`). `outer_dims`: the outer loops the DMA walks (at most `OUTER_DIMS`; the `pointer`
-    walker refuses descriptors with more). `timing_registers` (the default template's, for
-    the clock rate): a load's buffer writes leave through a register, a cycle after the realigner
-    forms them (no cycle more per descriptor), and the realigner keeps its counts' tests
-    (`Realigner`) in flip-flops."""
+    walker refuses descriptors with more). `timing_registers` (`template.timing_registers`): a
+    load's buffer writes leave through a register, a cycle after the realigner forms them (no
+    cycle more per descriptor), and the realigner keeps its counts' tests in flip-flops."""
 
     bus_bytes: int
     burst_beats: int

@@ -46,17 +46,17 @@ def dma_params(config: AcceleratorConfig, kind: str) -> DmaParams:
     """The DMA parameters of one buffer: its word and depth, the configuration's bus and DRAM
     address width; with `template.dma: shared` the `pointer` walker, counts one bit wider than
     the buffer's byte addresses, `COORD_BITS` coordinates, narrow segment queues and, with
-    `template.dma_descriptor: reader`, no copy of the descriptor; `template.dma_loops` outer loops,
-    and buffer writes straight from the realigner (the default template's go through a register)."""
+    `template.dma_descriptor: reader`, no copy of the descriptor; `template.dma_loops` outer loops;
+    `template.timing_registers`."""
     word, depth = bank_shape(config, kind)
     template = config.template
     compact = {} if template.dma == "separate" else {
         "walker": "pointer", "count_width": ceil_log2(word * depth) + 1, "coord_width": COORD_BITS,
-        "narrow_queues": True, "entry_held": template.dma_descriptor == "reader", "outer_dims": template.dma_loops,
-        "timing_registers": False}
+        "narrow_queues": True, "entry_held": template.dma_descriptor == "reader", "outer_dims": template.dma_loops}
     return DmaParams(bus_bytes=config.dram.bus_width_bits // 8, burst_beats=config.dram.burst_beats,
                      buf_word_bytes=word, buf_depth=depth, addr_width=template.dram_address_bits,
-                     segment_fifos=template.segment_fifos, **compact)
+                     segment_fifos=template.segment_fifos, timing_registers=template.timing_registers,
+                     **compact)
 
 
 def load_targets(config: AcceleratorConfig) -> dict[Buffer, str]:

@@ -19,18 +19,17 @@ The caller connects the buffer ports to the banks `in_bank`, `param_bank` and `o
 
 Schedule: one read of one pixel's `S` lanes per cycle, loops (outer to inner) `oh, ow, g, kh,
 kw, operand`, so the results are consecutive `S`-byte chunks of the accumulator bank. Pipeline
-(nothing stalls): read issue (its address the sum of the loops' offsets, or with
-`template.vector_address: register` that sum formed a cycle earlier and kept) → select the pixel
-in the word, the zero point and the coefficient (a register right after the block RAM's output
-and the word selection) → subtract the zero point → product → accumulate (max or sum) and read
-the parameters (MAX alone: read → select and subtract the zero point → accumulate,
-`accumulate_latency`) → post-processing → byte-enabled write. With `template.postprocess:
-serial` the post-processing is the lane the engines share (a port, `post`: the unit fills its
-first `S` lanes) and an output window starts at least `hwgen.serial_post.serial_interval(R)`
-cycles after the previous one; with `template.vector_products: serial` the products of COPY and
-ADD take `DIGITS` cycles each (4 bits of the coefficient per cycle, shift-add: no DSP), so their
-reads are that many cycles apart (MAX and SUM, whose coefficient is 1, keep one read per cycle).
-A VEC keeps `idle` low for exactly `vec_cycles(config, vec, convcfg)` cycles.
+(nothing stalls): read issue → select the pixel in the word, the zero point and the coefficient
+(a register right after the block RAM's output and the word selection) → subtract the zero
+point → product → accumulate (max or sum) and read the parameters (MAX alone: read → select and subtract the
+zero point → accumulate, `accumulate_latency`) → post-processing →
+byte-enabled write. With `template.postprocess: serial` the post-processing is the lane the
+engines share (a port, `post`: the unit fills its first `S` lanes) and an output window
+starts at least `hwgen.serial_post.serial_interval(R)` cycles after the previous one; with
+`template.vector_products: serial` the products of COPY and ADD take `DIGITS` cycles each (4
+bits of the coefficient per cycle, shift-add: no DSP), so their reads are that many cycles
+apart (MAX and SUM, whose coefficient is 1, keep one read per cycle). A VEC keeps `idle` low
+for exactly `vec_cycles(config, vec, convcfg)` cycles.
 
 `template.vector_ops` generates only the listed operations (`vector_ops`): without ADD and COPY
 no coefficient (the product stage only delays), without ADD no operand loop, without MAX and
@@ -259,13 +258,6 @@ class VectorUnit(wiring.Component):
         offset = {name: Signal(pixel, name=f"{name}_offset") for name in loops if name not in ("ow", "operand")}
         # `kw` takes phase `kw % stride` (its offset: phase times the pitch) and column `kw // stride`
         phase, column = Signal(3), Signal(bound_shapes["kw"])
-        # what the loop logic assigns (`*_set`): the state registers, or (`vector_address:
-        # register`) their next values (`_following`), which the read address then sums
-        registered = self.config.template.vector_address == "register"
-        following = _following if registered else lambda m, states: states
-        update = "comb" if registered else "sync"
-        count_set, offset_set = following(m, count), following(m, offset)
-        phase_set, column_set = following(m, {"phase": phase, "column": column}).values()
         at_last = {name: count[name] == last[name] if name in last else Const(1) for name in LOOPS}
         at_last[loops[0]] = count[loops[0]] == 0
         first = ~Cat(*(count[name] for name in ("kh", "kw", "operand") if name in loops)).any()
@@ -285,41 +277,31 @@ class VectorUnit(wiring.Component):
             with m.Elif(pause != 0):
                 m.d.sync += pause.eq(pause - 1)
         with m.If(self.cmd.valid & self.cmd.ready):
-            m.d[update] += [phase_set.eq(0), column_set.eq(0), *(count_set[name].eq(0) for name in loops[1:]),
-                            count_set[loops[0]].eq(latched[loops[0]][0]), *(o.eq(0) for o in offset_set.values())]
+            m.d.sync += [phase.eq(0), column.eq(0), *(count[name].eq(0) for name in loops[1:]),
+                         count[loops[0]].eq(latched[loops[0]][0]), *(o.eq(0) for o in offset.values())]
         with m.Elif(go):
             for level in reversed(range(len(loops))):
                 name, inner = loops[level], loops[level + 1:]
                 with (m.If if level == len(loops) - 1 else m.Elif)(~at_last[name]):
-                    m.d[update] += [count_set[name].eq(count[name] + (-1 if level == 0 else 1)),
-                                    *(count_set[i].eq(0) for i in inner),
-                                    *(offset_set[i].eq(0) for i in inner if i in offset)]
+                    m.d.sync += [count[name].eq(count[name] + (-1 if level == 0 else 1)),
+                                 *(count[i].eq(0) for i in inner), *(offset[i].eq(0) for i in inner if i in offset)]
                     if name == "kw":
                         next_column = (phase + 1)[:len(phase)] == stride
-                        m.d[update] += [phase_set.eq(Mux(next_column, 0, phase + 1)),
-                                        column_set.eq(column + next_column),
-                                        offset_set[name].eq(Mux(next_column, 0, offset[name] + step[name]))]
+                        m.d.sync += [phase.eq(Mux(next_column, 0, phase + 1)), column.eq(column + next_column),
+                                     offset[name].eq(Mux(next_column, 0, offset[name] + step[name]))]
                     elif name in offset:
-                        m.d[update] += offset_set[name].eq(offset[name] + step[name])
+                        m.d.sync += offset[name].eq(offset[name] + step[name])
                     if "kw" in inner:
-                        m.d[update] += [phase_set.eq(0), column_set.eq(0)]
+                        m.d.sync += [phase.eq(0), column.eq(0)]
             with m.Else():
                 m.d.sync += running.eq(0)
 
-        def read_pointer(counts: dict, offsets: dict, column: Value) -> Value:
-            """The sum of the loops' offsets (a balanced tree of adders)."""
-            terms = [offsets.get(name, counts[name]) for name in loops if name != "operand"]
-            terms += [column] if windows else []
-            if "operand" in loops:
-                terms.append(Mux(counts["operand"], step["operand"], 0))
-            while len(terms) > 1:
-                terms = [(a + b)[:self.pixel_bits] for a, b in zip(terms[::2], terms[1::2])] + terms[len(terms) & ~1:]
-            return terms[0]
-
-        if registered:  # the sum of the next offsets, kept
-            pointer = register(m, read_pointer(count_set, offset_set, column_set), "read_pointer")
-        else:
-            pointer = read_pointer(count, offset, column)
+        terms = [offset.get(name, count[name]) for name in loops if name != "operand"] + ([column] if windows else [])
+        if "operand" in loops:
+            terms.append(Mux(count["operand"], step["operand"], 0))
+        while len(terms) > 1:  # a balanced tree of adders
+            terms = [(a + b)[:self.pixel_bits] for a, b in zip(terms[::2], terms[1::2])] + terms[len(terms) & ~1:]
+        pointer = terms[0]
         word = pointer[log_cols:]
         issue = Signal(CONTROL)
         m.d.comb += [
@@ -424,12 +406,3 @@ class VectorUnit(wiring.Component):
             with m.If(ending == 1):
                 m.d.sync += busy.eq(0)
         return m
-
-
-def _following(m: Module, states: dict[str, Signal]) -> dict[str, Signal]:
-    """Each state register's value in the next cycle: itself unless assigned (combinationally),
-    what the register then takes."""
-    following = {name: Signal.like(state, name=f"{state.name}_next") for name, state in states.items()}
-    m.d.comb += [following[name].eq(state) for name, state in states.items()]
-    m.d.sync += [state.eq(following[name]) for name, state in states.items()]
-    return following

@@ -180,7 +180,8 @@ def random_case(config: AcceleratorConfig, rng: np.random.Generator, **fixed: in
 
 
 SMALL = make_config(2, 2, 2)
-SERIAL = {"postprocess": "serial"}
+SERIAL = {"postprocess": "serial", "timing_registers": False}
+"""The iCEBreaker's engine: the shared serial lane, the loop-wrap tests as comparisons."""
 
 
 @pytest.mark.parametrize("rows, cols, simd, count", [(2, 2, 2, 40), (2, 4, 4, 20), (4, 2, 2, 20), (2, 1, 4, 10)])

@@ -33,8 +33,8 @@ def make_config(rows: int, cols: int, simd: int, template: dict | None = None) -
         "template": template or {}})
 
 
-COMPACT = {"postprocess": "serial", "vector_products": "serial", "vector_address": "sum"}
-"""The DSP-free vector unit: the shared serial lane, digit-serial products, the read address summed as it reads."""
+COMPACT = {"postprocess": "serial", "vector_products": "serial"}
+"""The DSP-free vector unit: the shared serial lane, digit-serial products."""
 MAX_ONLY = {**COMPACT, "vector_ops": ["max"]}
 """The iCEBreaker's vector unit: MAX alone."""
 
