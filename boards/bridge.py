@@ -119,9 +119,11 @@ class Bridge(wiring.Component):
             m.d.comb += [size.eq(size_argument), request_wide.eq(wide_size)]
         with m.Else():  # WRITE, PROGRAM
             m.d.comb += [size.eq(data_bytes), request_wide.eq(data_bytes[bits:] != 0)]
-        # The end of the range and the range checks, registered in CHECK (EXECUTE's decisions
-        # stay short); the end stays put while `pointer` moves through the range.
-        request_end, in_memory, in_program, oversized = Signal(bits + 1), Signal(), Signal(), Signal()
+        # The end of the range, registered in CHECK (EXECUTE's checks stay short); it stays put
+        # while `pointer` moves through the range.
+        request_end, narrow = Signal(bits + 1), Signal()
+        in_memory = narrow & (size != 0) & (request_end <= self.info.memory_bytes)
+        in_program = narrow & (request_end <= program_bytes)
 
         def refuse(code: Status) -> None:
             m.d.sync += [status.eq(code), length.eq(0)]
@@ -207,10 +209,7 @@ class Bridge(wiring.Component):
                     m.d.sync += length.eq(0)
                     m.next = "REPLY"
             with m.State("CHECK"):  # the CRC register has taken the last byte
-                end, narrow = pointer + size, ~wide_address & ~request_wide
-                m.d.sync += [request_end.eq(end), oversized.eq(size > MAX_DATA),
-                             in_memory.eq(narrow & (size != 0) & (end <= self.info.memory_bytes)),
-                             in_program.eq(narrow & (end <= program_bytes))]
+                m.d.sync += [request_end.eq(pointer + size), narrow.eq(~wide_address & ~request_wide)]
                 with m.If(frame_crc.match_detected):
                     m.next = "EXECUTE"
                 with m.Else():
@@ -227,7 +226,7 @@ class Bridge(wiring.Component):
                 with m.Elif(is_command(Command.READ)):
                     with m.If(length != READ_REQUEST.size):
                         refuse(Status.BAD_LENGTH)
-                    with m.Elif(oversized | ~in_memory):
+                    with m.Elif((size > MAX_DATA) | ~in_memory):
                         refuse(Status.OUT_OF_RANGE)
                     with m.Else():
                         m.d.sync += from_memory.eq(1)
