@@ -216,7 +216,10 @@ class Template:
     lane both engines share (`hwgen.serial_post`); `address_steps`: the CONVCFG pointer-step
     products computed by `hardware` multipliers or precomputed by the `compiler` (CONVCFG
     `plane_step`, `flat_plane_step`); `vector_products`: the vector unit's coefficient products
-    on `dsp` multipliers or `serial` (shift-add, 4 coefficient bits per cycle); `vector_ops`: the
+    on `dsp` multipliers or `serial` (shift-add, 4 coefficient bits per cycle); `timing_registers`:
+    flip-flops that shorten paths a large FPGA spreads out, at no cycle (the load DMA's buffer
+    writes and the realigner's count tests;
+    `hwgen.dma_descriptor.DmaParams`); `vector_ops`: the
     VEC operations the vector unit implements (at least one; a network needing another one does
     not compile); `dma_descriptor`: the shared DMA keeps a `copy` of the descriptor it runs (the
     descriptor reader fetches the next one meanwhile), or reads the constant fields from the
@@ -250,6 +253,7 @@ class Template:
     postprocess: str = "lanes"
     address_steps: str = "hardware"
     vector_products: str = "dsp"
+    timing_registers: bool = True
     vector_ops: tuple[str, ...] = VECTOR_OPS
     dma_descriptor: str = "copy"
     dma_loops: int = 4
@@ -329,6 +333,7 @@ _SCHEMA: dict[str, dict[str, dict]] = {
         "postprocess": {"range": _Choice(("lanes", "serial"))},
         "address_steps": {"range": _Choice(("hardware", "compiler"))},
         "vector_products": {"range": _Choice(("dsp", "serial"))},
+        "timing_registers": {"range": _Choice((True, False))},
         "vector_ops": {"range": _Choices(VECTOR_OPS)},
         "dma_descriptor": {"range": _Choice(("copy", "reader"))},
         "dma_loops": _field(1, 4),

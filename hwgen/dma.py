@@ -28,6 +28,7 @@ from amaranth.utils import ceil_log2, exact_log2
 from hwgen.dma_descriptor import OUTER_DIMS, Descriptor, DescriptorError, Dim, DmaParams
 from hwgen.dma_walker import BASES, PointerWalker, Walker
 from hwgen.memory_port import MemoryPort
+from hwgen.pe import register
 
 __all__ = ["OUTER_DIMS", "BlockRamQueue", "Descriptor", "DescriptorError", "Dim", "DmaParams", "Dma", "PointerWalker",
            "Realigner", "Walker"]
@@ -135,7 +136,14 @@ class Realigner(wiring.Component):
         p = self.params
         B, lb = p.bus_bytes, p.lb
         words = p.count_width + 1
-        in_left, out_left = Signal(words), Signal(words)
+        in_left, out_left = Signal(words, name="in_left"), Signal(words, name="out_left")
+        in_next, out_next = Signal(words), Signal(words)  # their values in the next cycle
+        m.d.comb += [in_next.eq(in_left), out_next.eq(out_left)]
+        m.d.sync += [in_left.eq(in_next), out_left.eq(out_next)]
+        in_any, out_last = in_left != 0, out_left == 1
+        if p.timing_registers:  # the tests in flip-flops, no wide comparison before the handshakes
+            in_any, out_last = (register(m, test, name, reset_less=False)
+                                for test, name in ((in_next != 0, "in_any"), (out_next == 1, "out_last")))
         skip = Signal()  # the first source word completes no destination word
         shift = Signal(lb)  # (dst - src) mod B: destination lane of source lane 0
         fill = Signal()
@@ -146,17 +154,17 @@ class Realigner(wiring.Component):
         prev = Signal(8 * B)
 
         bytewise = B == 1
-        need_in = ~fill if bytewise else in_left != 0
+        need_in = ~fill if bytewise else in_any
         emit = ~skip
         src_ok = ~need_in | self.src.valid
         dst_ok = ~emit | self.dst.ready
         step = self.busy & src_ok & dst_ok
-        final = step & emit & (out_left == 1)
+        final = step & emit & out_last
         m.d.comb += [
             self.src.ready.eq(self.busy & need_in & dst_ok),
             self.dst.valid.eq(self.busy & emit & src_ok),
             self.dst.payload.addr.eq(addr),
-            self.dst.payload.last.eq(out_left == 1),
+            self.dst.payload.last.eq(out_last),
             self.cmd.ready.eq(~self.busy | final),
         ]
         window = (Cat(prev, self.src.payload) << (shift * 8))[8 * B:16 * B]
@@ -167,9 +175,11 @@ class Realigner(wiring.Component):
         with m.If(step):
             if not bytewise:
                 with m.If(need_in):
-                    m.d.sync += [in_left.eq(in_left - 1), prev.eq(self.src.payload)]
+                    m.d.comb += in_next.eq(in_left - 1)
+                    m.d.sync += prev.eq(self.src.payload)
             with m.If(emit):
-                m.d.sync += [out_left.eq(out_left - 1), addr.eq(addr + B)]
+                m.d.comb += out_next.eq(out_left - 1)
+                m.d.sync += addr.eq(addr + B)
                 if not bytewise:
                     m.d.sync += [remaining.eq(remaining - B), first.eq(0)]
             with m.Else():
@@ -179,24 +189,25 @@ class Realigner(wiring.Component):
         cmd = self.cmd.payload
         with m.If(self.cmd.valid & self.cmd.ready):
             dst_off = cmd.dst[:lb]
+            m.d.comb += out_next.eq((dst_off + cmd.n + B - 1) >> lb)
             m.d.sync += [
                 self.busy.eq(1),
                 fill.eq(cmd.fill),
-                out_left.eq((dst_off + cmd.n + B - 1) >> lb),
                 skip.eq(~cmd.fill & (cmd.src_off > dst_off)),
                 shift.eq(dst_off - cmd.src_off),
                 addr.eq(cmd.dst >> lb << lb),
             ]
             if not bytewise:
-                m.d.sync += [in_left.eq(Mux(cmd.fill, 0, (cmd.src_off + cmd.n + B - 1) >> lb)), first.eq(1),
-                             start.eq(dst_off), remaining.eq(dst_off + cmd.n)]
+                m.d.comb += in_next.eq(Mux(cmd.fill, 0, (cmd.src_off + cmd.n + B - 1) >> lb))
+                m.d.sync += [first.eq(1), start.eq(dst_off), remaining.eq(dst_off + cmd.n)]
         return m
 
 
 class Dma(wiring.Component):
     """Executes one descriptor at a time between `port` and a buffer bank.
 
-    Loads write the bank through `buf_wr` (byte enables), stores read it through `buf_rd`
+    Loads write the bank through `buf_wr` (byte enables; with `timing_registers` through a
+    register, so the last write may come in `done`'s cycle), stores read it through `buf_rd`
     (synchronous, one cycle latency). `desc.ready` is high while idle; `done` pulses for one cycle
     when a descriptor has finished (for stores: all write beats accepted by the port). With
     `entry_held` the DMA keeps only `load` of the descriptor it takes (and the walker's
@@ -360,12 +371,14 @@ class Dma(wiring.Component):
         out_lane = (out.payload.addr >> lb)[:lw - lb]
         block_end = (out.payload.addr >> lb)[:exact_log2(p.burst_beats)] == p.burst_beats - 1
         beat_free = ~wr.valid | wr.ready
-        m.d.comb += [
-            out.ready.eq(load | beat_free),
-            self.buf_wr.addr.eq(out.payload.addr >> lw),
-            self.buf_wr.data.eq(Cat(*[out.payload.data] * (p.buf_word_bytes // B))),
-            self.buf_wr.en.eq(Mux(load & out.valid, out.payload.mask << (out_lane * B), 0)),
-        ]
+        m.d.comb += out.ready.eq(load | beat_free)
+        write_addr, write_data = out.payload.addr >> lw, out.payload.data
+        write_en = Mux(load & out.valid, out.payload.mask << (out_lane * B), 0)
+        if p.timing_registers:  # a cycle later, so no realigner logic lies before the banks' ports
+            write_addr, write_data = register(m, write_addr, "write_addr"), register(m, write_data, "write_data")
+            write_en = register(m, write_en, "write_en", reset_less=False)
+        m.d.comb += [self.buf_wr.addr.eq(write_addr), self.buf_wr.en.eq(write_en),
+                     self.buf_wr.data.eq(Cat(*[write_data] * (p.buf_word_bytes // B)))]
         with m.If(beat_free):
             m.d.sync += [
                 wr.valid.eq(~load & out.valid),

@@ -75,7 +75,9 @@ class DmaParams:
     reads the other fields from its `desc` input while busy, whose source holds them until `done`,
     and a descriptor-table entry leaves out the `FILLED_FIELDS` (`template.dma_descriptor:
     reader`). `outer_dims`: the outer loops the DMA walks (at most `OUTER_DIMS`; the `pointer`
-    walker refuses descriptors with more)."""
+    walker refuses descriptors with more). `timing_registers` (`template.timing_registers`): a
+    load's buffer writes leave through a register, a cycle after the realigner forms them (no
+    cycle more per descriptor), and the realigner keeps its counts' tests in flip-flops."""
 
     bus_bytes: int
     burst_beats: int
@@ -90,6 +92,7 @@ class DmaParams:
     narrow_queues: bool = False
     entry_held: bool = False
     outer_dims: int = OUTER_DIMS
+    timing_registers: bool = True
 
     def __post_init__(self) -> None:
         exact_log2(self.buf_word_bytes), exact_log2(self.burst_beats)  # raise unless powers of two

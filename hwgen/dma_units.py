@@ -46,7 +46,8 @@ def dma_params(config: AcceleratorConfig, kind: str) -> DmaParams:
     """The DMA parameters of one buffer: its word and depth, the configuration's bus and DRAM
     address width; with `template.dma: shared` the `pointer` walker, counts one bit wider than
     the buffer's byte addresses, `COORD_BITS` coordinates, narrow segment queues and, with
-    `template.dma_descriptor: reader`, no copy of the descriptor; `template.dma_loops` outer loops."""
+    `template.dma_descriptor: reader`, no copy of the descriptor; `template.dma_loops` outer loops;
+    `template.timing_registers`."""
     word, depth = bank_shape(config, kind)
     template = config.template
     compact = {} if template.dma == "separate" else {
@@ -54,7 +55,8 @@ def dma_params(config: AcceleratorConfig, kind: str) -> DmaParams:
         "narrow_queues": True, "entry_held": template.dma_descriptor == "reader", "outer_dims": template.dma_loops}
     return DmaParams(bus_bytes=config.dram.bus_width_bits // 8, burst_beats=config.dram.burst_beats,
                      buf_word_bytes=word, buf_depth=depth, addr_width=template.dram_address_bits,
-                     segment_fifos=template.segment_fifos, **compact)
+                     segment_fifos=template.segment_fifos, timing_registers=template.timing_registers,
+                     **compact)
 
 
 def load_targets(config: AcceleratorConfig) -> dict[Buffer, str]:

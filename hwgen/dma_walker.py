@@ -114,7 +114,8 @@ class Walker(wiring.Component):
     into a run register; the split stage emits that run's segments one per cycle: fill prefix,
     data, fill suffix (empty ones skipped; for stores fill segments are skipped too), or spends
     one cycle on a run without any. The loop stage refills the register in the cycle the split
-    stage finishes, so runs follow each other without a gap; the first segment leaves two
+    stage finishes (from a spare register where the loop stage left the run when the split
+    stage was busy), so runs follow each other without a gap; the first segment leaves two
     cycles after `start` (one cycle) loads the loop state from `desc`.
     """
 
@@ -131,8 +132,9 @@ class Walker(wiring.Component):
         m = Module()
         p, desc = self.params, self.desc
         walking = Signal()  # the loop stage has runs left
-        take = Signal()
-        (a, b, y, x), final = levels_loop(m, p, desc, self.start, take)
+        spare_full = Signal()  # `spare` holds a run the split stage has not taken
+        advance = walking & ~spare_full  # the loop stage moves on
+        (a, b, y, x), final = levels_loop(m, p, desc, self.start, advance)
 
         # ---- loop stage: in-bounds bytes [lo, hi) of the run at the pointers
         n = desc.run_bytes
@@ -151,9 +153,12 @@ class Walker(wiring.Component):
             m.d.comb += [lo.eq(0), hi.eq(n)]
         lengths = [lo, hi - lo, n - hi]
 
-        # ---- run register and split stage
-        run = Signal(data.StructLayout({"dram": p.addr_width, "buf": p.buf_addr_width, "lo": p.count_width,
-                                        "hi": p.count_width, "present": 3}))
+        # ---- spare and run registers, split stage
+        run_layout = data.StructLayout({"dram": p.addr_width, "buf": p.buf_addr_width, "lo": p.count_width,
+                                        "hi": p.count_width, "present": 3})
+        fresh, spare, run = Signal(run_layout), Signal(run_layout), Signal(run_layout)
+        m.d.comb += [fresh.dram.eq(a), fresh.buf.eq(b), fresh.lo.eq(lo), fresh.hi.eq(hi),
+                     fresh.present.eq(Cat(*((lengths[k] != 0) & (desc.load | (k == 1)) for k in range(3))))]
         held = Signal()  # `run` holds a run whose segments are not all emitted
         seg_state = Signal(range(3))
         starts = [Const(0, p.count_width), run.lo, run.hi]
@@ -176,15 +181,20 @@ class Walker(wiring.Component):
         with m.If(finish):
             m.d.sync += [seg_state.eq(0), held.eq(0)]
 
-        m.d.comb += take.eq(walking & (~held | finish))
-        with m.If(take):
-            m.d.sync += [held.eq(1), run.dram.eq(a), run.buf.eq(b), run.lo.eq(lo), run.hi.eq(hi),
-                         run.present.eq(Cat(*((lengths[k] != 0) & (desc.load | (k == 1)) for k in range(3))))]
-            with m.If(final):
-                m.d.sync += walking.eq(0)
+        # The split stage takes the spare run, else the loop stage's; a run the loop stage
+        # offers while the split stage is busy waits in `spare` (the loop stage stops meanwhile),
+        # so the loop levels' enables do not depend on the split stage.
+        with m.If(~spare_full):
+            m.d.sync += spare.eq(fresh)
+        with m.If((~held | finish) & (spare_full | walking)):
+            m.d.sync += [held.eq(1), run.eq(Mux(spare_full, spare, fresh)), spare_full.eq(0)]
+        with m.Elif(advance):
+            m.d.sync += spare_full.eq(1)
+        with m.If(advance & final):
+            m.d.sync += walking.eq(0)
         with m.If(self.start):
-            m.d.sync += [walking.eq(1), held.eq(0), seg_state.eq(0)]
-        m.d.comb += self.busy.eq(walking | held)
+            m.d.sync += [walking.eq(1), held.eq(0), seg_state.eq(0), spare_full.eq(0)]
+        m.d.comb += self.busy.eq(walking | held | spare_full)
         return m
 
 

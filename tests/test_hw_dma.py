@@ -31,13 +31,13 @@ WALKERS = ("levels", "pointer", "held")
 def variant(params: DmaParams, walker: str) -> DmaParams:
     """`params` with `walker`; the `pointer` walker as `template.dma: shared` has it: narrow
     segment queues, the narrowest widths these tests need (DRAM addresses of the 1 KiB memory,
-    counts one bit over the buffer address, small coordinates); `held`: that DMA with
-    `entry_held` (it keeps only `load`) and three outer loops."""
+    counts one bit over the buffer address, small coordinates, buffer writes straight from the
+    realigner); `held`: that DMA with `entry_held` (it keeps only `load`) and three outer loops."""
     if walker == "levels":
         return params
     held = walker == "held"
     return replace(params, walker="pointer", addr_width=11, count_width=params.buf_addr_width + 1, coord_width=10,
-                   narrow_queues=True, entry_held=held, outer_dims=3 if held else 4)
+                   narrow_queues=True, entry_held=held, outer_dims=3 if held else 4, timing_registers=False)
 
 
 JUNK = Descriptor(load=True, dram_addr=0x155, buf_addr=0x2A, run_bytes=5, dims=(Dim(3, 7, 9, 1, -2),), run_dx=1,
