@@ -281,42 +281,22 @@ class Bridge(wiring.Component):
 
             with m.State("VALIDATE"):  # the request's checks, into `status` and `refused`
                 m.next = "EXECUTE"
-                with m.If(is_command(Command.IDENTIFY, Command.STATUS, Command.START, Command.COUNTERS)):
-                    with m.If(bad_length):
-                        reject(Status.BAD_LENGTH)
-                    with m.Elif(is_command(Command.START) & self.busy):
-                        reject(Status.BUSY)
-                with m.Elif(is_command(Command.READ)):
-                    with m.If(bad_length):
-                        reject(Status.BAD_LENGTH)
-                    with m.Elif(~small | ~in_memory):
-                        reject(Status.OUT_OF_RANGE)
-                with m.Elif(is_command(Command.WRITE)):
-                    with m.If(bad_length):
-                        reject(Status.BAD_LENGTH)
-                    with m.Elif(~in_memory):
-                        reject(Status.OUT_OF_RANGE)
-                    with m.Elif(self.busy):
-                        reject(Status.BUSY)
-                with m.Elif(is_command(Command.CHECKSUM)):
-                    with m.If(bad_length):
-                        reject(Status.BAD_LENGTH)
-                    with m.Elif(~in_memory):
-                        reject(Status.OUT_OF_RANGE)
-                    with m.Elif(unaligned):
-                        reject(Status.UNALIGNED)
-                if program_bytes:
-                    with m.Elif(is_command(Command.PROGRAM)):
-                        with m.If(bad_length):
-                            reject(Status.BAD_LENGTH)
-                        with m.Elif(unaligned):
-                            reject(Status.UNALIGNED)
-                        with m.Elif(~in_program):
-                            reject(Status.OUT_OF_RANGE)
-                        with m.Elif(self.busy):
-                            reject(Status.BUSY)
-                with m.Else():
+                program = (Command.PROGRAM,) if program_bytes else ()
+                with m.If(~is_command(*commands)):
                     reject(Status.BAD_COMMAND)
+                with m.Elif(bad_length):  # every command checks its payload's length first
+                    reject(Status.BAD_LENGTH)
+                with m.Elif(is_command(Command.READ) & (~small | ~in_memory)):
+                    reject(Status.OUT_OF_RANGE)
+                with m.Elif(is_command(Command.WRITE, Command.CHECKSUM) & ~in_memory):
+                    reject(Status.OUT_OF_RANGE)
+                with m.Elif(is_command(Command.CHECKSUM, *program) & unaligned):
+                    reject(Status.UNALIGNED)
+                if program_bytes:
+                    with m.Elif(is_command(Command.PROGRAM) & ~in_program):
+                        reject(Status.OUT_OF_RANGE)
+                with m.Elif(is_command(Command.START, Command.WRITE, *program) & self.busy):
+                    reject(Status.BUSY)
 
             with m.State("EXECUTE"):  # `length` becomes the reply's (empty unless set below)
                 m.d.sync += [count.eq(0), length.eq(0)]
