@@ -336,13 +336,18 @@ class Sequencer(wiring.Component):
                     m.d.sync += self.done.eq(1)
                     m.next = "IDLE"
 
+        # A queue's waiting cycles are counted a cycle late, from a register (the semaphore
+        # decision is a long path): the count is still exact, since no head waits in the first
+        # cycle of a run (the queues are empty) nor in its last (DRAIN ends with them empty).
+        waited = {q: Signal(name=f"{q}_waited") for q in QUEUES}
+        m.d.sync += [waited[q].eq(waiting[q]) for q in QUEUES]
         with m.If(self.busy):
             m.d.sync += self.counters.cycles.eq(self.counters.cycles + 1)
             for q in QUEUES if all_counters else ():
                 counters = getattr(self.counters, q)
                 active = ~getattr(self, f"{q}_idle") | getattr(self, q).valid
                 m.d.sync += counters.active.eq(counters.active + active)
-                m.d.sync += counters.waiting.eq(counters.waiting + waiting[q])
+                m.d.sync += counters.waiting.eq(counters.waiting + waited[q])
         return m
 
     @staticmethod
