@@ -217,9 +217,9 @@ class Template:
     products computed by `hardware` multipliers or precomputed by the `compiler` (CONVCFG
     `plane_step`, `flat_plane_step`); `vector_products`: the vector unit's coefficient products
     on `dsp` multipliers or `serial` (shift-add, 4 coefficient bits per cycle); `timing_registers`:
-    flip-flops that shorten paths a large FPGA spreads out, at no cycle (the load DMA's buffer
-    writes and the realigner's count tests;
-    `hwgen.dma_descriptor.DmaParams`); `vector_ops`: the
+    flip-flops that shorten paths a large FPGA spreads out (the load DMA's buffer writes and the
+    realigner's count tests, `hwgen.dma_descriptor.DmaParams`, at no cycle; the vector unit's read
+    address, 1 cycle per VEC, `hwgen.vector_unit.address_latency`); `vector_ops`: the
     VEC operations the vector unit implements (at least one; a network needing another one does
     not compile); `dma_descriptor`: the shared DMA keeps a `copy` of the descriptor it runs (the
     descriptor reader fetches the next one meanwhile), or reads the constant fields from the

@@ -19,13 +19,15 @@ The caller connects the buffer ports to the banks `in_bank`, `param_bank` and `o
 
 Schedule: one read of one pixel's `S` lanes per cycle, loops (outer to inner) `oh, ow, g, kh,
 kw, operand`, so the results are consecutive `S`-byte chunks of the accumulator bank. Pipeline
-(nothing stalls): read issue → select the pixel in the word, the zero point and the coefficient
-(a register right after the block RAM's output and the word selection) → subtract the zero
-point → product → accumulate (max or sum) and read the parameters (MAX alone: read → select and subtract the
-zero point → accumulate, `accumulate_latency`) → post-processing →
-byte-enabled write. With `template.postprocess: serial` the post-processing is the lane the
-engines share (a port, `post`: the unit fills its first `S` lanes) and an output window
-starts at least `hwgen.serial_post.serial_interval(R)` cycles after the previous one; with
+(nothing stalls): read issue (with `template.timing_registers` the read address, the sum of the
+loops' offsets, first goes into a register: the read a cycle later, `address_latency`) → select
+the pixel in the word, the zero point and the coefficient (a register right after the block
+RAM's output and the word selection) → subtract the zero point → product → accumulate (max or
+sum) and read the parameters (MAX alone: read → select and subtract the zero point →
+accumulate, `accumulate_latency`) → post-processing → byte-enabled write. With
+`template.postprocess: serial` the post-processing is the lane the engines share (a port,
+`post`: the unit fills its first `S` lanes) and an output window starts at least
+`hwgen.serial_post.serial_interval(R)` cycles after the previous one; with
 `template.vector_products: serial` the products of COPY and ADD take `DIGITS` cycles each (4
 bits of the coefficient per cycle, shift-add: no DSP), so their reads are that many cycles
 apart (MAX and SUM, whose coefficient is 1, keep one read per cycle). A VEC keeps `idle` low
@@ -55,6 +57,12 @@ from hwgen.serial_post import DIGIT_BITS, DIGITS, beat_interval, beat_latency, i
 from hwgen.shift_add import shift_add
 from hwgen.steps import steps_layout
 from planner.quant import MULTIPLIER_BITS
+
+def address_latency(config: AcceleratorConfig) -> int:
+    """Cycles from a read's loop counters to its buffer read: 1 with `template.timing_registers`
+    (the whole read-address sum in a register before the input banks' ports), else 0."""
+    return int(config.template.timing_registers)
+
 
 def accumulate_latency(ops: frozenset[VecOp]) -> int:
     """Cycles from a window's last read to its post-processing input: read, select, subtract,
@@ -110,12 +118,12 @@ def read_spacing(config: AcceleratorConfig, window: bool) -> int:
 def busy_cycles(config: AcceleratorConfig, outputs: int, slots: int) -> int:
     """Cycles `idle` is low for `outputs` outputs of `slots` read cycles each (reads times
     `read_spacing`, from the cycle after the accept on; outputs starting at least
-    `hwgen.serial_post.beat_interval` cycles apart), then the product's last digits, the
-    accumulation and the post-processing; 0 without outputs."""
+    `hwgen.serial_post.beat_interval` cycles apart), then the read-address register, the product's
+    last digits, the accumulation and the post-processing; 0 without outputs."""
     if not outputs:
         return 0
-    return ((outputs - 1) * max(slots, beat_interval(config)) + slots + accumulate_latency(vector_ops(config))
-            + beat_latency(config))
+    return ((outputs - 1) * max(slots, beat_interval(config)) + slots + address_latency(config)
+            + accumulate_latency(vector_ops(config)) + beat_latency(config))
 
 
 def vec_cycles(config: AcceleratorConfig, vec: Instruction, convcfg: Instruction) -> int:
@@ -323,8 +331,11 @@ class VectorUnit(wiring.Component):
             issue.operand.eq(count.get("operand", 0)), issue.group.eq(count["group"]),
             issue.slice.eq(pointer[:log_cols]), issue.odd.eq(word[0]),
         ]
+        address = word[1:]
+        if address_latency(self.config):  # the adder tree ends in flip-flops, the read comes a cycle later
+            issue, address = register(m, issue, "control_address", reset_less=False), register(m, address, "address")
         for port, odd in ((self.input_even, 0), (self.input_odd, 1)):
-            m.d.comb += [port.addr.eq(word[1:]), port.en.eq(go & (word[0] == odd))]
+            m.d.comb += [port.addr.eq(address), port.en.eq(issue.valid & (issue.odd == odd))]
 
         # ---- select the pixel, pick the zero point and the coefficient; subtract the zero point
         read = register(m, issue, "control_read", reset_less=False)

@@ -35,8 +35,8 @@ def make_config(rows: int, cols: int, simd: int, template: dict | None = None) -
 
 COMPACT = {"postprocess": "serial", "vector_products": "serial"}
 """The DSP-free vector unit: the shared serial lane, digit-serial products."""
-MAX_ONLY = {**COMPACT, "vector_ops": ["max"]}
-"""The iCEBreaker's vector unit: MAX alone."""
+MAX_ONLY = {**COMPACT, "vector_ops": ["max"], "timing_registers": False}
+"""The iCEBreaker's vector unit: MAX alone, the read address straight from the adders."""
 
 
 @dataclass
@@ -185,11 +185,12 @@ def test_rejects_unsupported_configs(pe: tuple[int, int, int], field: str) -> No
                                                               (4, 2, 2, 5, COMPACT), (2, 2, 2, 6, MAX_ONLY),
                                                               (4, 2, 4, 7, {"vector_ops": ["max"]}),
                                                               (4, 2, 2, 8, {"vector_ops": ["sum", "copy"]}),
-                                                              (2, 2, 2, 9, {**COMPACT, "vector_ops": ["max", "add"]})])
+                                                              (2, 2, 2, 9, {**COMPACT, "vector_ops": ["max", "add"]}),
+                                                              (4, 2, 2, 10, {"timing_registers": False})])
 def test_matches_isa_simulator(rows: int, cols: int, simd: int, seed: int, template: dict) -> None:
     """Random ops (those `template.vector_ops` lists), windows, strides, shapes, zero points,
     multipliers, shifts and clamps; with the engine's own requantizer and DSP products, and
-    DSP-free (`COMPACT`)."""
+    DSP-free (`COMPACT`); with and without the read-address register (`timing_registers`)."""
     config = make_config(rows, cols, simd, template)
     rng = np.random.default_rng(seed)
     cases = [random_case(config, rng) for _ in range(30)]
