@@ -58,6 +58,7 @@ from hwgen.shift_add import shift_add
 from hwgen.steps import steps_layout
 from planner.quant import MULTIPLIER_BITS
 
+
 def address_latency(config: AcceleratorConfig) -> int:
     """Cycles from a read's loop counters to its buffer read: 1 with `template.timing_registers`
     (the whole read-address sum in a register before the input banks' ports), else 0."""
