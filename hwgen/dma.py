@@ -14,12 +14,13 @@ other the realigner, which shifts source words (aligned in the source) into dest
 (aligned in the destination) with byte masks; DRAM write beats leave through a register. Each
 moves up to one bus word per cycle. The `pointer` walker (`template.dma: shared`) emits whole
 runs (its descriptors have `run_dx` 0) and hands the data runs straight to the source side,
-which takes the next as it finishes one: only the realigner's queue remains, its entries
+which takes the next as it finishes one (a run it does not take at once waits in a skid
+register, `run_skid`, with `segment_fifos: memory`): only the realigner's queue remains, its entries
 without the run length (the descriptor's `run_bytes`), in a `BlockRamQueue`.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Shape, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, unsigned
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.memory import Memory, ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
@@ -65,7 +66,10 @@ def segment_queue_memories(params: DmaParams) -> list[tuple[int, int]]:
 class BlockRamQueue(wiring.Component):
     """A first-in first-out queue of `depth` entries in block RAM, with the interface and the
     cycles of `amaranth.lib.fifo.SyncFIFOBuffered` (`depth - 1` entries in the memory, one in
-    its read register, an entry written into an empty queue readable two cycles later). The
+    its read register, an entry written into an empty queue readable two cycles later), but for
+    one more input, `w_commit`: `w_en` writes `w_data` into the word of the next entry, which
+    becomes an entry when `w_commit` is high (in that cycle or a later one: the writer writes
+    no other entry meanwhile), so an entry may be stored before it is known to be due. The
     memory has a power-of-two number of words, so its pointers wrap by themselves; the read
     register has no reset (Yosys would emulate one in logic around the block RAM) and the
     memory carries `no_rw_check` (the queue never reads the word it writes) and `ram_style:
@@ -75,7 +79,7 @@ class BlockRamQueue(wiring.Component):
         assert depth >= 2
         self.width, self.depth = width, depth
         super().__init__({
-            "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
+            "w_data": In(width), "w_en": In(1), "w_commit": In(1), "w_rdy": Out(1),
             "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1),
             "level": Out(range(depth + 1)),
         })
@@ -90,10 +94,10 @@ class BlockRamQueue(wiring.Component):
         produce, consume = Signal(range(words)), Signal(range(words))
         inside = Signal(range(stored + 1))  # entries in the memory
         data_out = Signal(self.width, reset_less=True)
-        do_write = self.w_en & self.w_rdy
+        do_write = self.w_commit & self.w_rdy
         do_read = (inside != 0) & (~self.r_rdy | self.r_en)  # into the read register
         m.d.comb += [self.w_rdy.eq(inside != stored), write.addr.eq(produce), write.data.eq(self.w_data),
-                     write.en.eq(do_write), read.addr.eq(consume), self.r_data.eq(data_out),
+                     write.en.eq(self.w_en & self.w_rdy), read.addr.eq(consume), self.r_data.eq(data_out),
                      self.level.eq(inside + self.r_rdy)]
         with m.If(do_write):
             m.d.sync += produce.eq(produce + 1)
@@ -106,6 +110,29 @@ class BlockRamQueue(wiring.Component):
         with m.If(do_read & ~do_write):
             m.d.sync += inside.eq(inside - 1)
         return m
+
+
+def run_skid(m: Module, walker: PointerWalker, queue: BlockRamQueue, source_entry, src_take) -> tuple:
+    """A register between the `pointer` walker and the DMA's source side, so that the walker's
+    advance waits for no handshake of the source side (nor of the memory port behind it): the
+    walker offers a run while the register is empty and the realign `queue` has room; the
+    source side takes a data run straight if it takes its next run (`src_take`), else the
+    register keeps the run's `source_entry` and the walker holds until the source side takes it
+    from there. The queue stores every run's entry as the walker offers it, but a data run's
+    becomes an entry as the source side takes the run (`BlockRamQueue.w_commit`): every run
+    moves in the cycle it would without the register. Returns the source entry the source side
+    sees, whether it has one and whether the register is full."""
+    offer = walker.seg
+    offered = offer.valid & offer.ready  # never while `full`: the walker holds
+    full = Signal(name="skid_full")
+    kept = Signal.like(source_entry, name="skid")
+    has_run = Signal()
+    m.d.comb += [walker.hold.eq(full), offer.ready.eq(queue.w_rdy), has_run.eq(full | (offered & ~offer.payload.fill)),
+                 queue.w_en.eq(offered), queue.w_commit.eq((has_run & src_take) | (offered & offer.payload.fill))]
+    with m.If(~full):
+        m.d.sync += kept.eq(source_entry)
+    m.d.sync += full.eq(has_run & ~src_take)
+    return Mux(full, kept, source_entry), has_run, full
 
 
 class Realigner(wiring.Component):
@@ -269,7 +296,8 @@ class Dma(wiring.Component):
             m.d.sync += [self.busy.eq(1), self.busy_cycles.eq(0), self.stall_cycles.eq(0)]
 
         # Walker -> the realign queue, and its data segments to the source side: through the
-        # source queue, or (`pointer`) straight, each taken as the source side takes its next.
+        # source queue, or (`pointer`) straight, each taken as the source side takes its next
+        # (through a skid register, `run_skid`, with the block-RAM realign queue).
         seg = walker.seg.payload
         data_seg = ~seg.fill
         src_take = Signal()  # the source side takes its next segment (if there is one)
@@ -282,13 +310,19 @@ class Dma(wiring.Component):
                 m.d.comb += [source_entry.n.eq(seg.n), realign_entry.n.eq(seg.n)]
         else:
             source_entry = realign_entry = seg
-        m.d.comb += [to_realign.w_data.eq(realign_entry), to_realign.w_en.eq(walker.seg.valid & walker.seg.ready)]
-        if pointer:
-            m.d.comb += walker.seg.ready.eq(to_realign.w_rdy & (src_take | ~data_seg))
+        m.d.comb += to_realign.w_data.eq(realign_entry)
+        skid_full = Const(0)
+        if pointer and queue is BlockRamQueue:
+            src_seg, src_valid, skid_full = run_skid(m, walker, to_realign, source_entry, src_take)
+            src_seg, src_n = source_layout(src_seg), desc.run_bytes
+        elif pointer:
+            m.d.comb += [walker.seg.ready.eq(to_realign.w_rdy & (src_take | ~data_seg)),
+                         to_realign.w_en.eq(walker.seg.valid & walker.seg.ready)]
             src_seg, src_valid = source_entry, walker.seg.valid & data_seg & to_realign.w_rdy
             src_n = desc.run_bytes
         else:
-            m.d.comb += [walker.seg.ready.eq(to_realign.w_rdy & (to_source.w_rdy | ~data_seg)),
+            m.d.comb += [to_realign.w_en.eq(walker.seg.valid & walker.seg.ready),
+                         walker.seg.ready.eq(to_realign.w_rdy & (to_source.w_rdy | ~data_seg)),
                          to_source.w_data.eq(source_entry),
                          to_source.w_en.eq(walker.seg.valid & walker.seg.ready & data_seg),
                          to_source.r_en.eq(src_take)]
@@ -387,7 +421,7 @@ class Dma(wiring.Component):
             ]
 
         # Completion and counters.
-        queued = (to_realign.level != 0) if pointer else (to_source.level != 0) | (to_realign.level != 0)
+        queued = (to_realign.level != 0) | (skid_full if pointer else to_source.level != 0)
         working = (started | walker.busy | queued | src_some
                    | read_valid | word_valid | realigner.busy | wr.valid)
         waiting = (rd_data.ready & ~rd_data.valid) | (wr.valid & ~wr.ready)

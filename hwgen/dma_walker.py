@@ -205,6 +205,7 @@ class PointerWalker(wiring.Component):
     outside, spending a cycle on each). The pointers take the base fields from `bases` when
     `load_bases` pulses, the cycle before `start`; the first run is offered two cycles after
     `start` and runs follow one per cycle (the cycles of the `levels` walker with `run_dx` 0).
+    While `hold` is high the walker neither offers nor skips a run.
     """
 
     def __init__(self, params: DmaParams):
@@ -214,6 +215,7 @@ class PointerWalker(wiring.Component):
             "load_bases": In(1),
             "desc": In(params.descriptor_layout()),
             "start": In(1),
+            "hold": In(1),
             "seg": Out(stream.Signature(params.segment_layout())),
             "busy": Out(1),
         })
@@ -233,9 +235,10 @@ class PointerWalker(wiring.Component):
         with m.If(take | ~walking):
             m.d.sync += inside.eq((y.as_unsigned() < desc.height) & (x.as_unsigned() < desc.width))
         emits = desc.load | inside
+        moving = walking & ~self.hold  # offers or skips the run at the pointers
         seg = self.seg.payload
-        m.d.comb += [self.seg.valid.eq(walking & emits), seg.fill.eq(~inside), seg.dram.eq(a), seg.buf.eq(b),
-                     seg.n.eq(desc.run_bytes), take.eq(walking & (self.seg.ready | ~emits)),
+        m.d.comb += [self.seg.valid.eq(moving & emits), seg.fill.eq(~inside), seg.dram.eq(a), seg.buf.eq(b),
+                     seg.n.eq(desc.run_bytes), take.eq(moving & (self.seg.ready | ~emits)),
                      self.busy.eq(starting | walking)]
         with m.If(take & final):
             m.d.sync += walking.eq(0)

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 from amaranth.hdl import Module
 from amaranth.lib import wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
 
-from hwgen.dma import Descriptor, DescriptorError, Dim, Dma, DmaParams
+from hwgen.dma import BlockRamQueue, Descriptor, DescriptorError, Dim, Dma, DmaParams
 from planner.transfer_work import SHARED_START_SAVING
 from sim.dma_model import DmaTraffic, run_descriptor
 from sim.memory_model import MemoryModel
@@ -264,3 +265,41 @@ def test_pointer_dma_takes_the_cycles_of_the_levels_dma_less_its_source_queue(se
                              for walker in WALKERS)
     first_moves_data = [0 <= d.y0 < d.height and 0 <= d.x0 < d.width for d in descs]
     assert pointer == held == [cycles - SHARED_START_SAVING * moves for cycles, moves in zip(levels, first_moves_data)]
+
+
+@pytest.mark.parametrize("depth", [2, 3, 5])
+def test_block_ram_queue_with_staged_entries_runs_like_amaranths_buffered_fifo(depth: int) -> None:
+    """`BlockRamQueue` with entries stored before they become due (`w_en` then `w_commit`, up to
+    four cycles later, other words on `w_data` meanwhile) against `SyncFIFOBuffered` written
+    in the commit cycles: the same `w_rdy`, `r_rdy`, `level` and read data in every cycle."""
+    m = Module()
+    m.submodules.queue = queue = BlockRamQueue(8, depth)
+    m.submodules.reference = reference = SyncFIFOBuffered(width=8, depth=depth)
+    rng = np.random.default_rng(depth)
+
+    async def bench(ctx):
+        staged, wait = None, 0  # the stored entry's data and the cycles until its commit
+        for _ in range(600):
+            write = staged is None and ctx.get(queue.w_rdy) and rng.random() < 0.6
+            if write:
+                staged, wait = int(rng.integers(0, 256)), int(rng.integers(0, 5))
+            due = staged is not None and wait == 0
+            ctx.set(queue.w_data, staged if write else int(rng.integers(0, 256)))
+            ctx.set(queue.w_en, write)
+            ctx.set(queue.w_commit, due)
+            ctx.set(reference.w_data, staged if due else 0)
+            ctx.set(reference.w_en, due)
+            read = bool(rng.random() < 0.5)
+            ctx.set(queue.r_en, read)
+            ctx.set(reference.r_en, read)
+            pairs = [(queue.w_rdy, reference.w_rdy), (queue.r_rdy, reference.r_rdy), (queue.level, reference.level)]
+            assert [ctx.get(a) for a, _ in pairs] == [ctx.get(b) for _, b in pairs]
+            if ctx.get(queue.r_rdy):
+                assert ctx.get(queue.r_data) == ctx.get(reference.r_data)
+            staged, wait = (None, 0) if due else (staged, wait - 1)
+            await ctx.tick()
+
+    sim = Simulator(m)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
