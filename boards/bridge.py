@@ -115,6 +115,8 @@ class Bridge(wiring.Component):
         # per ten bit times, a copy reads the buffer between writes, a reply fetches between sends).
         last = Signal()
         m.d.sync += last.eq(count + 1 == length)
+        argument = Signal()              # likewise: the payload byte `count` is an argument's
+        m.d.sync += argument.eq(count < ARGUMENT_BYTES)
         pointer = Signal(span)           # the address argument, then the next memory access
         bits = len(pointer)
         # The size argument in the width of memory addresses; a set bit above the width puts an
@@ -154,6 +156,10 @@ class Bridge(wiring.Component):
         m.d.comb += [memory.req.valid.eq(requesting), memory.req.payload.addr.eq(pointer),
                      memory.req.payload.data.eq(buffer_read.data),
                      memory.req.payload.write.eq(is_command(Command.WRITE))]
+        # An accepted request moves `pointer` on to the next byte whatever the state: only the
+        # states that wait for acceptance request, so its enable need not decode them.
+        with m.If(requesting & memory.req.ready):
+            m.d.sync += [requesting.eq(0), fetch_lane.eq(pointer[:exact_log2(word)]), pointer.eq(pointer + 1)]
         sent = tx.valid & tx.ready
         timed_out = gap[-1]
         m.d.comb += self.link_active.eq(~timed_out)
@@ -212,9 +218,8 @@ class Bridge(wiring.Component):
                 m.next = next_state
 
         def fetch(next_state: str) -> None:
-            """Wait for the request of the word holding byte `pointer`; on to the next byte."""
+            """Wait for the request of the word holding byte `pointer` (it moves `pointer` on)."""
             with m.If(memory.req.ready):
-                m.d.sync += [requesting.eq(0), fetch_lane.eq(pointer[:exact_log2(word)]), pointer.eq(pointer + 1)]
                 m.next = next_state
 
         fetched = memory.rd_data.word_select(fetch_lane, 8)
@@ -249,7 +254,7 @@ class Bridge(wiring.Component):
                 with m.If(got):
                     m.d.comb += [buffer_write.addr.eq(count), buffer_write.data.eq(byte), buffer_write.en.eq(1)]
                     m.d.sync += count.eq(count + 1)
-                    with m.Switch(count):
+                    with m.If(argument), m.Switch(count[:exact_log2(ARGUMENT_BYTES)]):
                         for index in range(ARGUMENT_BYTES):
                             with m.Case(index):
                                 if index < WRITE_ADDRESS.size:
@@ -325,8 +330,8 @@ class Bridge(wiring.Component):
                 m.d.sync += requesting.eq(1)
                 m.next = "COPY_WRITE"
             with m.State("COPY_WRITE"):
-                with m.If(memory.req.ready):
-                    m.d.sync += [requesting.eq(0), pointer.eq(pointer + 1), count.eq(count + 1)]
+                with m.If(memory.req.ready):  # the request moves `pointer` on
+                    m.d.sync += count.eq(count + 1)
                     m.next = "COPY_READ"
                     with m.If(last):
                         m.d.sync += length.eq(0)

@@ -11,7 +11,9 @@ Each cycle the one port serves, in this order: an accelerator write beat (always
 accelerator read beat (when its read-data FIFO has room), a host byte access. Block RAM storage
 takes the port's access through a register (`storage_latency`: read data two cycles after the
 access is granted, one with SPRAM): on a large ECP5 its slices spread over the chip, and the
-bridge's buffer and the accelerator's write data reached them in one cycle only at 63 MHz.
+bridge's buffer and the accelerator's write data reached them in one cycle only at 63 MHz. Its
+read data reach the host through a register too (`host_latency`): from the slices across the
+chip, the bridge's reply byte selection missed 75 MHz on the 85F.
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ BLOCK_RAM_DATA_BITS = 16384  # an ECP5 DP16KD without its parity bits
 class HostPort(wiring.Signature):
     """Access from the bridge: a request stream (`addr`, a byte address; `data` and `write` for
     a byte write). A read returns the whole `word_bytes`-byte word holding `addr` on `rd_data`,
-    with `rd_valid`, `storage_latency` cycles after the request is accepted."""
+    with `rd_valid`, `host_latency` cycles after the request is accepted."""
 
     def __init__(self, word_bytes: int, addr_width: int = 32):
         self.word_bytes = word_bytes
@@ -68,6 +70,12 @@ def storage_latency(platform) -> int:
     """Cycles from a granted access to its read data: SPRAM answers the next cycle; block RAM
     storage adds the access register in front of its slices."""
     return 1 if is_ice40up(platform) else 2
+
+
+def host_latency(platform) -> int:
+    """Cycles from a granted host read to its data: block RAM storage's read data reach the host
+    through a register."""
+    return storage_latency(platform) + (not is_ice40up(platform))
 
 
 class WordStorage(wiring.Component):
@@ -217,9 +225,9 @@ class MainMemory(wiring.Component):
 
         # ---- host accesses in the cycles left over
         grant = Signal()
-        m.d.comb += [grant.eq(host.req.valid & ~write & ~issue), host.req.ready.eq(grant),
-                     host.rd_data.eq(storage.rd_data)]
-        m.d.comb += host.rd_valid.eq(_delayed(m, grant & ~host.req.payload.write, latency, "host_read")[-1])
+        m.d.comb += [grant.eq(host.req.valid & ~write & ~issue), host.req.ready.eq(grant)]
+        m.d.comb += [host.rd_data.eq(_late(m, storage.rd_data, host_latency(platform) - latency, "host_rd_data")),
+                     host.rd_valid.eq(_late(m, grant & ~host.req.payload.write, host_latency(platform), "host_read"))]
 
         # ---- the access of the cycle
         with m.If(write):
@@ -256,3 +264,8 @@ def _delayed(m: Module, value, cycles: int, name: str) -> list[Signal]:
         stages.append(delayed)
         value = delayed
     return stages
+
+
+def _late(m: Module, value, cycles: int, name: str):
+    """`value` `cycles` cycles late (`value` itself for 0)."""
+    return _delayed(m, value, cycles, name)[-1] if cycles else value

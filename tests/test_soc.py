@@ -16,7 +16,7 @@ from amaranth.back.verilog import convert
 from amaranth.sim import Simulator
 
 from boards import protocol
-from boards.main_memory import MainMemory, WordStorage, slice_bits, storage_latency
+from boards.main_memory import MainMemory, WordStorage, host_latency, slice_bits
 from boards.soc import SocCore
 from hwgen.config import config_from_dict
 from hwgen.memory_port import MemoryPort
@@ -110,10 +110,10 @@ def test_main_memory_serves_bursts_and_host_bytes_under_back_pressure(bus_bytes,
         await handshake(ctx, host.req)
         if write:
             return None
-        for _ in range(storage_latency(None) - 1):  # block RAM storage: its access register first
+        for _ in range(host_latency(None) - 1):  # block RAM storage: its access and read registers
             assert not ctx.get(host.rd_valid)
             await ctx.tick()
-        assert ctx.get(host.rd_valid)  # `storage_latency` cycles after the request was accepted
+        assert ctx.get(host.rd_valid)  # `host_latency` cycles after the request was accepted
         word = ctx.get(host.rd_data)
         return word >> (8 * (addr % max(bus_bytes, 2))) & 0xFF
 
