@@ -15,14 +15,16 @@ finishes.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import IntEnum
 from types import MappingProxyType
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal, Value, unsigned
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from hwgen.config import Template
+from hwgen.dispatch_queue import DispatchQueue
 from hwgen.isa import INSTRUCTION_BITS, INSTRUCTION_LAYOUT, OPCODE_BITS, PAYLOADS, REGISTERS, SEMAPHORES, Opcode, Queue
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS, SinglePortBank
 from hwgen.steps import unread_fields
@@ -75,7 +77,7 @@ def runs_in_place(template: Template, queue: str) -> bool:
 
 def head_delay(template: Template, queue: str) -> int:
     """Cycles from writing an instruction into an empty queue to its being the head: 2 through
-    the FIFO's memory and output register, 1 in a one-entry queue (a single register)."""
+    the queue's memory and head register, 1 in a one-entry queue (a single register)."""
     return 1 if queue_depth(template, queue) == 1 else 2
 
 
@@ -116,6 +118,19 @@ def used_bits(queue: str, template: Template = Template(),
         else:
             ranges.append((bit, bit + 1))
     return ranges
+
+
+class Kind(IntEnum):
+    """What the sequencer does with a queue's head (`DispatchQueue` kinds, one-hot bits)."""
+    WAIT = 0      # pops it when its semaphore is granted
+    SIGNAL = 1    # pops it when the unit is idle, incrementing its semaphore
+    COMMAND = 2   # offers it to the unit
+
+
+def instruction_kind(opcode: Value) -> Value:
+    """The one-hot `Kind` of a queued instruction with `opcode`."""
+    wait, signal = opcode == Opcode.WAIT, opcode == Opcode.SIGNAL
+    return Cat(wait, signal, ~(wait | signal))
 
 
 def dispatch_target(word: Value) -> Value:
@@ -193,8 +208,8 @@ class Sequencer(wiring.Component):
 
         fields = {q: used_bits(q, self.template, self.field_bits) if self.template.queue_fields == "used"
                   else [(0, INSTRUCTION_BITS)] for q in QUEUES}
-        fifos = {q: fifo.SyncFIFOBuffered(width=sum(stop - start for start, stop in fields[q]),
-                                          depth=queue_depth(self.template, q)) for q in QUEUES}
+        fifos = {q: DispatchQueue(width=sum(stop - start for start, stop in fields[q]),
+                                  depth=queue_depth(self.template, q), kinds=len(Kind)) for q in QUEUES}
         for q, queue_fifo in fifos.items():
             m.submodules[f"{q}_fifo"] = queue_fifo
 
@@ -251,21 +266,15 @@ class Sequencer(wiring.Component):
             unit_idle = getattr(self, f"{q}_idle") & ~issued[q]  # `out` is not valid at a SIGNAL
             if not runs_in_place(self.template, q):  # else popped when done
                 m.d.sync += issued[q].eq(out.valid & out.ready)
-            at_head = {opcode: fifos[q].r_rdy & (head.opcode == opcode) for opcode in (Opcode.WAIT, Opcode.SIGNAL)}
+            kind = fifos[q].r_kind  # one-hot, from flip-flops; 0 while the queue is empty
             for s in range(SEMAPHORES):
-                m.d.comb += [waits_on[q][s].eq(at_head[Opcode.WAIT] & (sem == s)),
-                             signals[q][s].eq(at_head[Opcode.SIGNAL] & (sem == s) & unit_idle)]
+                m.d.comb += [waits_on[q][s].eq(kind[Kind.WAIT] & (sem == s)),
+                             signals[q][s].eq(kind[Kind.SIGNAL] & (sem == s) & unit_idle)]
             # a WAIT passes on a nonzero semaphore unless an earlier queue waits on it too
             granted = Cat(waits_on[q][s] & nonzero[s] & ~Cat(waits_on[p][s] for p in QUEUES[:index]).any()
                           for s in range(SEMAPHORES)).any()
-            with m.If(fifos[q].r_rdy):
-                with m.Switch(head.opcode):
-                    with m.Case(Opcode.WAIT):
-                        m.d.comb += [waiting[q].eq(~granted), fifos[q].r_en.eq(granted)]
-                    with m.Case(Opcode.SIGNAL):
-                        m.d.comb += fifos[q].r_en.eq(unit_idle)
-                    with m.Default():
-                        m.d.comb += [out.valid.eq(1), fifos[q].r_en.eq(out.ready)]
+            m.d.comb += [waiting[q].eq(kind[Kind.WAIT] & ~granted), out.valid.eq(kind[Kind.COMMAND]),
+                         fifos[q].r_en.eq(granted | (kind[Kind.SIGNAL] & unit_idle) | (kind[Kind.COMMAND] & out.ready))]
             m.d.comb += out.payload.eq(head)  # meaningful only while `valid`
         for s in range(SEMAPHORES):
             self._update_semaphore(m, sems[s], [signals[q][s] for q in QUEUES],
@@ -281,6 +290,7 @@ class Sequencer(wiring.Component):
         all_counters = self.template.counters == "all"
         kept_counters = self.counters if all_counters else self.counters.cycles
         m.d.comb += [fifos[q].w_data.eq(packed[q]) for q in QUEUES]  # written only with `w_en`
+        m.d.comb += [fifos[q].w_kind.eq(instruction_kind(instr.opcode)) for q in QUEUES]
         with m.FSM():
             with m.State("IDLE"):
                 # The ROM reads word 0 all the while: `start` (from the host side) need not
