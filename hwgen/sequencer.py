@@ -88,17 +88,24 @@ def program_write_signature(depth: int, width: int = INSTRUCTION_BITS) -> wiring
     })
 
 
+def command_opcodes(queue: str) -> tuple[Opcode, ...]:
+    """The opcodes a queue hands to its unit (all but WAIT and SIGNAL, which its `Kind` tells)."""
+    return tuple(opcode for opcode in QUEUE_OPCODES[queue] if opcode not in (Opcode.WAIT, Opcode.SIGNAL))
+
+
 def opcode_constants(queue: str) -> dict[int, int]:
-    """The opcode bits that are the same in all of a queue's opcodes, with their values: a queue
-    of `used` fields does not carry them (its head has them as constants)."""
-    return {bit: int(QUEUE_OPCODES[queue][0]) >> bit & 1 for bit in range(OPCODE_BITS)
-            if len({int(opcode) >> bit & 1 for opcode in QUEUE_OPCODES[queue]}) == 1}
+    """The opcode bits that are the same in all of a queue's command opcodes, with their values:
+    a queue of `used` fields does not carry them (its head has them as constants; a WAIT or
+    SIGNAL head is told by its kind, and its opcode is not read)."""
+    commands = command_opcodes(queue)
+    return {bit: int(commands[0]) >> bit & 1 for bit in range(OPCODE_BITS)
+            if len({int(opcode) >> bit & 1 for opcode in commands}) == 1}
 
 
 def used_bits(queue: str, template: Template = Template(),
               field_bits: Mapping[str, int] = MappingProxyType({})) -> list[tuple[int, int]]:
     """The instruction bit ranges `[start, stop)` a queue's entries need: the opcode bits that
-    tell its opcodes apart (`opcode_constants`: the rest) and the fields its opcodes' unit and
+    tell its command opcodes apart (`opcode_constants`: the rest) and the fields its opcodes' unit and
     head logic read (WAIT/SIGNAL: the semaphore only; CONVCFG: the fields `template`'s pointer
     steps read, `hwgen.steps.unread_fields`; a LOAD or STORE field named in `field_bits`: only
     its low bits, all its unit reads)."""
@@ -141,10 +148,8 @@ def dispatch_target(word: Value) -> Value:
     queue_field = PAYLOADS[Opcode.WAIT]["queue"]
     queue = word[OPCODE_BITS + queue_field.offset:][:queue_field.shape.width]
     queued = (opcode == Opcode.WAIT) | (opcode == Opcode.SIGNAL)
-    return Cat(
-        (queued & (queue == index))
-        | Cat(opcode == own for own in QUEUE_OPCODES[q] if own not in (Opcode.WAIT, Opcode.SIGNAL)).any()
-        for index, q in enumerate(QUEUES))
+    return Cat((queued & (queue == index)) | Cat(opcode == own for own in command_opcodes(q)).any()
+               for index, q in enumerate(QUEUES))
 
 
 class Sequencer(wiring.Component):

@@ -285,20 +285,21 @@ def test_narrowed_transfer_fields_reach_their_units_as_their_low_bits():
 
 
 def test_used_queue_bits_cover_each_units_fields_and_drop_the_rest():
-    """Against the field lists of docs/isa.md: the load queue needs the opcode bits that tell
-    WAIT, SIGNAL and LOAD apart (00101, 00110, 00111: 2 bits) and the LOAD fields without
-    register numbers (2+1+10+32+16+12+12; WAIT/SIGNAL's semaphore number lies inside
-    buffer/bank/desc), the store queue 4 opcode bits (WAIT, SIGNAL, STORE: 01000) and bank, desc,
-    dram_offset, buf_addr (1+10+32+16), the compute queue 4 opcode bits (WAIT, SIGNAL, 01001,
-    01010, 01011) and the widest payload, VEC's (91)."""
-    assert {q: opcode_constants(q) for q in QUEUES} == {"load": {2: 1, 3: 0, 4: 0}, "store": {4: 0},
-                                                       "compute": {4: 0}}
+    """Against the field lists of docs/isa.md: a queue's entries carry their kind (WAIT, SIGNAL or
+    command) beside the data, so only the opcode bits that tell its command opcodes apart: the
+    load queue none (LOAD) and the LOAD fields without register numbers (1+10+32+16+12+12;
+    WAIT/SIGNAL's semaphore number lies inside buffer/bank/desc), the store queue none (STORE) and
+    bank, desc, dram_offset, buf_addr (1+10+32+16), the compute queue 2 opcode bits (01001, 01010,
+    01011) and the widest payload, VEC's (91)."""
+    assert {q: opcode_constants(q) for q in QUEUES} == {"load": {0: 1, 1: 1, 2: 1, 3: 0, 4: 0},
+                                                       "store": {0: 0, 1: 0, 2: 0, 3: 1, 4: 0},
+                                                       "compute": {2: 0, 3: 1, 4: 0}}
     widths = {q: sum(stop - start for start, stop in used_bits(q)) for q in QUEUES}
-    assert widths == {"load": 2 + 85, "store": 4 + 59, "compute": 4 + 91}
+    assert widths == {"load": 85, "store": 59, "compute": 2 + 91}
     # compiler pointer steps: CONVCFG's step fields (16 + 16 bits after its first 65) are read,
     # in_rows is not (it lies inside VEC's fields anyway)
     compiler = Template(address_steps="compiler")
-    assert sum(stop - start for start, stop in used_bits("compute", compiler)) == 4 + 65 + 32
+    assert sum(stop - start for start, stop in used_bits("compute", compiler)) == 2 + 65 + 32
     # narrowed transfer fields: 15 + 5 + 1 bits fewer in LOAD and in STORE entries
     narrow = {q: sum(stop - start for start, stop in used_bits(q, compiler, NARROW)) for q in QUEUES}
-    assert narrow == {"load": 2 + 85 - 21, "store": 4 + 59 - 21, "compute": 4 + 65 + 32}
+    assert narrow == {"load": 85 - 21, "store": 59 - 21, "compute": 2 + 65 + 32}
