@@ -14,12 +14,13 @@ finishes.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from enum import IntEnum
 from types import MappingProxyType
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal, Value, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -93,23 +94,29 @@ def command_opcodes(queue: str) -> tuple[Opcode, ...]:
     return tuple(opcode for opcode in QUEUE_OPCODES[queue] if opcode not in (Opcode.WAIT, Opcode.SIGNAL))
 
 
-def opcode_constants(queue: str) -> dict[int, int]:
-    """The opcode bits that are the same in all of a queue's command opcodes, with their values:
-    a queue of `used` fields does not carry them (its head has them as constants; a WAIT or
-    SIGNAL head is told by its kind, and its opcode is not read)."""
-    commands = command_opcodes(queue)
-    return {bit: int(commands[0]) >> bit & 1 for bit in range(OPCODE_BITS)
-            if len({int(opcode) >> bit & 1 for opcode in commands}) == 1}
+def registered_kinds(template: Template) -> bool:
+    """Whether the queues keep each entry's `Kind` beside it (`template.queue_kinds`)."""
+    return template.queue_kinds == "registered"
+
+
+def opcode_constants(queue: str, template: Template = Template()) -> dict[int, int]:
+    """The opcode bits that are the same in all of a queue's opcodes, with their values: a queue
+    of `used` fields does not carry them (its head has them as constants). With
+    `registered_kinds` only the command opcodes count (a WAIT or SIGNAL head is told by its
+    kind, and its opcode is not read)."""
+    told = command_opcodes(queue) if registered_kinds(template) else QUEUE_OPCODES[queue]
+    return {bit: int(told[0]) >> bit & 1 for bit in range(OPCODE_BITS)
+            if len({int(opcode) >> bit & 1 for opcode in told}) == 1}
 
 
 def used_bits(queue: str, template: Template = Template(),
               field_bits: Mapping[str, int] = MappingProxyType({})) -> list[tuple[int, int]]:
     """The instruction bit ranges `[start, stop)` a queue's entries need: the opcode bits that
-    tell its command opcodes apart (`opcode_constants`: the rest) and the fields its opcodes' unit and
+    tell its opcodes apart (`opcode_constants`: the rest) and the fields its opcodes' unit and
     head logic read (WAIT/SIGNAL: the semaphore only; CONVCFG: the fields `template`'s pointer
     steps read, `hwgen.steps.unread_fields`; a LOAD or STORE field named in `field_bits`: only
     its low bits, all its unit reads)."""
-    bits = set(range(OPCODE_BITS)) - set(opcode_constants(queue))
+    bits = set(range(OPCODE_BITS)) - set(opcode_constants(queue, template))
     for opcode in QUEUE_OPCODES[queue]:
         skipped = unread_fields(template) if opcode == Opcode.CONVCFG else frozenset()
         narrowed = field_bits if opcode in (Opcode.LOAD, Opcode.STORE) else {}
@@ -128,7 +135,8 @@ def used_bits(queue: str, template: Template = Template(),
 
 
 class Kind(IntEnum):
-    """What the sequencer does with a queue's head (`DispatchQueue` kinds, one-hot bits)."""
+    """What the sequencer does with a queue's head (one-hot bits; with `registered_kinds` the
+    `DispatchQueue`'s kinds)."""
     WAIT = 0      # pops it when its semaphore is granted
     SIGNAL = 1    # pops it when the unit is idle, incrementing its semaphore
     COMMAND = 2   # offers it to the unit
@@ -189,6 +197,7 @@ class Sequencer(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         loops = self.template.loops_and_registers
+        registered = registered_kinds(self.template)
         pc = Signal(range(self.depth + 1))
         pc_next = Signal.like(pc)
         m.d.comb += pc_next.eq(pc)
@@ -213,8 +222,9 @@ class Sequencer(wiring.Component):
 
         fields = {q: used_bits(q, self.template, self.field_bits) if self.template.queue_fields == "used"
                   else [(0, INSTRUCTION_BITS)] for q in QUEUES}
-        fifos = {q: DispatchQueue(width=sum(stop - start for start, stop in fields[q]),
-                                  depth=queue_depth(self.template, q), kinds=len(Kind)) for q in QUEUES}
+        queue_class = functools.partial(DispatchQueue, kinds=len(Kind)) if registered else fifo.SyncFIFOBuffered
+        fifos = {q: queue_class(width=sum(stop - start for start, stop in fields[q]),
+                                depth=queue_depth(self.template, q)) for q in QUEUES}
         for q, queue_fifo in fifos.items():
             m.submodules[f"{q}_fifo"] = queue_fifo
 
@@ -255,7 +265,8 @@ class Sequencer(wiring.Component):
         for q in QUEUES:
             m.d.comb += Cat(heads[q].as_value()[start:stop] for start, stop in fields[q]).eq(fifos[q].r_data)
             if self.template.queue_fields == "used":
-                m.d.comb += [heads[q].opcode[bit].eq(value) for bit, value in opcode_constants(q).items()]
+                m.d.comb += [heads[q].opcode[bit].eq(value)
+                             for bit, value in opcode_constants(q, self.template).items()]
         waiting = {q: Signal(name=f"{q}_waiting") for q in QUEUES}
         issued = {q: Signal(name=f"{q}_issued") for q in QUEUES}
         nonzero = [Signal(name=f"sem{i}_nonzero") for i in range(SEMAPHORES)]
@@ -271,7 +282,8 @@ class Sequencer(wiring.Component):
             unit_idle = getattr(self, f"{q}_idle") & ~issued[q]  # `out` is not valid at a SIGNAL
             if not runs_in_place(self.template, q):  # else popped when done
                 m.d.sync += issued[q].eq(out.valid & out.ready)
-            kind = fifos[q].r_kind  # one-hot, from flip-flops; 0 while the queue is empty
+            kind = fifos[q].r_kind if registered else (  # one-hot, 0 while the queue is empty
+                instruction_kind(head.opcode) & fifos[q].r_rdy.replicate(len(Kind)))
             for s in range(SEMAPHORES):
                 m.d.comb += [waits_on[q][s].eq(kind[Kind.WAIT] & (sem == s)),
                              signals[q][s].eq(kind[Kind.SIGNAL] & (sem == s) & unit_idle)]
@@ -295,7 +307,7 @@ class Sequencer(wiring.Component):
         all_counters = self.template.counters == "all"
         kept_counters = self.counters if all_counters else self.counters.cycles
         m.d.comb += [fifos[q].w_data.eq(packed[q]) for q in QUEUES]  # written only with `w_en`
-        m.d.comb += [fifos[q].w_kind.eq(instruction_kind(instr.opcode)) for q in QUEUES]
+        m.d.comb += [fifos[q].w_kind.eq(instruction_kind(instr.opcode)) for q in QUEUES if registered]
         with m.FSM():
             with m.State("IDLE"):
                 # The ROM reads word 0 all the while: `start` (from the host side) need not

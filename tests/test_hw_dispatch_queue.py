@@ -22,7 +22,7 @@ def test_queue_is_timed_like_a_buffered_fifo_and_reads_its_head_kind(depth: int,
     m.submodules.queue = queue = DispatchQueue(width=8, depth=depth, kinds=KINDS)
     m.submodules.reference = reference = SyncFIFOBuffered(width=8, depth=depth)
     rng = random.Random(depth * 1000 + int(write_rate * 100) + int(read_rate * 10))
-    kinds: list[int] = []  # of the entries in the queue, oldest first
+    queued: list[int] = []  # the kinds of the entries in the queue, oldest first
     checked = {"pops": 0}
 
     async def testbench(ctx):
@@ -37,13 +37,13 @@ def test_queue_is_timed_like_a_buffered_fifo_and_reads_its_head_kind(depth: int,
             assert (ctx.get(queue.w_rdy), ctx.get(queue.r_rdy)) == (ctx.get(reference.w_rdy), ready)
             if ready:
                 assert ctx.get(queue.r_data) == ctx.get(reference.r_data)
-            assert ctx.get(queue.r_kind) == (kinds[0] if ready else 0)
+            assert ctx.get(queue.r_kind) == (queued[0] if ready else 0)
             popped, pushed = r_en and ready, w_en and ctx.get(reference.w_rdy)
             if popped:
-                kinds.pop(0)
+                queued.pop(0)
                 checked["pops"] += 1
             if pushed:
-                kinds.append(kind)
+                queued.append(kind)
             await ctx.tick()
 
     sim = Simulator(m)
