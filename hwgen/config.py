@@ -237,7 +237,11 @@ class Template:
     its int32 partial sums `kept` in the accumulator buffer (continued by the next CONV, spilled to
     DRAM and reloaded), or `none`: every CONV covers the whole reduction (the planner tiles no
     input channels), so the accumulator buffer is written by the compute side and read by the DMA
-    only, with no partial-sum read, raw result or accumulator load path.
+    only, with no partial-sum read, raw result or accumulator load path; `queue_kinds`: the
+    sequencer decides on each queue's head from its opcode, `decoded` as the head arrives, or
+    `registered` beside each entry as it is queued (a one-hot kind in flip-flops, 3 bits per
+    entry: shorter pop paths; the queues then hold only the opcode bits that tell their command
+    opcodes apart).
     """
 
     loops_and_registers: bool = True
@@ -263,6 +267,7 @@ class Template:
     store_queue_depth: int = 0
     semaphore_bits: int = 8
     partial_sums: str = "kept"
+    queue_kinds: str = "decoded"
 
 
 @dataclass(frozen=True)
@@ -343,6 +348,7 @@ _SCHEMA: dict[str, dict[str, dict]] = {
         "store_queue_depth": _field(0, 64),
         "semaphore_bits": _field(1, 8),
         "partial_sums": {"range": _Choice(("kept", "none"))},
+        "queue_kinds": {"range": _Choice(("decoded", "registered"))},
     },
 }
 _TOP = {"clock_mhz": _field(1, 2000, integer=False)}

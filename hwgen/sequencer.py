@@ -14,7 +14,9 @@ finishes.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
+from enum import IntEnum
 from types import MappingProxyType
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal, Value, unsigned
@@ -23,6 +25,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from hwgen.config import Template
+from hwgen.dispatch_queue import DispatchQueue
 from hwgen.isa import INSTRUCTION_BITS, INSTRUCTION_LAYOUT, OPCODE_BITS, PAYLOADS, REGISTERS, SEMAPHORES, Opcode, Queue
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS, SinglePortBank
 from hwgen.steps import unread_fields
@@ -75,7 +78,7 @@ def runs_in_place(template: Template, queue: str) -> bool:
 
 def head_delay(template: Template, queue: str) -> int:
     """Cycles from writing an instruction into an empty queue to its being the head: 2 through
-    the FIFO's memory and output register, 1 in a one-entry queue (a single register)."""
+    the queue's memory and head register, 1 in a one-entry queue (a single register)."""
     return 1 if queue_depth(template, queue) == 1 else 2
 
 
@@ -86,11 +89,24 @@ def program_write_signature(depth: int, width: int = INSTRUCTION_BITS) -> wiring
     })
 
 
-def opcode_constants(queue: str) -> dict[int, int]:
+def command_opcodes(queue: str) -> tuple[Opcode, ...]:
+    """The opcodes a queue hands to its unit (all but WAIT and SIGNAL, which its `Kind` tells)."""
+    return tuple(opcode for opcode in QUEUE_OPCODES[queue] if opcode not in (Opcode.WAIT, Opcode.SIGNAL))
+
+
+def registered_kinds(template: Template) -> bool:
+    """Whether the queues keep each entry's `Kind` beside it (`template.queue_kinds`)."""
+    return template.queue_kinds == "registered"
+
+
+def opcode_constants(queue: str, template: Template = Template()) -> dict[int, int]:
     """The opcode bits that are the same in all of a queue's opcodes, with their values: a queue
-    of `used` fields does not carry them (its head has them as constants)."""
-    return {bit: int(QUEUE_OPCODES[queue][0]) >> bit & 1 for bit in range(OPCODE_BITS)
-            if len({int(opcode) >> bit & 1 for opcode in QUEUE_OPCODES[queue]}) == 1}
+    of `used` fields does not carry them (its head has them as constants). With
+    `registered_kinds` only the command opcodes count (a WAIT or SIGNAL head is told by its
+    kind, and its opcode is not read)."""
+    told = command_opcodes(queue) if registered_kinds(template) else QUEUE_OPCODES[queue]
+    return {bit: int(told[0]) >> bit & 1 for bit in range(OPCODE_BITS)
+            if len({int(opcode) >> bit & 1 for opcode in told}) == 1}
 
 
 def used_bits(queue: str, template: Template = Template(),
@@ -100,7 +116,7 @@ def used_bits(queue: str, template: Template = Template(),
     head logic read (WAIT/SIGNAL: the semaphore only; CONVCFG: the fields `template`'s pointer
     steps read, `hwgen.steps.unread_fields`; a LOAD or STORE field named in `field_bits`: only
     its low bits, all its unit reads)."""
-    bits = set(range(OPCODE_BITS)) - set(opcode_constants(queue))
+    bits = set(range(OPCODE_BITS)) - set(opcode_constants(queue, template))
     for opcode in QUEUE_OPCODES[queue]:
         skipped = unread_fields(template) if opcode == Opcode.CONVCFG else frozenset()
         narrowed = field_bits if opcode in (Opcode.LOAD, Opcode.STORE) else {}
@@ -118,6 +134,20 @@ def used_bits(queue: str, template: Template = Template(),
     return ranges
 
 
+class Kind(IntEnum):
+    """What the sequencer does with a queue's head (one-hot bits; with `registered_kinds` the
+    `DispatchQueue`'s kinds)."""
+    WAIT = 0      # pops it when its semaphore is granted
+    SIGNAL = 1    # pops it when the unit is idle, incrementing its semaphore
+    COMMAND = 2   # offers it to the unit
+
+
+def instruction_kind(opcode: Value) -> Value:
+    """The one-hot `Kind` of a queued instruction with `opcode`."""
+    wait, signal = opcode == Opcode.WAIT, opcode == Opcode.SIGNAL
+    return Cat(wait, signal, ~(wait | signal))
+
+
 def dispatch_target(word: Value) -> Value:
     """One-hot (bit `i`: `QUEUES[i]`) the queue an instruction goes to, from its low bits (opcode
     and a WAIT / SIGNAL's queue); none for one the fetch stage executes. The fetch stage keeps
@@ -126,10 +156,8 @@ def dispatch_target(word: Value) -> Value:
     queue_field = PAYLOADS[Opcode.WAIT]["queue"]
     queue = word[OPCODE_BITS + queue_field.offset:][:queue_field.shape.width]
     queued = (opcode == Opcode.WAIT) | (opcode == Opcode.SIGNAL)
-    return Cat(
-        (queued & (queue == index))
-        | Cat(opcode == own for own in QUEUE_OPCODES[q] if own not in (Opcode.WAIT, Opcode.SIGNAL)).any()
-        for index, q in enumerate(QUEUES))
+    return Cat((queued & (queue == index)) | Cat(opcode == own for own in command_opcodes(q)).any()
+               for index, q in enumerate(QUEUES))
 
 
 class Sequencer(wiring.Component):
@@ -169,6 +197,7 @@ class Sequencer(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         loops = self.template.loops_and_registers
+        registered = registered_kinds(self.template)
         pc = Signal(range(self.depth + 1))
         pc_next = Signal.like(pc)
         m.d.comb += pc_next.eq(pc)
@@ -193,8 +222,9 @@ class Sequencer(wiring.Component):
 
         fields = {q: used_bits(q, self.template, self.field_bits) if self.template.queue_fields == "used"
                   else [(0, INSTRUCTION_BITS)] for q in QUEUES}
-        fifos = {q: fifo.SyncFIFOBuffered(width=sum(stop - start for start, stop in fields[q]),
-                                          depth=queue_depth(self.template, q)) for q in QUEUES}
+        queue_class = functools.partial(DispatchQueue, kinds=len(Kind)) if registered else fifo.SyncFIFOBuffered
+        fifos = {q: queue_class(width=sum(stop - start for start, stop in fields[q]),
+                                depth=queue_depth(self.template, q)) for q in QUEUES}
         for q, queue_fifo in fifos.items():
             m.submodules[f"{q}_fifo"] = queue_fifo
 
@@ -235,7 +265,8 @@ class Sequencer(wiring.Component):
         for q in QUEUES:
             m.d.comb += Cat(heads[q].as_value()[start:stop] for start, stop in fields[q]).eq(fifos[q].r_data)
             if self.template.queue_fields == "used":
-                m.d.comb += [heads[q].opcode[bit].eq(value) for bit, value in opcode_constants(q).items()]
+                m.d.comb += [heads[q].opcode[bit].eq(value)
+                             for bit, value in opcode_constants(q, self.template).items()]
         waiting = {q: Signal(name=f"{q}_waiting") for q in QUEUES}
         issued = {q: Signal(name=f"{q}_issued") for q in QUEUES}
         nonzero = [Signal(name=f"sem{i}_nonzero") for i in range(SEMAPHORES)]
@@ -251,21 +282,16 @@ class Sequencer(wiring.Component):
             unit_idle = getattr(self, f"{q}_idle") & ~issued[q]  # `out` is not valid at a SIGNAL
             if not runs_in_place(self.template, q):  # else popped when done
                 m.d.sync += issued[q].eq(out.valid & out.ready)
-            at_head = {opcode: fifos[q].r_rdy & (head.opcode == opcode) for opcode in (Opcode.WAIT, Opcode.SIGNAL)}
+            kind = fifos[q].r_kind if registered else (  # one-hot, 0 while the queue is empty
+                instruction_kind(head.opcode) & fifos[q].r_rdy.replicate(len(Kind)))
             for s in range(SEMAPHORES):
-                m.d.comb += [waits_on[q][s].eq(at_head[Opcode.WAIT] & (sem == s)),
-                             signals[q][s].eq(at_head[Opcode.SIGNAL] & (sem == s) & unit_idle)]
+                m.d.comb += [waits_on[q][s].eq(kind[Kind.WAIT] & (sem == s)),
+                             signals[q][s].eq(kind[Kind.SIGNAL] & (sem == s) & unit_idle)]
             # a WAIT passes on a nonzero semaphore unless an earlier queue waits on it too
             granted = Cat(waits_on[q][s] & nonzero[s] & ~Cat(waits_on[p][s] for p in QUEUES[:index]).any()
                           for s in range(SEMAPHORES)).any()
-            with m.If(fifos[q].r_rdy):
-                with m.Switch(head.opcode):
-                    with m.Case(Opcode.WAIT):
-                        m.d.comb += [waiting[q].eq(~granted), fifos[q].r_en.eq(granted)]
-                    with m.Case(Opcode.SIGNAL):
-                        m.d.comb += fifos[q].r_en.eq(unit_idle)
-                    with m.Default():
-                        m.d.comb += [out.valid.eq(1), fifos[q].r_en.eq(out.ready)]
+            m.d.comb += [waiting[q].eq(kind[Kind.WAIT] & ~granted), out.valid.eq(kind[Kind.COMMAND]),
+                         fifos[q].r_en.eq(granted | (kind[Kind.SIGNAL] & unit_idle) | (kind[Kind.COMMAND] & out.ready))]
             m.d.comb += out.payload.eq(head)  # meaningful only while `valid`
         for s in range(SEMAPHORES):
             self._update_semaphore(m, sems[s], [signals[q][s] for q in QUEUES],
@@ -281,6 +307,7 @@ class Sequencer(wiring.Component):
         all_counters = self.template.counters == "all"
         kept_counters = self.counters if all_counters else self.counters.cycles
         m.d.comb += [fifos[q].w_data.eq(packed[q]) for q in QUEUES]  # written only with `w_en`
+        m.d.comb += [fifos[q].w_kind.eq(instruction_kind(instr.opcode)) for q in QUEUES if registered]
         with m.FSM():
             with m.State("IDLE"):
                 # The ROM reads word 0 all the while: `start` (from the host side) need not

@@ -63,6 +63,8 @@ def test_energy_override():
     ("template", "semaphore_bits", 0, "template.semaphore_bits: 0 is not allowed; expected an integer in [1, 8]"),
     ("template", "store_queue_depth", 65,
      "template.store_queue_depth: 65 is not allowed; expected an integer in [0, 64]"),
+    ("template", "queue_kinds", "flags",
+     "template.queue_kinds: 'flags' is not allowed; expected one of: decoded, registered"),
 ])
 def test_bad_values_name_the_path_and_range(section, key, value, needle):
     data = base()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 from amaranth.sim import Simulator
 
@@ -155,10 +156,13 @@ PROGRAM = assemble([
                                       Template(queue_depth=2, load_command="queue", compute_queue_depth=1),
                                       Template(queue_depth=2, store_command="queue", program_memory="spram"),
                                       Template(semaphore_bits=2, queue_depth=2, store_queue_depth=1,
-                                               store_command="queue")],
+                                               store_command="queue"),
+                                      Template(queue_kinds="registered", queue_fields="used", queue_depth=3,
+                                               compute_queue_depth=1, load_command="queue")],
                          ids=["full", "used-queue-fields", "spram-program", "1-deep-queues", "2-deep-cycles-only",
                               "in-place-load-1-deep-compute", "in-place-store-spram",
-                              "2-bit-semaphores-1-deep-in-place-store"])
+                              "2-bit-semaphores-1-deep-in-place-store",
+                              "registered-kinds-used-fields"])
 def test_dispatch_matches_reference_and_semaphores_order_units(template):
     expected = reference_dispatch(PROGRAM)
     assert [len(expected[q]) for q in QUEUES] == [3, 3, 1]
@@ -230,7 +234,7 @@ def test_writable_program_memory():
     assert [command["dram_offset"] for command in seen] == [13]
 
 
-COMPACT = Template(loops_and_registers=False, queue_fields="used", program_memory="spram")
+COMPACT = Template(loops_and_registers=False, queue_fields="used", program_memory="spram", queue_kinds="registered")
 STRAIGHT = assemble([  # no LOOP, SETR, ADDR or register operand: the compiler's kind of program
     "SIGNAL queue=load sem=1",
     "WAIT queue=load sem=1",
@@ -290,15 +294,24 @@ def test_used_queue_bits_cover_each_units_fields_and_drop_the_rest():
     register numbers (2+1+10+32+16+12+12; WAIT/SIGNAL's semaphore number lies inside
     buffer/bank/desc), the store queue 4 opcode bits (WAIT, SIGNAL, STORE: 01000) and bank, desc,
     dram_offset, buf_addr (1+10+32+16), the compute queue 4 opcode bits (WAIT, SIGNAL, 01001,
-    01010, 01011) and the widest payload, VEC's (91)."""
+    01010, 01011) and the widest payload, VEC's (91). With registered kinds (WAIT, SIGNAL or
+    command beside each entry) only the bits that tell the command opcodes apart: none for LOAD
+    or STORE alone, 2 for the compute queue."""
+    registered = Template(queue_kinds="registered")
     assert {q: opcode_constants(q) for q in QUEUES} == {"load": {2: 1, 3: 0, 4: 0}, "store": {4: 0},
                                                        "compute": {4: 0}}
-    widths = {q: sum(stop - start for start, stop in used_bits(q)) for q in QUEUES}
-    assert widths == {"load": 2 + 85, "store": 4 + 59, "compute": 4 + 91}
-    # compiler pointer steps: CONVCFG's step fields (16 + 16 bits after its first 65) are read,
-    # in_rows is not (it lies inside VEC's fields anyway)
-    compiler = Template(address_steps="compiler")
-    assert sum(stop - start for start, stop in used_bits("compute", compiler)) == 4 + 65 + 32
-    # narrowed transfer fields: 15 + 5 + 1 bits fewer in LOAD and in STORE entries
-    narrow = {q: sum(stop - start for start, stop in used_bits(q, compiler, NARROW)) for q in QUEUES}
-    assert narrow == {"load": 2 + 85 - 21, "store": 4 + 59 - 21, "compute": 4 + 65 + 32}
+    assert {q: opcode_constants(q, registered) for q in QUEUES} == {
+        "load": {0: 1, 1: 1, 2: 1, 3: 0, 4: 0}, "store": {0: 0, 1: 0, 2: 0, 3: 1, 4: 0}, "compute": {2: 0, 3: 1, 4: 0}}
+    for template, opcode_bits in ((Template(), {"load": 2, "store": 4, "compute": 4}),
+                                  (registered, {"load": 0, "store": 0, "compute": 2})):
+        widths = {q: sum(stop - start for start, stop in used_bits(q, template)) for q in QUEUES}
+        assert widths == {"load": opcode_bits["load"] + 85, "store": opcode_bits["store"] + 59,
+                          "compute": opcode_bits["compute"] + 91}
+        # compiler pointer steps: CONVCFG's step fields (16 + 16 bits after its first 65) are read,
+        # in_rows is not (it lies inside VEC's fields anyway)
+        compiler = replace(template, address_steps="compiler")
+        assert sum(stop - start for start, stop in used_bits("compute", compiler)) == opcode_bits["compute"] + 65 + 32
+        # narrowed transfer fields: 15 + 5 + 1 bits fewer in LOAD and in STORE entries
+        narrow = {q: sum(stop - start for start, stop in used_bits(q, compiler, NARROW)) for q in QUEUES}
+        assert narrow == {"load": opcode_bits["load"] + 85 - 21, "store": opcode_bits["store"] + 59 - 21,
+                          "compute": opcode_bits["compute"] + 65 + 32}
