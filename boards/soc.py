@@ -14,7 +14,6 @@ from boards.uart import FRAME_BITS, UartRx, UartTx, baud_divisor
 from hwgen.accelerator import Accelerator, check_generatable
 from hwgen.config import AcceleratorConfig
 from hwgen.memory_port import MemoryPort
-from hwgen.spram import is_ice40up
 from planner.compile.network import CompiledNetwork
 from planner.errors import ConfigError
 
@@ -76,13 +75,10 @@ class SocCore(wiring.Component):
         wiring.connect(m, bridge.tx, uart_tx.data)
         wiring.connect(m, bridge.memory, memory.host)
         m.d.comb += [uart_rx.rx.eq(self.rx), self.tx.eq(uart_tx.tx)]
-        # START reaches the sequencer through a register (except on an iCE40UP, whose every cell
-        # counts): on a large ECP5 the bridge's command decoding and the sequencer lie far apart.
-        # The host cannot tell: its next request comes thousands of cycles later.
-        if is_ice40up(platform):
-            m.d.comb += accelerator.start.eq(bridge.start)
-        else:
-            m.d.sync += accelerator.start.eq(bridge.start)
+        # START reaches the sequencer through a register: the bridge's command decoding stays out
+        # of the sequencer's paths (on a large ECP5 the two also lie far apart). The host cannot
+        # tell: its next request comes thousands of cycles later.
+        m.d.sync += accelerator.start.eq(bridge.start)
         # The bridge reads the status through registers, and all the counters through registers
         # placed next to it (its 28-byte reply multiplexer need not reach across the chip); they
         # lag the accelerator by a cycle. The cycle counter alone goes straight to its 4-byte
