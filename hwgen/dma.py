@@ -236,7 +236,8 @@ class Dma(wiring.Component):
     Loads write the bank through `buf_wr` (byte enables; with `timing_registers` through a
     register, so the last write may come in `done`'s cycle), stores read it through `buf_rd`
     (synchronous, one cycle latency). `desc.ready` is high while idle; `done` pulses for one cycle
-    when a descriptor has finished (for stores: all write beats accepted by the port). With
+    when a descriptor has finished (for stores: all write beats accepted by the port); behind the
+    `pointer` walker it is a register, set in the cycle before. With
     `entry_held` the DMA keeps only `load` of the descriptor it takes (and the walker's
     pointers); `desc.payload`'s other fields must stay unchanged until `done`.
     `busy_cycles` and `stall_cycles` count the cycles of the current or last descriptor; a stall is
@@ -425,9 +426,17 @@ class Dma(wiring.Component):
         working = (started | walker.busy | queued | src_some
                    | read_valid | word_valid | realigner.busy | wr.valid)
         waiting = (rd_data.ready & ~rd_data.valid) | (wr.valid & ~wr.ready)
+        if pointer:  # `done` a register: set as the work ends (no stage works in the next cycle)
+            offered = walker.seg.valid & walker.seg.ready
+            wr_next = Mux(beat_free, ~load & out.valid, wr.valid)
+            # with nothing queued the realigner takes no command: it idles next if it ends or idles now
+            ends = (~walker.busy_next & ~queued & ~offered & ~src_some & ~read_valid & ~word_valid & ~wr_next
+                    & realigner.cmd.ready)
+            m.d.sync += self.done.eq(self.busy & working & ends)
+        else:
+            m.d.comb += self.done.eq(self.busy & ~working)
         with m.If(self.busy):
             m.d.sync += [self.busy_cycles.eq(self.busy_cycles + 1), self.stall_cycles.eq(self.stall_cycles + waiting)]
-            with m.If(~working):
-                m.d.sync += self.busy.eq(0)
-                m.d.comb += self.done.eq(1)
+        with m.If(self.done):
+            m.d.sync += self.busy.eq(0)
         return m
