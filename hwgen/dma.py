@@ -429,7 +429,8 @@ class Dma(wiring.Component):
         if pointer:  # `done` a register: set as the work ends (no stage works in the next cycle)
             offered = walker.seg.valid & walker.seg.ready
             wr_next = Mux(beat_free, ~load & out.valid, wr.valid)
-            # with nothing queued the realigner takes no command: it idles next if it ends or idles now
+            # the flags read now each imply work in the next cycle (a run waiting or queued, source
+            # words the realigner still needs); with nothing queued the realigner takes no command
             ends = (~walker.busy_next & ~queued & ~offered & ~src_some & ~read_valid & ~word_valid & ~wr_next
                     & realigner.cmd.ready)
             m.d.sync += self.done.eq(self.busy & working & ends)
