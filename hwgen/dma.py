@@ -236,7 +236,8 @@ class Dma(wiring.Component):
     Loads write the bank through `buf_wr` (byte enables; with `timing_registers` through a
     register, so the last write may come in `done`'s cycle), stores read it through `buf_rd`
     (synchronous, one cycle latency). `desc.ready` is high while idle; `done` pulses for one cycle
-    when a descriptor has finished (for stores: all write beats accepted by the port). With
+    when a descriptor has finished (for stores: all write beats accepted by the port); behind the
+    `pointer` walker it is a register, set in the cycle before. With
     `entry_held` the DMA keeps only `load` of the descriptor it takes (and the walker's
     pointers); `desc.payload`'s other fields must stay unchanged until `done`.
     `busy_cycles` and `stall_cycles` count the cycles of the current or last descriptor; a stall is
@@ -340,7 +341,6 @@ class Dma(wiring.Component):
         src_some = Signal()  # src_left != 0
         src_final = Signal()  # src_some and src_left == src_beats: the next move ends the segment
         src_first = src_seg.addr if p.narrow_queues else Mux(load, src_seg.dram, src_seg.buf)
-        src_step = Signal()
 
         def set_source_left(left, block, some=1) -> list:
             """`src_left` and what follows from it, with `block` words up to the move's block end
@@ -349,13 +349,12 @@ class Dma(wiring.Component):
             return [src_left.eq(left), src_beats.eq(Mux(left < block, left, block)),
                     src_final.eq(some & (left <= block))]
 
-        with m.If(src_step):  # a load burst that is not the last ends at its block's end
-            m.d.sync += [src_addr.eq(src_addr + (src_beats << lb)), src_some.eq(~src_final),
-                         *set_source_left((src_left - src_beats)[:len(src_left)], p.burst_beats, ~src_final)]
-        with m.If(src_take & src_valid):  # every segment has a byte (`Descriptor.run_bytes` >= 1)
-            first_beat = (src_first >> lb)[:exact_log2(p.burst_beats)]
-            m.d.sync += [src_addr.eq(src_first >> lb << lb), src_some.eq(1),
-                         *set_source_left((src_first[:lb] + src_n + B - 1) >> lb, p.burst_beats - first_beat)]
+        # a move: a load burst that is not the last ends at its block's end
+        step = [src_addr.eq(src_addr + (src_beats << lb)), src_some.eq(~src_final),
+                *set_source_left((src_left - src_beats)[:len(src_left)], p.burst_beats, ~src_final)]
+        first_beat = (src_first >> lb)[:exact_log2(p.burst_beats)]
+        take = [src_addr.eq(src_first >> lb << lb), src_some.eq(1),  # `Descriptor.run_bytes` >= 1
+                *set_source_left((src_first[:lb] + src_n + B - 1) >> lb, p.burst_beats - first_beat)]
 
         req = self.port.rd_req
         m.d.comb += [req.valid.eq(self.busy & load & src_some), req.payload.addr.eq(src_addr),
@@ -375,9 +374,17 @@ class Dma(wiring.Component):
         with m.If(word_free):
             m.d.sync += [word_valid.eq(read_valid), word.eq(self.buf_rd.data), word_lane.eq(read_lane)]
 
-        # `src_final` implies `src_some` and `busy`, so the source side's handshake enters `src_take` last
-        source_moves = Mux(load, req.valid & req.ready, stage_free & self.busy & src_some)
-        m.d.comb += [src_step.eq(source_moves), src_take.eq(~src_some | (src_final & Mux(load, req.ready, stage_free)))]
+        # The source side's handshake (`go`: its move goes ahead) selects last among the updates,
+        # each decided from registers; `src_final` implies `src_some` and `busy`.
+        go = Mux(load, req.ready, stage_free)
+        m.d.comb += src_take.eq(~src_some | (src_final & go))
+        with m.If(go):
+            with m.If(src_valid & (~src_some | src_final)):
+                m.d.sync += take
+            with m.Elif(self.busy & src_some):
+                m.d.sync += step
+        with m.Elif(src_valid & ~src_some):
+            m.d.sync += take
 
         # Realigner: commands from the realign queue, data from DRAM (loads) or the buffer (stores).
         rel_seg = realign_layout(to_realign.r_data)
@@ -425,9 +432,18 @@ class Dma(wiring.Component):
         working = (started | walker.busy | queued | src_some
                    | read_valid | word_valid | realigner.busy | wr.valid)
         waiting = (rd_data.ready & ~rd_data.valid) | (wr.valid & ~wr.ready)
+        if pointer:  # `done` a register: set as the work ends (no stage works in the next cycle)
+            offered = walker.seg.valid & walker.seg.ready
+            wr_next = Mux(beat_free, ~load & out.valid, wr.valid)
+            # the flags read now each imply work in the next cycle (a run waiting or queued, source
+            # words the realigner still needs); with nothing queued the realigner takes no command
+            ends = (~walker.busy_next & ~queued & ~offered & ~src_some & ~read_valid & ~word_valid & ~wr_next
+                    & realigner.cmd.ready)
+            m.d.sync += self.done.eq(self.busy & working & ends)
+        else:
+            m.d.comb += self.done.eq(self.busy & ~working)
         with m.If(self.busy):
             m.d.sync += [self.busy_cycles.eq(self.busy_cycles + 1), self.stall_cycles.eq(self.stall_cycles + waiting)]
-            with m.If(~working):
-                m.d.sync += self.busy.eq(0)
-                m.d.comb += self.done.eq(1)
+        with m.If(self.done):
+            m.d.sync += self.busy.eq(0)
         return m

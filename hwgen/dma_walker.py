@@ -205,7 +205,8 @@ class PointerWalker(wiring.Component):
     outside, spending a cycle on each). The pointers take the base fields from `bases` when
     `load_bases` pulses, the cycle before `start`; the first run is offered two cycles after
     `start` and runs follow one per cycle (the cycles of the `levels` walker with `run_dx` 0).
-    While `hold` is high the walker neither offers nor skips a run.
+    While `hold` is high the walker neither offers nor skips a run. `busy_next` is `busy`'s value
+    in the next cycle.
     """
 
     def __init__(self, params: DmaParams):
@@ -218,6 +219,7 @@ class PointerWalker(wiring.Component):
             "hold": In(1),
             "seg": Out(stream.Signature(params.segment_layout())),
             "busy": Out(1),
+            "busy_next": Out(1),
         })
 
     def elaborate(self, platform) -> Module:
@@ -239,7 +241,8 @@ class PointerWalker(wiring.Component):
         seg = self.seg.payload
         m.d.comb += [self.seg.valid.eq(moving & emits), seg.fill.eq(~inside), seg.dram.eq(a), seg.buf.eq(b),
                      seg.n.eq(desc.run_bytes), take.eq(moving & (self.seg.ready | ~emits)),
-                     self.busy.eq(starting | walking)]
+                     self.busy.eq(starting | walking),
+                     self.busy_next.eq(self.start | starting | (walking & ~(take & final)))]
         with m.If(take & final):
             m.d.sync += walking.eq(0)
         with m.If(starting):
