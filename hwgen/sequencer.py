@@ -198,24 +198,22 @@ class Sequencer(wiring.Component):
         for q, queue_fifo in fifos.items():
             m.submodules[f"{q}_fifo"] = queue_fifo
 
-        # Fetch-stage results: the instruction with its register operands resolved.
-        resolved = Signal(INSTRUCTION_LAYOUT)
-        m.d.comb += resolved.eq(instr)
+        # Fetch-stage results: per queue the instruction with the register operands of the queue's
+        # LOAD / STORE resolved, whatever its opcode (no opcode mux before the queue): the fields
+        # resolved lie beyond a WAIT / SIGNAL's, the queue's only other opcodes.
+        resolved = {q: Signal(INSTRUCTION_LAYOUT, name=f"{q}_resolved") for q in QUEUES}
+        m.d.comb += [resolved[q].eq(instr) for q in QUEUES]
         if loops:
-            with m.Switch(instr.opcode):
-                with m.Case(Opcode.LOAD):
-                    load = instr.payload.load
-                    m.d.comb += [
-                        resolved.payload.load.dram_offset.eq(regs[load.dram_reg] + load.dram_offset),
-                        resolved.payload.load.y_offset.eq(regs[load.y_reg] + load.y_offset),
-                        resolved.payload.load.x_offset.eq(regs[load.x_reg] + load.x_offset),
-                        resolved.payload.load.dram_reg.eq(0), resolved.payload.load.y_reg.eq(0),
-                        resolved.payload.load.x_reg.eq(0),
-                    ]
-                with m.Case(Opcode.STORE):
-                    store = instr.payload.store
-                    m.d.comb += [resolved.payload.store.dram_offset.eq(regs[store.dram_reg] + store.dram_offset),
-                                 resolved.payload.store.dram_reg.eq(0)]
+            load, store = instr.payload.load, instr.payload.store
+            m.d.comb += [
+                resolved["load"].payload.load.dram_offset.eq(regs[load.dram_reg] + load.dram_offset),
+                resolved["load"].payload.load.y_offset.eq(regs[load.y_reg] + load.y_offset),
+                resolved["load"].payload.load.x_offset.eq(regs[load.x_reg] + load.x_offset),
+                resolved["load"].payload.load.dram_reg.eq(0), resolved["load"].payload.load.y_reg.eq(0),
+                resolved["load"].payload.load.x_reg.eq(0),
+                resolved["store"].payload.store.dram_offset.eq(regs[store.dram_reg] + store.dram_offset),
+                resolved["store"].payload.store.dram_reg.eq(0),
+            ]
 
         advance = Signal()
         with m.If(advance):
@@ -275,7 +273,7 @@ class Sequencer(wiring.Component):
         ran_off = Signal()  # registered like the loop flags (`_loop_end`): valid in EXECUTE
         if "program_write" not in self.signature.members:
             m.d.sync += ran_off.eq(pc >= len(self.program))
-        packed = {q: Cat(resolved.as_value()[start:stop] for start, stop in fields[q]) for q in QUEUES}
+        packed = {q: Cat(resolved[q].as_value()[start:stop] for start, stop in fields[q]) for q in QUEUES}
         all_idle = Signal()
         m.d.comb += all_idle.eq(Cat(
             *[~fifos[q].r_rdy & getattr(self, f"{q}_idle") & ~issued[q] & ~getattr(self, q).valid for q in QUEUES]
