@@ -226,7 +226,7 @@ class Sequencer(wiring.Component):
                 m.d.sync += loop_left[top].eq(left_after)
             with m.If(advance & loop_exit):
                 m.d.sync += loop_sp.eq(loop_sp - 1)
-            reg_write, reg_value = self._pending_register_write(m, regs)
+            reg_write, reg_base, reg_imm = self._pending_register_write(m, regs)
 
         # ---- semaphores: per queue one increment (SIGNAL) or one decrement (WAIT) per cycle
         heads = {q: Signal(INSTRUCTION_LAYOUT, name=f"{q}_head") for q in QUEUES}
@@ -324,9 +324,9 @@ class Sequencer(wiring.Component):
                                     m.d.comb += pc_next.eq(pc + 1)
                             with m.Case(Opcode.SETR, Opcode.ADDR):
                                 setr = instr.payload.setr
-                                value = Mux(instr.opcode == Opcode.SETR, setr.imm, regs[setr.rd] + setr.imm)
+                                base = Mux(instr.opcode == Opcode.SETR, 0, regs[setr.rd])
                                 writes = Cat(Const(0, 1), *(setr.rd == i for i in range(1, REGISTERS)))  # not R0
-                                m.d.sync += [reg_write.eq(writes), reg_value.eq(value)]
+                                m.d.sync += [reg_write.eq(writes), reg_base.eq(base), reg_imm.eq(setr.imm)]
                                 m.d.comb += advance.eq(1)
                         with m.Default():  # NOP, and without registers LOOP, SETR and ADDR
                             m.d.comb += advance.eq(1)
@@ -363,17 +363,18 @@ class Sequencer(wiring.Component):
         return loop_back, loop_exit, back_to, left_after
 
     @staticmethod
-    def _pending_register_write(m: Module, regs) -> tuple[Signal, Signal]:
+    def _pending_register_write(m: Module, regs) -> tuple[Signal, Signal, Signal]:
         """A SETR / ADDR writes its register a cycle late: EXECUTE sets `reg_write` (one-hot; R0
-        is never written) and `reg_value`, and the next cycle, always a FETCH, writes them, so
-        the next EXECUTE reads the new value while no register's enable depends on the decode."""
+        is never written), `reg_base` (0 or the register) and `reg_imm`, and the next cycle,
+        always a FETCH, adds them and writes the sum, so the next EXECUTE reads the new value
+        while neither the register read nor the decode lies before the adder or the enables."""
         reg_write = Signal(len(regs), name="reg_write")
-        reg_value = Signal(32, name="reg_value")
+        reg_base, reg_imm = Signal(32, name="reg_base"), Signal(32, name="reg_imm")
         m.d.sync += reg_write.eq(0)
         for index, reg in enumerate(regs):
             with m.If(reg_write[index]):
-                m.d.sync += reg.eq(reg_value)
-        return reg_write, reg_value
+                m.d.sync += reg.eq(reg_base + reg_imm)
+        return reg_write, reg_base, reg_imm
 
     @staticmethod
     def _update_semaphore(m: Module, sem: Signal, increments: list, decrement) -> None:
