@@ -228,37 +228,35 @@ class Sequencer(wiring.Component):
         for q, queue_fifo in fifos.items():
             m.submodules[f"{q}_fifo"] = queue_fifo
 
-        # Fetch-stage results: the instruction with its register operands resolved.
-        resolved = Signal(INSTRUCTION_LAYOUT)
-        m.d.comb += resolved.eq(instr)
+        # Fetch-stage results: per queue the instruction with the register operands of the queue's
+        # LOAD / STORE resolved, whatever its opcode (no opcode mux before the queue): the fields
+        # resolved lie beyond a WAIT / SIGNAL's, the queue's only other opcodes.
+        resolved = {q: Signal(INSTRUCTION_LAYOUT, name=f"{q}_resolved") for q in QUEUES}
+        m.d.comb += [resolved[q].eq(instr) for q in QUEUES]
         if loops:
-            with m.Switch(instr.opcode):
-                with m.Case(Opcode.LOAD):
-                    load = instr.payload.load
-                    m.d.comb += [
-                        resolved.payload.load.dram_offset.eq(regs[load.dram_reg] + load.dram_offset),
-                        resolved.payload.load.y_offset.eq(regs[load.y_reg] + load.y_offset),
-                        resolved.payload.load.x_offset.eq(regs[load.x_reg] + load.x_offset),
-                        resolved.payload.load.dram_reg.eq(0), resolved.payload.load.y_reg.eq(0),
-                        resolved.payload.load.x_reg.eq(0),
-                    ]
-                with m.Case(Opcode.STORE):
-                    store = instr.payload.store
-                    m.d.comb += [resolved.payload.store.dram_offset.eq(regs[store.dram_reg] + store.dram_offset),
-                                 resolved.payload.store.dram_reg.eq(0)]
+            load, store = instr.payload.load, instr.payload.store
+            m.d.comb += [
+                resolved["load"].payload.load.dram_offset.eq(regs[load.dram_reg] + load.dram_offset),
+                resolved["load"].payload.load.y_offset.eq(regs[load.y_reg] + load.y_offset),
+                resolved["load"].payload.load.x_offset.eq(regs[load.x_reg] + load.x_offset),
+                resolved["load"].payload.load.dram_reg.eq(0), resolved["load"].payload.load.y_reg.eq(0),
+                resolved["load"].payload.load.x_reg.eq(0),
+                resolved["store"].payload.store.dram_offset.eq(regs[store.dram_reg] + store.dram_offset),
+                resolved["store"].payload.store.dram_reg.eq(0),
+            ]
 
         advance = Signal()
         with m.If(advance):
             m.d.comb += pc_next.eq(pc + 1)
         if loops:
             top = loop_sp - 1
-            at_loop_end = (loop_sp != 0) & (loop_end[top] == pc)
-            with m.If(advance & at_loop_end):
-                with m.If(loop_left[top] != 0):
-                    m.d.comb += pc_next.eq(loop_start[top])
-                    m.d.sync += loop_left[top].eq(loop_left[top] - 1)
-                with m.Else():
-                    m.d.sync += loop_sp.eq(loop_sp - 1)
+            loop_back, loop_exit, back_to, left_after = self._loop_end(m, pc, loop_sp, loop_start, loop_end, loop_left)
+            with m.If(advance & loop_back):
+                m.d.comb += pc_next.eq(back_to)
+                m.d.sync += loop_left[top].eq(left_after)
+            with m.If(advance & loop_exit):
+                m.d.sync += loop_sp.eq(loop_sp - 1)
+            reg_write, reg_base, reg_imm = self._pending_register_write(m, regs)
 
         # ---- semaphores: per queue one increment (SIGNAL) or one decrement (WAIT) per cycle
         heads = {q: Signal(INSTRUCTION_LAYOUT, name=f"{q}_head") for q in QUEUES}
@@ -298,8 +296,10 @@ class Sequencer(wiring.Component):
                                    nonzero[s] & Cat(waits_on[q][s] for q in QUEUES).any())
 
         # ---- fetch FSM (a ROM program ends at END or when the pc runs past its last word)
-        ran_off = Const(0) if "program_write" in self.signature.members else pc >= len(self.program)
-        packed = {q: Cat(resolved.as_value()[start:stop] for start, stop in fields[q]) for q in QUEUES}
+        ran_off = Signal()  # registered like the loop flags (`_loop_end`): valid in EXECUTE
+        if "program_write" not in self.signature.members:
+            m.d.sync += ran_off.eq(pc >= len(self.program))
+        packed = {q: Cat(resolved[q].as_value()[start:stop] for start, stop in fields[q]) for q in QUEUES}
         all_idle = Signal()
         m.d.comb += all_idle.eq(Cat(
             *[~fifos[q].r_rdy & getattr(self, f"{q}_idle") & ~issued[q] & ~getattr(self, q).valid for q in QUEUES]
@@ -351,9 +351,9 @@ class Sequencer(wiring.Component):
                                     m.d.comb += pc_next.eq(pc + 1)
                             with m.Case(Opcode.SETR, Opcode.ADDR):
                                 setr = instr.payload.setr
-                                value = Mux(instr.opcode == Opcode.SETR, setr.imm, regs[setr.rd] + setr.imm)
-                                with m.If(setr.rd != 0):
-                                    m.d.sync += regs[setr.rd].eq(value)
+                                base = Mux(instr.opcode == Opcode.SETR, 0, regs[setr.rd])
+                                writes = Cat(Const(0, 1), *(setr.rd == i for i in range(1, REGISTERS)))  # not R0
+                                m.d.sync += [reg_write.eq(writes), reg_base.eq(base), reg_imm.eq(setr.imm)]
                                 m.d.comb += advance.eq(1)
                         with m.Default():  # NOP, and without registers LOOP, SETR and ADDR
                             m.d.comb += advance.eq(1)
@@ -376,6 +376,37 @@ class Sequencer(wiring.Component):
                 m.d.sync += counters.active.eq(counters.active + active)
                 m.d.sync += counters.waiting.eq(counters.waiting + waited[q])
         return m
+
+    @staticmethod
+    def _loop_end(m: Module, pc, loop_sp, loop_start, loop_end, loop_left) -> tuple[Signal, Signal, Signal, Signal]:
+        """Whether the instruction at `pc` ends the innermost loop with iterations left (`loop_back`:
+        advancing jumps to the loop's start, `back_to`, and leaves `left_after` iterations) or
+        with none (`loop_exit`: advancing pops the loop), all registered from this cycle's pc and
+        loop stack. Both change only when the pc advances, and FETCH (at least a cycle) precedes
+        every EXECUTE, so in EXECUTE these are those of `pc` and the stack, with no mux of the
+        stack between them and the program memory's address."""
+        top = loop_sp - 1
+        at_loop_end = (loop_sp != 0) & (loop_end[top] == pc)
+        loop_back, loop_exit = Signal(), Signal()
+        back_to, left_after = Signal.like(pc, name="back_to"), Signal.like(loop_left[0], name="left_after")
+        m.d.sync += [loop_back.eq(at_loop_end & (loop_left[top] != 0)),
+                     loop_exit.eq(at_loop_end & (loop_left[top] == 0)),
+                     back_to.eq(loop_start[top]), left_after.eq(loop_left[top] - 1)]
+        return loop_back, loop_exit, back_to, left_after
+
+    @staticmethod
+    def _pending_register_write(m: Module, regs) -> tuple[Signal, Signal, Signal]:
+        """A SETR / ADDR writes its register a cycle late: EXECUTE sets `reg_write` (one-hot; R0
+        is never written), `reg_base` (0 or the register) and `reg_imm`, and the next cycle,
+        always a FETCH, adds them and writes the sum, so the next EXECUTE reads the new value
+        while neither the register read nor the decode lies before the adder or the enables."""
+        reg_write = Signal(len(regs), name="reg_write")
+        reg_base, reg_imm = Signal(32, name="reg_base"), Signal(32, name="reg_imm")
+        m.d.sync += reg_write.eq(0)
+        for index, reg in enumerate(regs):
+            with m.If(reg_write[index]):
+                m.d.sync += reg.eq(reg_base + reg_imm)
+        return reg_write, reg_base, reg_imm
 
     @staticmethod
     def _update_semaphore(m: Module, sem: Signal, increments: list, decrement) -> None:
