@@ -229,8 +229,10 @@ class Sequencer(wiring.Component):
             m.submodules[f"{q}_fifo"] = queue_fifo
 
         # Fetch-stage results: per queue the instruction with the register operands of the queue's
-        # LOAD / STORE resolved, whatever its opcode (no opcode mux before the queue): the fields
-        # resolved lie beyond a WAIT / SIGNAL's, the queue's only other opcodes.
+        # LOAD / STORE resolved, whatever its opcode (no opcode mux between the adders and the
+        # queue): the fields resolved lie beyond a WAIT / SIGNAL's, the queue's only other opcodes.
+        # The register fields read 0 in a LOAD / STORE only (zero in every entry, they would be
+        # constant columns of the queue's memory, which Yosys trims in some contexts only).
         resolved = {q: Signal(INSTRUCTION_LAYOUT, name=f"{q}_resolved") for q in QUEUES}
         m.d.comb += [resolved[q].eq(instr) for q in QUEUES]
         if loops:
@@ -239,11 +241,13 @@ class Sequencer(wiring.Component):
                 resolved["load"].payload.load.dram_offset.eq(regs[load.dram_reg] + load.dram_offset),
                 resolved["load"].payload.load.y_offset.eq(regs[load.y_reg] + load.y_offset),
                 resolved["load"].payload.load.x_offset.eq(regs[load.x_reg] + load.x_offset),
-                resolved["load"].payload.load.dram_reg.eq(0), resolved["load"].payload.load.y_reg.eq(0),
-                resolved["load"].payload.load.x_reg.eq(0),
                 resolved["store"].payload.store.dram_offset.eq(regs[store.dram_reg] + store.dram_offset),
-                resolved["store"].payload.store.dram_reg.eq(0),
             ]
+            with m.If(instr.opcode == Opcode.LOAD):
+                m.d.comb += [resolved["load"].payload.load.dram_reg.eq(0), resolved["load"].payload.load.y_reg.eq(0),
+                             resolved["load"].payload.load.x_reg.eq(0)]
+            with m.If(instr.opcode == Opcode.STORE):
+                m.d.comb += resolved["store"].payload.store.dram_reg.eq(0)
 
         advance = Signal()
         with m.If(advance):
