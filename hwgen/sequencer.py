@@ -125,6 +125,24 @@ def used_bits(queue: str, template: Template = Template(),
                 continue
             start = OPCODE_BITS + member.offset
             bits.update(range(start, start + min(member.shape.width, narrowed.get(name, member.shape.width))))
+    return _ranges(bits)
+
+
+def resolved_bits(queue: str) -> list[tuple[int, int]]:
+    """The instruction bit ranges a queue's entries need when the fetch stage resolves register
+    operands (`template.loops_and_registers`) and the queue keeps all fields: all but its LOAD's
+    or STORE's register fields, which read 0 once resolved (a WAIT or SIGNAL's fields lie below
+    them)."""
+    constant = set()
+    for opcode in QUEUE_OPCODES[queue]:
+        for name, member in PAYLOADS[opcode] if opcode in (Opcode.LOAD, Opcode.STORE) else ():
+            if name in REGISTER_FIELDS:
+                constant.update(range(OPCODE_BITS + member.offset, OPCODE_BITS + member.offset + member.shape.width))
+    return _ranges(set(range(INSTRUCTION_BITS)) - constant)
+
+
+def _ranges(bits: set[int]) -> list[tuple[int, int]]:
+    """`bits` as sorted ranges `[start, stop)` of consecutive bits."""
     ranges: list[tuple[int, int]] = []
     for bit in sorted(bits):
         if ranges and ranges[-1][1] == bit:
@@ -221,7 +239,7 @@ class Sequencer(wiring.Component):
             loop_sp = Signal(range(LOOP_DEPTH + 1))
 
         fields = {q: used_bits(q, self.template, self.field_bits) if self.template.queue_fields == "used"
-                  else [(0, INSTRUCTION_BITS)] for q in QUEUES}
+                  else resolved_bits(q) if loops else [(0, INSTRUCTION_BITS)] for q in QUEUES}
         queue_class = functools.partial(DispatchQueue, kinds=len(Kind)) if registered else fifo.SyncFIFOBuffered
         fifos = {q: queue_class(width=sum(stop - start for start, stop in fields[q]),
                                 depth=queue_depth(self.template, q)) for q in QUEUES}
@@ -231,8 +249,7 @@ class Sequencer(wiring.Component):
         # Fetch-stage results: per queue the instruction with the register operands of the queue's
         # LOAD / STORE resolved, whatever its opcode (no opcode mux between the adders and the
         # queue): the fields resolved lie beyond a WAIT / SIGNAL's, the queue's only other opcodes.
-        # The register fields read 0 in a LOAD / STORE only (zero in every entry, they would be
-        # constant columns of the queue's memory, which Yosys trims in some contexts only).
+        # The register fields read 0: the queues do not store them (`resolved_bits`).
         resolved = {q: Signal(INSTRUCTION_LAYOUT, name=f"{q}_resolved") for q in QUEUES}
         m.d.comb += [resolved[q].eq(instr) for q in QUEUES]
         if loops:
@@ -243,11 +260,6 @@ class Sequencer(wiring.Component):
                 resolved["load"].payload.load.x_offset.eq(regs[load.x_reg] + load.x_offset),
                 resolved["store"].payload.store.dram_offset.eq(regs[store.dram_reg] + store.dram_offset),
             ]
-            with m.If(instr.opcode == Opcode.LOAD):
-                m.d.comb += [resolved["load"].payload.load.dram_reg.eq(0), resolved["load"].payload.load.y_reg.eq(0),
-                             resolved["load"].payload.load.x_reg.eq(0)]
-            with m.If(instr.opcode == Opcode.STORE):
-                m.d.comb += resolved["store"].payload.store.dram_reg.eq(0)
 
         advance = Signal()
         with m.If(advance):
