@@ -123,8 +123,7 @@ def used_bits(queue: str, template: Template = Template(),
         for name, member in PAYLOADS[opcode]:
             if name in REGISTER_FIELDS or name == "queue" or name in skipped:
                 continue
-            start = OPCODE_BITS + member.offset
-            bits.update(range(start, start + min(member.shape.width, narrowed.get(name, member.shape.width))))
+            bits.update(_field_bits(member, narrowed.get(name)))
     return _ranges(bits)
 
 
@@ -133,12 +132,16 @@ def resolved_bits(queue: str) -> list[tuple[int, int]]:
     operands (`template.loops_and_registers`) and the queue keeps all fields: all but its LOAD's
     or STORE's register fields, which read 0 once resolved (a WAIT or SIGNAL's fields lie below
     them)."""
-    constant = set()
-    for opcode in QUEUE_OPCODES[queue]:
-        for name, member in PAYLOADS[opcode] if opcode in (Opcode.LOAD, Opcode.STORE) else ():
-            if name in REGISTER_FIELDS:
-                constant.update(range(OPCODE_BITS + member.offset, OPCODE_BITS + member.offset + member.shape.width))
+    constant = {bit for opcode in QUEUE_OPCODES[queue] for name, member in PAYLOADS[opcode]
+                if name in REGISTER_FIELDS for bit in _field_bits(member)}
     return _ranges(set(range(INSTRUCTION_BITS)) - constant)
+
+
+def _field_bits(member, width: int | None = None) -> range:
+    """The instruction bits of a payload field (`member` of `PAYLOADS[opcode]`), its low `width`
+    alone if given."""
+    start = OPCODE_BITS + member.offset
+    return range(start, start + min(member.shape.width, width or member.shape.width))
 
 
 def _ranges(bits: set[int]) -> list[tuple[int, int]]:
