@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from planner.calibrate import quantize_network
+from sim.golden.calibration import quantize_network
 from planner.frontend import load_network
 from planner.zoo import builtin_calibration, resolve_model
 from sim.golden import run_float, run_quantized

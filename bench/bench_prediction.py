@@ -15,10 +15,10 @@ from rich.console import Console
 from rich.table import Table
 
 from hwgen.config import load_config
-from planner.calibrate import quantize_network
+from sim.golden.calibration import quantize_network
 from planner.frontend import load_network
 from planner.ir import single_layer_network
-from planner.pipeline import run_flow
+from planner.pipeline import plan_and_compile
 from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
 from sim.golden import run_quantized
 from sim.rtl_sim import run_rtl
@@ -44,7 +44,7 @@ def main() -> None:
         if not args.no_network:
             cases.append(("(network)", net))
         for name, case in cases:
-            flow = run_flow(case, config)
+            flow = plan_and_compile(case, config)
             start = time.perf_counter()
             run = run_rtl(flow.compiled, values[case.input_name] if case is not net else x)
             seconds = time.perf_counter() - start

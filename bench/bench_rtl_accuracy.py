@@ -17,9 +17,9 @@ import time
 import numpy as np
 
 from hwgen.config import load_config
-from planner.calibrate import quantize_network
+from sim.golden.calibration import quantize_network
 from planner.frontend import load_network
-from planner.pipeline import run_flow
+from planner.pipeline import plan_and_compile
 from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
 from sim.cosim.runner import build_design, run_cosim_batch
 from sim.cosim.simulators import SIMULATORS
@@ -37,7 +37,7 @@ def main() -> int:
     _, _, x_test, y_test = load_digits_split()
     x_test, y_test = x_test[:args.samples], y_test[:args.samples]
     config = load_config(args.hw)
-    compiled = run_flow(net, config).compiled
+    compiled = plan_and_compile(net, config).compiled
     output = net.outputs[0]
     xs = net.input_quant.quantize(x_test)
 

@@ -19,9 +19,9 @@ import time
 import numpy as np
 
 from hwgen.config import load_config
-from planner.calibrate import quantize_network
+from sim.golden.calibration import quantize_network
 from planner.frontend import load_network
-from planner.pipeline import run_flow
+from planner.pipeline import plan_and_compile
 from planner.zoo import builtin_calibration, resolve_model
 from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
 from sim.cosim.runner import build_design, design_sources, run_cosim_batch
@@ -33,7 +33,7 @@ from sim.golden import run_quantized
 def digits_flow(config_name: str):
     config = load_config(config_name)
     net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
-    return config, net, run_flow(net, config)
+    return config, net, plan_and_compile(net, config)
 
 
 def timed(function, *args, **kwargs):
@@ -72,7 +72,7 @@ def isa_resnet18(config_name: str) -> None:
     config = load_config(config_name)
     float_net = load_network(resolve_model("resnet18"))
     net = quantize_network(float_net, builtin_calibration("resnet18", float_net.input_shape)[:1])
-    flow = run_flow(net, config)
+    flow = plan_and_compile(net, config)
     x = net.input_quant.quantize(np.random.default_rng(1).standard_normal(net.input_shape).astype(np.float32))
     run, isa_seconds = timed(ENGINES["isa"].run, net, flow.compiled, x)
     golden, golden_seconds = timed(run_quantized, net, x)

@@ -22,10 +22,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from planner.objective import Objective  # noqa: E402
-from planner.sweep import evaluate as point_evaluation  # noqa: E402
-from planner.sweep.driver import run_sweep  # noqa: E402
-from planner.sweep.evaluate import ModelSpec, Task, evaluate_point, network  # noqa: E402
-from planner.sweep.space import Space, parse_space, read_base  # noqa: E402
+from explore.sweep import evaluate as point_evaluation  # noqa: E402
+from explore.sweep.driver import run_sweep  # noqa: E402
+from explore.sweep.evaluate import ModelSpec, Task, evaluate_point, network  # noqa: E402
+from explore.sweep.space import Space, parse_space, read_base  # noqa: E402
 
 K = 1024
 SPACE = {  # 5 x 5 x 2 x 5 x 2 x 2 = 1000 distinct, generatable configurations

@@ -24,9 +24,9 @@ from hwgen.accumulator import accumulator_shape
 from hwgen.config import config_from_dict, load_config
 from hwgen.pe import PE
 from hwgen.postprocess import PostProcess
-from planner.calibrate import quantize_network
+from sim.golden.calibration import quantize_network
 from planner.frontend import load_network
-from planner.pipeline import run_flow
+from planner.pipeline import plan_and_compile
 from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs
 
 SMALL = {
@@ -75,7 +75,7 @@ def main() -> None:
         if args.full:
             config = config_from_dict(SMALL)
             net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
-            program = run_flow(net, config).compiled.program
+            program = plan_and_compile(net, config).compiled.program
             pe = config.pe
             report(f"accelerator {pe.rows}x{pe.cols}x{pe.simd}, 4 KB buffers", family, Accelerator(config, program))
 

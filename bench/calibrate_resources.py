@@ -4,7 +4,7 @@ Synthesizes the whole accelerator for a set of small configurations per FPGA fam
 the PE array and buffers, the first shape with each option of the compact iCEBreaker template
 alone and with all of them, the second shape with all of them), with the program `hwgen sweep
 --synth` builds too (the built-in digits CNN, `boards.synth.default_program`), stores the cell
-counts in planner/sweep/calibration.json (the LUT / flip-flop model is fitted to them) and
+counts in explore/sweep/calibration.json (the LUT / flip-flop model is fitted to them) and
 prints measured against estimated LUTs, FFs, DSPs and block RAMs, the LUT / FF figures
 leave-one-out (each configuration predicted by a model fitted to the others).
 Configurations already measured with the same Yosys version are not synthesized again.
@@ -31,8 +31,8 @@ from boards.toolchain import tool_path  # noqa: E402
 from boards.yosys import FAMILY_PARTS, PartPlatform, synthesize  # noqa: E402
 from hwgen.accelerator import Accelerator  # noqa: E402
 from hwgen.config import Template, config_from_dict, load_config  # noqa: E402
-from planner.files import atomic_write_text  # noqa: E402
-from planner.sweep.resources import (CALIBRATION, STRUCTURE, calibration_points, dsp_count, features, fit,  # noqa: E402
+from common.files import atomic_write_text  # noqa: E402
+from explore.sweep.resources import (CALIBRATION, STRUCTURE, calibration_points, dsp_count, features, fit,  # noqa: E402
                                      logic_cells, memory_counts)
 
 PROGRAM = "digits"  # the program in the ROM: boards.synth's default

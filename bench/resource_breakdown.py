@@ -34,7 +34,7 @@ from boards.synth import default_network  # noqa: E402
 from boards.yosys import FAMILY_PARTS, PREPARE, SYNTH, PartPlatform, family_sources, retype_command, run  # noqa: E402
 from hwgen.accelerator import Accelerator  # noqa: E402
 from hwgen.config import load_config  # noqa: E402
-from planner.sweep.resources import logic_cells  # noqa: E402
+from explore.sweep.resources import logic_cells  # noqa: E402
 
 COLUMNS = {"lone FF": ("lone FF",), "BRAM": ("SB_RAM40_4K", "DP16KD"), "DSP": ("SB_MAC16", "MULT18X18D"), "SPRAM": ("SB_SPRAM256KA",),
            "carry": ("SB_CARRY", "CCU2C")}

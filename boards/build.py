@@ -14,7 +14,7 @@ from pathlib import Path
 from amaranth.hdl import Elaboratable, Module
 
 from boards.clocking import PllClock, pll_output_mhz
-from boards.flow import FlowProducts, implement
+from boards.implement import FlowProducts, implement
 from boards.platforms import Board
 from boards.report import BuildReport, parse_reports
 from boards.soc import SocCore

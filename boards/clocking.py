@@ -14,7 +14,7 @@ from amaranth.hdl import ClockDomain, ClockSignal, Elaboratable, Instance, Modul
 from amaranth.lib import io
 from amaranth.lib.cdc import ResetSynchronizer
 
-from planner.errors import HwgenError
+from common.errors import HwgenError
 
 TOLERANCE = 0.02
 """How far (relative) a PLL output may be from the requested clock."""

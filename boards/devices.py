@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.errors import HwgenError
+from common.errors import HwgenError
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from amaranth.utils import ceil_log2, exact_log2
 
 from hwgen.memory_port import MemoryPort
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS, SinglePortBank, is_ice40up
-from planner.errors import ConfigError
+from common.errors import ConfigError
 
 UP5K_SPRAMS = 4
 BLOCK_RAM_DATA_BITS = 16384  # an ECP5 DP16KD without its parity bits

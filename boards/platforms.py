@@ -21,7 +21,7 @@ from amaranth_boards.resources import UARTResource
 from amaranth_boards.ulx3s import ULX3S_12F_Platform, ULX3S_25F_Platform, ULX3S_45F_Platform, ULX3S_85F_Platform
 
 from boards.devices import Device, device
-from planner.errors import HwgenError
+from common.errors import HwgenError
 
 CONSTRAINTS_DIR = Path(__file__).resolve().parent.parent / "constraints"
 BARE_INPUTS = 4

@@ -20,7 +20,7 @@ from amaranth.lib.crc import catalog
 from hwgen.config import AcceleratorConfig
 from hwgen.program import Program
 from hwgen.sequencer import COUNTERS_LAYOUT
-from planner.errors import HwgenError
+from common.errors import HwgenError
 
 VERSION = 1
 MAGIC = b"HWGN"

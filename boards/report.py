@@ -18,8 +18,8 @@ from rich.console import Console
 from rich.table import Table
 
 from boards.devices import Device, Resources
-from planner.errors import HwgenError
-from planner.files import atomic_write_text
+from common.errors import HwgenError
+from common.files import atomic_write_text
 
 REPORT_JSON = "report.json"
 REPORT_TEXT = "report.txt"

@@ -20,7 +20,7 @@ from hwgen.accelerator import program_regions
 from planner.compile.memory_map import ALIGNMENT, tensor_bytes
 from planner.compile.network import CompiledNetwork
 from planner.compile.packing import activation_from_image, activation_image
-from planner.errors import HwgenError, InputError
+from common.errors import HwgenError, InputError
 
 
 TRANSFER_MARGIN = 1.5  # a reply may take this many times its bytes' transfer time (plus latency)

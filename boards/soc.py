@@ -15,7 +15,7 @@ from hwgen.accelerator import Accelerator, check_generatable
 from hwgen.config import AcceleratorConfig
 from hwgen.memory_port import MemoryPort
 from planner.compile.network import CompiledNetwork
-from planner.errors import ConfigError
+from common.errors import ConfigError
 
 
 def check_soc(config: AcceleratorConfig, compiled: CompiledNetwork, memory_bytes: int) -> None:

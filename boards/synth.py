@@ -12,7 +12,7 @@ from pathlib import Path
 from amaranth.hdl import Elaboratable, Module
 
 from boards.devices import device as find_device
-from boards.flow import implement
+from boards.implement import implement
 from boards.platforms import BARE_INPUTS, bare_platform
 from boards.report import BuildReport, parse_reports
 from boards.shell import AcceleratorShell
@@ -20,9 +20,9 @@ from hwgen.accelerator import Accelerator
 from hwgen.config import AcceleratorConfig
 from hwgen.program import Program
 from planner.compile.network import CompiledNetwork
-from planner.calibrate import quantize_network
+from sim.golden.calibration import quantize_network
 from planner.frontend import load_network
-from planner.pipeline import run_flow
+from planner.pipeline import plan_and_compile
 from planner.zoo import DEFAULT_MODEL, builtin_calibration, resolve_model
 
 
@@ -44,7 +44,7 @@ def default_network(config: AcceleratorConfig) -> CompiledNetwork:
     """The built-in digits CNN compiled for `config` (program and memory image)."""
     network = load_network(resolve_model(DEFAULT_MODEL))
     quantized = quantize_network(network, builtin_calibration(DEFAULT_MODEL, network.input_shape))
-    return run_flow(quantized, config).compiled
+    return plan_and_compile(quantized, config).compiled
 
 
 def default_program(config: AcceleratorConfig) -> Program:

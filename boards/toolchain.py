@@ -9,7 +9,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.errors import HwgenError
+from common.errors import HwgenError
 
 
 class ToolchainError(HwgenError):

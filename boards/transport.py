@@ -12,7 +12,7 @@ from amaranth.sim import Simulator
 from boards.soc import SocCore
 from boards.uart import FRAME_BITS, MIN_DIVISOR
 from planner.compile.network import CompiledNetwork
-from planner.errors import HwgenError
+from common.errors import HwgenError
 
 
 class TransportError(HwgenError):

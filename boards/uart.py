@@ -7,7 +7,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.wiring import In, Out
 
-from planner.errors import ConfigError
+from common.errors import ConfigError
 
 MIN_DIVISOR = 4
 FRAME_BITS = 10  # start + 8 data + stop

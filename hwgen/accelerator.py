@@ -19,7 +19,7 @@ from hwgen.config import AcceleratorConfig
 from hwgen.dma import Dma, DmaParams
 from hwgen.dma_units import (LOAD_TARGETS, DescriptorReader, DmaArbiter, TransferUnit, assign_descriptor,
                               descriptor_halfwords, descriptor_table_params, dma_params, load_targets, read_field_bits)
-from hwgen.fetch import check_program
+from hwgen.program_walk import check_program
 from hwgen.isa import Opcode
 from hwgen.layout import bank_bytes
 from hwgen.memory_port import MemoryPort
@@ -27,8 +27,8 @@ from hwgen.program import Program
 from hwgen.sequencer import (COUNTERS_LAYOUT, DESCRIPTOR_BASE, HALFWORDS, Sequencer, program_write_signature,
                              runs_in_place)
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
-from hwgen.steps import FIELD_BITS
-from planner.errors import ConfigError
+from hwgen.conv_steps import FIELD_BITS
+from common.errors import ConfigError
 
 
 def check_generatable(config: AcceleratorConfig) -> None:

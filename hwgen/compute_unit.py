@@ -1,7 +1,7 @@
 """The compute unit: executes the compute queue (CONVCFG, CONV, VEC).
 
 CONVCFG is latched into a register both engines read, and its pointer steps are derived from
-it (`hwgen.steps`) while the unit stays busy for `CONVCFG_CYCLES` in all (a CONVCFG waits for
+it (`hwgen.conv_steps`) while the unit stays busy for `CONVCFG_CYCLES` in all (a CONVCFG waits for
 both engines to be idle, as every command does); CONV goes to the convolution engine, VEC to
 the vector unit. The buffer ports of the engine that is running reach the buffers (and with
 `template.postprocess: serial`, the one requantization lane both engines share: only the
@@ -21,8 +21,8 @@ from hwgen.config import AcceleratorConfig
 from hwgen.conv_engine import ConvEngine
 from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Opcode
 from hwgen.serial_post import SerialPostProcess, is_serial
-from hwgen.steps import LATENCY as STEPS_LATENCY
-from hwgen.steps import ConvSteps, unread_fields
+from hwgen.conv_steps import LATENCY as STEPS_LATENCY
+from hwgen.conv_steps import ConvSteps, unread_fields
 from hwgen.vector_unit import VectorUnit
 
 CONVCFG_CYCLES = 1 + STEPS_LATENCY
@@ -120,7 +120,7 @@ class ComputeUnit(wiring.Component):
         return m
 
     def _latch_convcfg(self, convcfg: data.View) -> list:
-        """Assignments copying the CONVCFG fields the hardware reads (`hwgen.steps.unread_fields`)
+        """Assignments copying the CONVCFG fields the hardware reads (`hwgen.conv_steps.unread_fields`)
         from the command into `convcfg`; its other bits stay 0."""
         new, kept = self.cmd.payload.payload.convcfg, convcfg.payload.convcfg
         skipped = unread_fields(self.config.template)

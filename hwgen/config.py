@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from planner.errors import ConfigError
+from common.errors import ConfigError
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 DEFAULT_CONFIG = CONFIG_DIR / "default.yaml"
@@ -28,6 +28,9 @@ RF_PJ_PER_16BIT_PER_BYTE_OF_RF = 0.03 / 16  # 16 B register file costs 0.03 pJ, 
 SRAM_PJ_PER_16BIT_AT_32KB = 6.0
 SRAM_SCALE_PER_DOUBLING = 1.5
 ACCUMULATOR_RF_BYTES = 16
+
+MULTIPLIER_BITS = 16
+"""Width of the unsigned requantization multiplier the post-processing takes (`planner.quant`)."""
 
 
 def sram_pj_per_byte(size_bytes: int) -> float:

@@ -20,7 +20,7 @@ Ports (compute side of the buffers; the caller muxes the banks with the `*_bank`
   words: `hwgen.layout.partial_sums_offset`); the int8 results of that record are bytes
   `(L % 4) * R ...` of word `L // 4`. Bank: `out_bank`. With `template.partial_sums: none`
   there is no `acc_read` port: every CONV is taken as `init_from_acc = 0`, `requantize = 1`
-  (the program check refuses others, `hwgen.fetch.check_program`), so the engine has no
+  (the program check refuses others, `hwgen.program_walk.check_program`), so the engine has no
   partial-sum read and no raw int32 result path.
 
 Read ports are used with `en`; their data holds while `en` is low. With `init_from_acc`, the
@@ -65,7 +65,7 @@ from hwgen.pe_array import PEArray, array_latency
 from hwgen.postprocess import SHIFT_BITS, PostProcess
 from hwgen.serial_post import beat_interval, beat_latency, is_serial, post_result_shape, shared_signature
 from hwgen.shift_add import shift_add
-from hwgen.steps import steps_layout
+from hwgen.conv_steps import steps_layout
 
 PARAM_RECORD = data.StructLayout({"bias": signed(32), "multiplier": unsigned(16), "shift": unsigned(8), "spare": 8})
 
@@ -98,7 +98,7 @@ def cycle_count(config: AcceleratorConfig, conv: dict, convcfg: dict) -> int:
 
 class ConvEngine(wiring.Component):
     """One CONV at a time from `cmd` (an INSTRUCTION_LAYOUT word with a CONV payload), with the
-    CONVCFG word held on `convcfg` and its pointer steps (`hwgen.steps`, `pixel_bits` wide) on
+    CONVCFG word held on `convcfg` and its pointer steps (`hwgen.conv_steps`, `pixel_bits` wide) on
     `steps`. See the module docstring for ports and timing."""
 
     def __init__(self, config: AcceleratorConfig) -> None:

@@ -16,7 +16,7 @@ from amaranth.hdl import signed, unsigned
 from amaranth.lib import data
 from amaranth.utils import ceil_log2, exact_log2
 
-from planner.errors import HwgenError
+from common.errors import HwgenError
 
 OUTER_DIMS = 4
 
@@ -183,7 +183,7 @@ COORDINATES = (("y", "dy"), ("x", "dx"))
 loop (`pointer_coordinates`)."""
 
 
-def pointer_steps(dims: tuple[Dim, ...], stride: str) -> list[int]:
+def loop_steps(dims: tuple[Dim, ...], stride: str) -> list[int]:
     """The step of each loop level: its stride minus what the inner levels advanced in total,
     `stride_j - sum_{k<j} (count_k - 1) * stride_k` (the inner loops restart as level j advances)."""
     return [getattr(d, stride) - sum((inner.count - 1) * getattr(inner, stride) for inner in dims[:j])
@@ -221,7 +221,7 @@ def pointer_dims(params: DmaParams, desc: Descriptor) -> list[dict]:
         raise DescriptorError(f"descriptor {desc}: {'; '.join(problems)}; the DMA's {params.count_width}-bit counts "
                               f"and {params.coord_width}-bit coordinates allow no more")
     masks = {"dram_step": (1 << params.addr_width) - 1, "buf_step": (1 << params.buf_addr_width) - 1}
-    steps = {step: pointer_steps(dims, stride) for stride, step in STEPPED}
+    steps = {step: loop_steps(dims, stride) for stride, step in STEPPED}
     return [{"repeats": d.count - 1,  # a level that never advances keeps steps 0
              **{step: (values[j] if d.count > 1 else 0) & masks.get(step, -1) for step, values in steps.items()}}
             for j, d in enumerate(dims[:params.outer_dims])]

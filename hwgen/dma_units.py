@@ -76,7 +76,7 @@ def read_field_bits(config: AcceleratorConfig) -> dict[str, int]:
     """The low bits of the LOAD / STORE fields a transfer unit reads: the DRAM and buffer
     addresses go into the descriptor table's fields (`descriptor_table_params`); the index
     into an SPRAM descriptor table stays below its capacity (a program with more descriptors
-    is refused, `hwgen.fetch.check_program`)."""
+    is refused, `hwgen.program_walk.check_program`)."""
     table = descriptor_table_params(config)
     bits = {"dram_offset": table.addr_width, "buf_addr": table.buf_addr_width}
     if config.template.program_memory == "spram":

@@ -15,7 +15,7 @@ from types import MappingProxyType
 from amaranth import signed, unsigned
 from amaranth.lib import data
 
-from planner.errors import HwgenError
+from common.errors import HwgenError
 
 INSTRUCTION_BITS = 128
 REGISTERS = 16

@@ -18,7 +18,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hwgen.pe import register
-from planner.quant import MULTIPLIER_BITS
+from hwgen.config import MULTIPLIER_BITS
 
 LATENCY = 6
 SHIFT_BITS = 6

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from hwgen.dma import Descriptor, Dim
 from hwgen.isa import Instruction, disassemble
-from planner.errors import InputError
-from planner.files import atomic_write_text
+from common.errors import InputError
+from common.files import atomic_write_text
 
 PROGRAM_FORMAT = 1
 

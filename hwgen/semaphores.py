@@ -26,7 +26,7 @@ Events = dict[Queue, list[tuple[int, int]]]  # per queue its WAITs (-1) and SIGN
 
 def queue_events(dispatched: Iterable[Instruction]) -> Events:
     """Every queue's WAITs and SIGNALs in the order it executes them, from the instructions in
-    the order the fetch stage dispatches them (`hwgen.fetch.dispatched`)."""
+    the order the fetch stage dispatches them (`hwgen.program_walk.dispatched`)."""
     events: Events = {q: [] for q in Queue}
     for ins in dispatched:
         if ins.opcode in (Opcode.WAIT, Opcode.SIGNAL):

@@ -28,7 +28,7 @@ from hwgen.config import Template
 from hwgen.dispatch_queue import DispatchQueue
 from hwgen.isa import INSTRUCTION_BITS, INSTRUCTION_LAYOUT, OPCODE_BITS, PAYLOADS, REGISTERS, SEMAPHORES, Opcode, Queue
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS, SinglePortBank
-from hwgen.steps import unread_fields
+from hwgen.conv_steps import unread_fields
 
 LOOP_DEPTH = 4
 COUNTER_BITS = 32
@@ -114,7 +114,7 @@ def used_bits(queue: str, template: Template = Template(),
     """The instruction bit ranges `[start, stop)` a queue's entries need: the opcode bits that
     tell its opcodes apart (`opcode_constants`: the rest) and the fields its opcodes' unit and
     head logic read (WAIT/SIGNAL: the semaphore only; CONVCFG: the fields `template`'s pointer
-    steps read, `hwgen.steps.unread_fields`; a LOAD or STORE field named in `field_bits`: only
+    steps read, `hwgen.conv_steps.unread_fields`; a LOAD or STORE field named in `field_bits`: only
     its low bits, all its unit reads)."""
     bits = set(range(OPCODE_BITS)) - set(opcode_constants(queue, template))
     for opcode in QUEUE_OPCODES[queue]:

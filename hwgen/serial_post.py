@@ -44,8 +44,8 @@ from hwgen.accumulator import accumulator_shape
 from hwgen.config import AcceleratorConfig
 from hwgen.pe import register
 from hwgen.postprocess import LATENCY, LAYER, NARROW_BITS, PostProcess, clamp, postprocess_signature
-from planner.errors import PlanningError
-from planner.quant import MULTIPLIER_BITS
+from common.errors import PlanningError
+from hwgen.config import MULTIPLIER_BITS
 
 DIGIT_BITS = 4
 DIGITS = MULTIPLIER_BITS // DIGIT_BITS

@@ -55,8 +55,8 @@ from hwgen.pe import register
 from hwgen.postprocess import PostProcess
 from hwgen.serial_post import DIGIT_BITS, DIGITS, beat_interval, beat_latency, is_serial, shared_signature
 from hwgen.shift_add import shift_add
-from hwgen.steps import steps_layout
-from planner.quant import MULTIPLIER_BITS
+from hwgen.conv_steps import steps_layout
+from hwgen.config import MULTIPLIER_BITS
 
 
 def address_latency(config: AcceleratorConfig) -> int:
@@ -143,7 +143,7 @@ def _log2(name: str, value: int) -> int:
 
 class VectorUnit(wiring.Component):
     """Executes VEC commands from `cmd` with the CONVCFG on `convcfg` and its pointer steps
-    (`hwgen.steps`, `pixel_bits` wide) on `steps` (both held stable by the caller while a command
+    (`hwgen.conv_steps`, `pixel_bits` wide) on `steps` (both held stable by the caller while a command
     runs). Buffer ports (compute side, synchronous reads):
 
     - `input_even` / `input_odd`: the input bank's even / odd words (`C * S` bytes) at address
@@ -230,7 +230,7 @@ class VectorUnit(wiring.Component):
         last = {name: Signal(bound_shapes[name], name=f"{name}_last") for name in loops[1:]}
         step = {name: Signal(pixel, name=f"{name}_step") for name in loops}
         stride = Signal(3)
-        # Steps from CONVCFG alone (`hwgen.steps`, registers), chosen by the command. A window op
+        # Steps from CONVCFG alone (`hwgen.conv_steps`, registers), chosen by the command. A window op
         # (MAX, SUM) strides by cfg.stride, others by 1.
         steps = self.steps
         row_step = Mux(new_window, steps.row, cfg.in_row_pitch)

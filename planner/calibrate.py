@@ -8,16 +8,20 @@ output channel; biases int32 at ``input_scale * weight_scale``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 
-from planner.errors import InputError
+from common.errors import InputError
 from planner.ir import Network, Op, TensorQuant
 from planner.quant import layer_quant, tensor_quant_from_range
-from sim.golden.executor import run_float
+
+FloatExecutor = Callable[[Network, np.ndarray], dict[str, np.ndarray]]
+"""Runs a float network on one `(C, H, W)` input and returns every tensor by name
+(`sim.golden.run_float`, passed in from above: the planner does not execute networks)."""
 
 
-def tensor_ranges(net: Network, calibration: np.ndarray) -> dict[str, tuple[float, float]]:
+def tensor_ranges(net: Network, calibration: np.ndarray, run_float: FloatExecutor) -> dict[str, tuple[float, float]]:
     """Min and max of every tensor over the calibration inputs `(N, C, H, W)`."""
     samples = np.asarray(calibration, dtype=np.float64)
     if samples.ndim == 3:
@@ -33,9 +37,9 @@ def tensor_ranges(net: Network, calibration: np.ndarray) -> dict[str, tuple[floa
     return ranges
 
 
-def quantize_network(net: Network, calibration: np.ndarray) -> Network:
+def quantize_from_samples(net: Network, calibration: np.ndarray, run_float: FloatExecutor) -> Network:
     """The quantized network (LayerQuant on every layer, input quantization set)."""
-    ranges = tensor_ranges(net, calibration)
+    ranges = tensor_ranges(net, calibration, run_float)
     quants: dict[str, TensorQuant] = {name: tensor_quant_from_range(*r) for name, r in ranges.items()}
     layers = []
     for layer in net.layers:

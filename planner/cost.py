@@ -11,7 +11,7 @@ the compiler (`planner/compile/conv.py`) emits, tile by tile:
 * outputs, when the loop order leaves an output tile: a STORE of its int8 results, or of its
   int32 partial sums while input-channel tiles remain (reloaded at its next visit);
 * one CONV per step, taking `hwgen.conv_engine.cycle_count` cycles;
-* around them the WAITs and SIGNALs of the queues' protocol (`planner.compile.emitter`): every
+* around them the WAITs and SIGNALs of the queues' protocol (`planner.compile.queue_sync`): every
   instruction passes the fetch stage, which dispatches one per `fetch_cycles`.
 
 Transfer times come from `planner.transfer_work.transfer_cycles`. The step model overlaps the
@@ -167,7 +167,7 @@ def conv_cycles(config: AcceleratorConfig, shape: ConvShape, oc_groups, ic_group
 
 # ---------------------------------------------------------------- instruction issue
 
-# Instructions the compiler emits per event (`planner.compile.emitter`), each dispatched by the fetch stage.
+# Instructions the compiler emits per event (`planner.compile.queue_sync`), each dispatched by the fetch stage.
 SWITCH_INSTRUCTIONS = 2  # compute queue: SIGNAL FREE (the old bank), WAIT FULL (the new one)
 WEIGHT_INSTRUCTIONS = 4 + SWITCH_INSTRUCTIONS  # load queue: WAIT FREE, LOAD params, LOAD block, SIGNAL FULL
 INPUT_INSTRUCTIONS = 2 + SWITCH_INSTRUCTIONS   # WAIT FREE and SIGNAL FULL around one LOAD per stride phase
@@ -410,7 +410,7 @@ class Steps:
     the cycles they hold it), `issue`, the fetch stage's time for the instructions between
     step i's CONV and step i+1's (`issue_cycles`: the CONV, step i+1's loads and bank switches,
     step i's store) and `handover`, the earliest issue of step i+1's CONV after step i's
-    (`handover_cycles`; 0 for the last step). The vector layers of `planner.stream` leave both 0,
+    (`handover_cycles`; 0 for the last step). The vector layers of `planner.vector_cost` leave both 0,
     and `overlap` (`load_overlap`)."""
 
     compute: np.ndarray

@@ -23,7 +23,7 @@ from enum import Enum
 
 import numpy as np
 
-from planner.errors import InputError
+from common.errors import InputError
 
 Shape = tuple[int, int, int]
 """A feature map shape `(channels, height, width)`."""

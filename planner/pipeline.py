@@ -1,4 +1,4 @@
-"""The flow from a quantized network to a compiled program: plan, compile, predict its cycles and traffic."""
+"""From a quantized network to a compiled program: plan, compile, predict its cycles and traffic."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,8 +12,8 @@ from planner.program_model import Prediction, predict
 
 
 @dataclass
-class Flow:
-    """Every product of the flow for one model and configuration."""
+class Compilation:
+    """Every product of planning and compiling one model for one configuration."""
 
     network: Network  # quantized
     plan: NetworkPlan
@@ -21,10 +21,10 @@ class Flow:
     prediction: Prediction  # cycles and DRAM bytes of the compiled program (planner.program_model)
 
 
-def run_flow(network: Network, config: AcceleratorConfig, objective: Objective = Objective.LATENCY,
-             strategy: Strategy = Strategy.SEARCH) -> Flow:
+def plan_and_compile(network: Network, config: AcceleratorConfig, objective: Objective = Objective.LATENCY,
+             strategy: Strategy = Strategy.SEARCH) -> Compilation:
     """Plan and compile a quantized network."""
     plan = plan_network(network, config, objective, strategy)
     schedules = {layer.name: layer.schedule for layer in plan.layers if layer.schedule is not None}
     compiled = compile_network(network, schedules, config)
-    return Flow(network, plan, compiled, predict(compiled.program, config))
+    return Compilation(network, plan, compiled, predict(compiled.program, config))

@@ -15,12 +15,12 @@ import yaml
 
 from hwgen.config import AcceleratorConfig
 from planner import eplanner, search
-from planner.errors import PlanningError
-from planner.files import atomic_write_text
+from common.errors import PlanningError
+from common.files import atomic_write_text
 from planner.ir import COMPUTE_OPS, Layer, Network, Op
 from planner.objective import Objective
 from planner.schedule import ConvShape, Schedule
-from planner.stream import stream_cost
+from planner.vector_cost import stream_cost
 
 SCHEMA_VERSION = 1
 

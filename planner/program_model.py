@@ -39,7 +39,7 @@ from hwgen.compute_unit import CONVCFG_CYCLES
 from hwgen.config import AcceleratorConfig
 from hwgen.conv_engine import cycle_count
 from hwgen.dma import Descriptor
-from hwgen.fetch import Dispatched, ProgramError, check_program, dispatched
+from hwgen.program_walk import Dispatched, ProgramError, check_program, dispatched
 from hwgen.isa import SEMAPHORES, Opcode, Queue
 from hwgen.program import Program
 from hwgen.sequencer import HALFWORDS, head_delay, queue_depth, runs_in_place

@@ -14,10 +14,10 @@ import math
 
 import numpy as np
 
-from planner.errors import QuantizationError
+from common.errors import QuantizationError
+from hwgen.config import MULTIPLIER_BITS
 from planner.ir import Activation, Layer, LayerQuant, Op, TensorQuant
 
-MULTIPLIER_BITS = 16
 MAX_SHIFT = 62
 INT8_MIN, INT8_MAX = -128, 127
 

@@ -16,7 +16,7 @@ import numpy as np
 from hwgen.config import AcceleratorConfig
 from hwgen.isa import Opcode, field_limit
 from hwgen.layout import param_bank_channels, partial_sums_offset, phase_row_pitch
-from planner.errors import PlanningError
+from common.errors import PlanningError
 from planner.ir import COMPUTE_OPS, Layer, ceil_div
 
 DIMS = ("OC", "IC", "OH", "OW")

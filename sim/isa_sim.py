@@ -12,7 +12,7 @@ import numpy as np
 
 from hwgen.config import AcceleratorConfig
 from hwgen.dma import Descriptor
-from hwgen.fetch import Dispatched, ProgramError, check_program, dispatched
+from hwgen.program_walk import Dispatched, ProgramError, check_program, dispatched
 from hwgen.isa import SEMAPHORES, Buffer, Instruction, Opcode, VecOp
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, acc_element, bank_bytes, input_offset, partial_sums_offset, weight_word
 from hwgen.program import Program

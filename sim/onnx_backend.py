@@ -24,7 +24,7 @@ import onnx
 from onnx import NodeProto, TensorProto, helper, numpy_helper
 from onnx.backend.base import Backend, BackendRep, Device, DeviceType
 
-from planner.errors import UnsupportedModelError
+from common.errors import UnsupportedModelError
 from planner.quant import fixed_point
 from sim.golden import kernels
 

@@ -9,7 +9,7 @@ from amaranth.sim import Simulator
 
 from hwgen.accelerator import Accelerator, program_regions
 from planner.compile.network import CompiledNetwork
-from planner.errors import HwgenError
+from common.errors import HwgenError
 from sim.memory_model import MemoryModel, MemoryStats
 
 

@@ -7,7 +7,7 @@ import numpy as np
 from hwgen.config import AcceleratorConfig
 from planner.compile.conv import ConvTiling
 from planner.compile.network import CompiledNetwork, compile_network
-from planner.errors import PlanningError
+from common.errors import PlanningError
 from planner.ir import COMPUTE_OPS, Network
 from planner.schedule import ORDERS, ConvShape, Schedule
 from sim.isa_sim import IsaSimulator

@@ -13,11 +13,11 @@ import onnx
 from boards.transport import SimulatedTransport
 from hwgen.config import config_from_dict
 from onnx_factory import GraphBuilder
-from planner.calibrate import quantize_network
+from sim.golden.calibration import quantize_network
 from planner.compile.network import CompiledNetwork
 from planner.frontend import load_network
 from planner.ir import Network
-from planner.pipeline import run_flow
+from planner.pipeline import plan_and_compile
 
 SIM_BAUD = 115200
 SIM_CLK_HZ = 4 * SIM_BAUD  # four clock cycles per bit: the fastest the UART allows
@@ -58,7 +58,7 @@ def tiny_network() -> Network:
 
 @cache
 def tiny_compiled(config=TINY) -> CompiledNetwork:
-    return run_flow(tiny_network(), config).compiled
+    return plan_and_compile(tiny_network(), config).compiled
 
 
 def tiny_input(seed: int) -> np.ndarray:

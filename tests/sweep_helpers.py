@@ -8,7 +8,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.sweep.evaluate import Task, evaluate_point
+from explore.sweep.evaluate import Task, evaluate_point
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import yaml
 
 from boards.build import SPRAM_BYTES, memory_bytes
 from boards.platforms import board
-from hwgen.cli import main
+from cli.main import main
 from hwgen.config import load_config
 from test_pnr_smoke import SMALL
 

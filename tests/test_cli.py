@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 import pytest
 
-from hwgen.cli import build_parser, main
+from cli.main import build_parser, main
 from onnx_factory import GraphBuilder
 from planner.frontend import load_network
 from planner.zoo.digits import load_digits_split
@@ -27,7 +27,7 @@ def test_every_subcommand_and_option_has_help():
 
 
 def test_console_script_help_runs():
-    result = subprocess.run([sys.executable, "-m", "hwgen.cli", "--help"], capture_output=True, text=True, check=True)
+    result = subprocess.run([sys.executable, "-m", "cli", "--help"], capture_output=True, text=True, check=True)
     assert "inspect" in result.stdout and "infer" in result.stdout
 
 

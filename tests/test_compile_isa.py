@@ -10,9 +10,9 @@ import pytest
 from compile_helpers import compile_and_run, random_schedules
 from hwgen.config import config_from_dict, load_config
 from onnx_factory import pattern_models
-from planner.calibrate import quantize_network
+from sim.golden.calibration import quantize_network
 from planner.compile.network import compile_network
-from planner.errors import PlanningError
+from common.errors import PlanningError
 from planner.frontend import load_network
 from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
 from sim.golden import run_quantized

@@ -3,7 +3,7 @@ import pytest
 import yaml
 
 from hwgen.config import CONFIG_DIR, config_from_dict, load_config
-from planner.errors import ConfigError
+from common.errors import ConfigError
 
 SHIPPED = ("default", "ice40up5k", "ecp5-85f", "setup_a", "setup_b", "icebreaker")
 

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import yaml
 
-from hwgen.cli import main
+from cli.main import main
 from hwgen.config import config_from_dict, load_config
 from onnx_factory import GraphBuilder
-from planner.calibrate import quantize_network
+from sim.golden.calibration import quantize_network
 from planner.frontend import load_network
-from planner.pipeline import run_flow
+from planner.pipeline import plan_and_compile
 from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
 from sim.cosim import builds
 from sim.cosim.builds import BuildError, cached_build
@@ -57,7 +57,7 @@ def assert_same_run(run, reference) -> None:
 def digits() -> SimpleNamespace:
     """The digits CNN on a small array, a held-out digit and its Amaranth run."""
     net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
-    compiled = run_flow(net, config_from_dict(small_digits_config())).compiled
+    compiled = plan_and_compile(net, config_from_dict(small_digits_config())).compiled
     x = net.input_quant.quantize(load_digits_split()[2][3])
     return SimpleNamespace(net=net, compiled=compiled, x=x, amaranth=run_rtl(compiled, x))
 
@@ -79,7 +79,7 @@ def block_network() -> SimpleNamespace:
         "buffers": {"input_bytes": 2048, "weight_bytes": 2048, "output_bytes": 2048},
         "dram": {"bus_width_bits": 16, "bandwidth_bytes_per_cycle": 1.5, "latency_cycles": 3, "burst_beats": 4},
     })
-    return SimpleNamespace(net=net, compiled=run_flow(net, config).compiled, x=xs[0], other=xs[1])
+    return SimpleNamespace(net=net, compiled=plan_and_compile(net, config).compiled, x=xs[0], other=xs[1])
 
 
 @pytest.fixture(scope="module")

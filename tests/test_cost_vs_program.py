@@ -13,18 +13,18 @@ from hypothesis import strategies as st
 
 from hwgen.accelerator import check_generatable
 from hwgen.config import config_from_dict, load_config
-from hwgen.fetch import ProgramDoesNotFit, dispatched
+from hwgen.program_walk import ProgramDoesNotFit, dispatched
 from hwgen.isa import Buffer, Opcode
 from onnx_factory import GraphBuilder
-from planner.calibrate import quantize_network
+from sim.golden.calibration import quantize_network
 from planner import cost
-from planner.compile.emitter import Sem
+from planner.compile.queue_sync import Sem
 from planner.compile.network import compile_network
-from planner.errors import ConfigError
+from common.errors import ConfigError
 from planner.frontend import load_network
 from planner.plan import plan_network
 from planner.program_model import fetch_cycles, predict
-from planner.stream import stream_cost
+from planner.vector_cost import stream_cost
 from planner.schedule import DIMS, ORDERS, ConvShape, Schedule, granule, is_legal, tile_candidates
 from test_rtl_property import conv_network
 
@@ -180,7 +180,7 @@ def test_cost_model_overlaps_load_latency_with_the_previous_store(in_c, size, st
 def test_network_plan_bytes_equal_the_compiled_program():
     """Whole networks, vector layers included: the plan's DRAM bytes are the program's (also on the
     compact icebreaker template, whose descriptor lookups both models count)."""
-    from planner.calibrate import quantize_network
+    from sim.golden.calibration import quantize_network
     from planner.frontend import load_network
     from planner.zoo import builtin_calibration, resolve_model
 
@@ -213,7 +213,7 @@ def test_outputs_written_once_when_reduction_is_innermost(spec, config, data):
     ("default", 8, 8), ("default", 16, 12), ("ice40up5k", 32, 4), ("ice40up5k", 16, 12),
     ("icebreaker", 8, 8), ("icebreaker", 32, 4)])
 def test_stream_cost_near_the_program(config_name, channels, size):
-    """A 2x2 max pool's streamed-layer cost (`planner.stream`) is within 2% of the program
+    """A 2x2 max pool's streamed-layer cost (`planner.vector_cost`) is within 2% of the program
     model's cycles: with the SPRAM program memory's start-up and, on a shared DMA, stores that
     hold the DMA. (On icebreaker a pool of several tiles is slower than modelled: its 2-deep
     queues keep the next tile's loads from passing the store, docs/cost_model.md.)"""

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import onnxruntime as ort
 
-from planner.calibrate import quantize_network
+from sim.golden.calibration import quantize_network
 from planner.frontend import load_network
-from planner.quant import MULTIPLIER_BITS
+from hwgen.config import MULTIPLIER_BITS
 from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
 from sim.golden import run_quantized
 

@@ -7,7 +7,7 @@ import onnxruntime as ort
 import pytest
 
 from onnx_factory import GraphBuilder, pattern_models
-from planner.errors import HwgenError, ModelLoadError, QuantizationError, ShapeError, UnsupportedModelError
+from common.errors import HwgenError, ModelLoadError, QuantizationError, ShapeError, UnsupportedModelError
 from planner.frontend import SUPPORTED_OPS, load_network
 from planner.ir import Activation, Op
 from planner.zoo.digits import DIGITS_MODEL_PATH

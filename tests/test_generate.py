@@ -8,7 +8,7 @@ import subprocess
 import pytest
 import yaml
 
-from hwgen.cli import main
+from cli.main import main
 from hwgen.config import load_config
 from hwgen.program import Program
 from sim.cosim.verilator import toolchain

@@ -17,7 +17,7 @@ from hwgen.isa import Buffer, Instruction, Opcode
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes, input_offset, partial_sums_offset, phase_row_pitch
 from hwgen.program import Program
 from hwgen.serial_post import SHIFTS, SerialPostProcess, is_serial
-from hwgen.steps import pointer_steps
+from hwgen.conv_steps import convcfg_steps
 from planner.compile.packing import expand_depthwise, param_block, weight_block
 from sim.golden import kernels
 from sim.isa_sim import IsaSimulator
@@ -93,7 +93,7 @@ def run_engine(config: AcceleratorConfig, cases: list[Case]) -> list[tuple[np.nd
                     for index, value in enumerate(part):
                         ctx.set(mems[name].data[index], value)
             ctx.set(dut.convcfg.as_value(), case.convcfg.encode())
-            ctx.set(dut.steps, pointer_steps(case.convcfg.fields, dut.pixel_bits))
+            ctx.set(dut.steps, convcfg_steps(case.convcfg.fields, dut.pixel_bits))
             ctx.set(dut.cmd.payload.as_value(), case.conv.encode())
             ctx.set(dut.cmd.valid, 1)
             while not (await ctx.tick().sample(dut.cmd.ready))[2]:

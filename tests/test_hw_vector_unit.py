@@ -17,7 +17,7 @@ from hwgen.isa import Buffer, Instruction, Opcode, VecOp
 from hwgen.layout import PARAM_BYTES, bank_bytes, phase_row_pitch
 from hwgen.program import Program
 from hwgen.serial_post import NORMALIZED_MULTIPLIERS, SHIFTS, SerialPostProcess, is_serial, normalized_multipliers
-from hwgen.steps import pointer_steps
+from hwgen.conv_steps import convcfg_steps
 from hwgen.vector_unit import VectorUnit, vec_cycles, vector_ops
 from planner.quant import MAX_SHIFT
 from sim.isa_sim import IsaSimulator
@@ -149,7 +149,7 @@ def run_rtl(config: AcceleratorConfig, cases: list[Case]) -> list[tuple[np.ndarr
                 for index, value in enumerate(values):
                     ctx.set(memories[name].data[index], value)
             ctx.set(dut.convcfg.as_value(), case.convcfg.encode())
-            ctx.set(dut.steps, pointer_steps(case.convcfg.fields, dut.pixel_bits))
+            ctx.set(dut.steps, convcfg_steps(case.convcfg.fields, dut.pixel_bits))
             ctx.set(dut.cmd.payload.as_value(), case.vec.encode())
             ctx.set(dut.cmd.valid, 1)
             await ctx.tick().until(dut.cmd.ready)

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from hwgen.config import load_config
-from planner.calibrate import quantize_network
+from sim.golden.calibration import quantize_network
 from planner.frontend import load_network
-from planner.pipeline import run_flow
+from planner.pipeline import plan_and_compile
 from planner.zoo import builtin_calibration, resolve_model
 from sim.engines import ENGINES
 from sim.golden import run_quantized
@@ -19,7 +19,7 @@ from sim.golden import run_quantized
 def test_reference_network_bit_exact_on_the_isa_simulator(model):
     float_net = load_network(resolve_model(model))
     net = quantize_network(float_net, builtin_calibration(model, float_net.input_shape)[:1])
-    flow = run_flow(net, load_config("default"))
+    flow = plan_and_compile(net, load_config("default"))
     x = net.input_quant.quantize(np.random.default_rng(3).standard_normal(net.input_shape).astype(np.float32))
     run = ENGINES["isa"].run(net, flow.compiled, x)
     golden = run_quantized(net, x)

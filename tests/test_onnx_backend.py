@@ -28,7 +28,7 @@ import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
-from planner.errors import UnsupportedModelError
+from common.errors import UnsupportedModelError
 from sim.onnx_backend import GoldenBackend, from_int8, to_int8
 
 SELECTED_NODE_TESTS = [

@@ -3,7 +3,7 @@ import json
 
 import yaml
 
-from hwgen.cli import main
+from cli.main import main
 from hwgen.config import load_config
 from planner.plan import load_plan
 

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from hwgen.config import load_config
-from planner.errors import PlanningError
+from common.errors import PlanningError
 from planner.ir import Layer, Network, Op
 from planner.plan import SCHEMA_VERSION, Strategy, load_plan, plan_network, save_plan
 

@@ -17,14 +17,14 @@ from amaranth.back.verilog import convert
 from amaranth.hdl import Cat, Elaboratable, Module, Signal
 
 from boards.devices import device
-from boards.flow import FitError, implement
+from boards.implement import FitError, implement
 from boards.platforms import bare_platform
 from boards.report import BuildReport, load_report, parse_reports
 from boards.shell import LFSR_BITS
 from boards.synth import default_program
 from boards.yosys import cell_counts, family_sources, synth_script
 from hwgen.accelerator import Accelerator
-from hwgen.cli import main
+from cli.main import main
 from hwgen.config import config_from_dict
 from hwgen.dsp import RegisteredMultiplier
 

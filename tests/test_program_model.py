@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hwgen.config import config_from_dict, load_config
-from planner.calibrate import quantize_network
+from sim.golden.calibration import quantize_network
 from planner.frontend import load_network
 from planner.ir import single_layer_network
-from planner.pipeline import run_flow
+from planner.pipeline import plan_and_compile
 from planner.program_model import predict
 from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
 from sim.golden import run_quantized
@@ -30,7 +30,7 @@ def digits():
 
 
 def check_against_rtl(net, config, x) -> None:
-    flow = run_flow(net, config)
+    flow = plan_and_compile(net, config)
     run = run_rtl(flow.compiled, x)
     for name in net.outputs:
         assert np.array_equal(run.outputs[name], run_quantized(net, x)[name])
@@ -88,7 +88,7 @@ def test_prediction_counts_the_isa_simulators_traffic(digits):
 
     net, x = digits
     config = load_config("setup_a")
-    flow = run_flow(net, config)
+    flow = plan_and_compile(net, config)
     _, isa = run_isa(flow.compiled, x)
     prediction = predict(flow.compiled.program, config)
     assert (prediction.bytes_read, prediction.bytes_written) == (isa.stats.traffic.bytes_read,

@@ -16,7 +16,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from planner.errors import UnsupportedModelError
+from common.errors import UnsupportedModelError
 from planner.frontend import load_network
 from planner.zoo.reference import REFERENCE_NETWORKS, build_reference
 

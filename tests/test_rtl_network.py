@@ -7,9 +7,9 @@ import pytest
 
 from compile_helpers import run_isa
 from hwgen.config import config_from_dict, load_config
-from planner.calibrate import quantize_network
+from sim.golden.calibration import quantize_network
 from planner.frontend import load_network
-from planner.pipeline import run_flow
+from planner.pipeline import plan_and_compile
 from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
 from sim.golden import run_quantized
 from sim.rtl_sim import run_rtl
@@ -23,7 +23,7 @@ def test_digits_cnn_runs_bit_exact_on_the_rtl(spram):
     data["buffers"]["spram"] = list(spram)
     config = config_from_dict(data)
     net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
-    flow = run_flow(net, config)
+    flow = plan_and_compile(net, config)
     x = net.input_quant.quantize(load_digits_split()[2][3])
     run = run_rtl(flow.compiled, x, stall=0.1, seed=1)
     golden = run_quantized(net, x)

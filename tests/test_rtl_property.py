@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 
 from hwgen.config import config_from_dict
 from onnx_factory import GraphBuilder
-from planner.calibrate import quantize_network
+from sim.golden.calibration import quantize_network
 from planner.frontend import load_network
-from planner.pipeline import run_flow
+from planner.pipeline import plan_and_compile
 from sim.golden import run_quantized
 from sim.rtl_sim import run_rtl
 
@@ -53,7 +53,7 @@ def conv_network(spec: dict):
 def test_random_conv_layer_rtl_equals_golden(spec):
     """Under random memory stalls; the DRAM bytes still equal the program model's count."""
     net, x = conv_network(spec)
-    flow = run_flow(net, SMALL)
+    flow = plan_and_compile(net, SMALL)
     run = run_rtl(flow.compiled, x, stall=0.2, seed=spec["seed"])
     golden = run_quantized(net, x)
     for name in net.outputs:

@@ -19,12 +19,12 @@ from boards.protocol import (Command, DeviceError, DeviceMismatch, ReplyChecksum
                              ReplyTimeout, Status, build_id)
 from boards.runtime import Runtime, RunTimeout
 from hwgen.accelerator import Accelerator
-from hwgen.cli import main
+from cli.main import main
 from hwgen.config import load_config
 from hwgen.program import Program
 from planner.compile.network import CompiledNetwork
-from planner.errors import InputError
-from planner.pipeline import run_flow
+from common.errors import InputError
+from planner.pipeline import plan_and_compile
 from sim.golden import run_quantized
 from sim.rtl_sim import write_program
 from soc_helpers import (TINY, TINY_COMPACT, TINY_INPUT, TINY_MEMORY, simulated, tiny_calibration, tiny_compiled,
@@ -188,7 +188,7 @@ def test_device_refusals_and_mismatches_are_errors(link):
     runtime = Runtime(link)
     with pytest.raises(DeviceError, match="device refused READ: OUT_OF_RANGE"):
         runtime.read(TINY_MEMORY - 4, 8)
-    other = run_flow(tiny_network(), load_config("ice40up5k")).compiled
+    other = plan_and_compile(tiny_network(), load_config("ice40up5k")).compiled
     with pytest.raises(DeviceMismatch, match=r"the device runs build 0x[0-9a-f]{8}, not .* compiled for 'ice40up5k'"):
         runtime.load(other)
     with pytest.raises(InputError, match="expected int8 of shape"):
@@ -200,12 +200,12 @@ def test_digits_cnn_end_to_end_through_the_serial_protocol():
     """The default configuration with the memory image baked into block RAM: the runtime finds
     it in place by CRC-32, runs one held-out digit (refusing a second START and a WRITE while
     it runs) and reads outputs equal to the golden model's, and the counters."""
-    from planner.calibrate import quantize_network
+    from sim.golden.calibration import quantize_network
     from planner.frontend import load_network
     from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
 
     net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
-    compiled = run_flow(net, load_config("default")).compiled
+    compiled = plan_and_compile(net, load_config("default")).compiled
     link = simulated(compiled, 32768)
     runtime = Runtime(link)
     assert runtime.load(compiled) is False  # verified by checksum, not reloaded
@@ -253,7 +253,7 @@ def test_hwgen_run_digits_on_the_simulated_icebreaker(tmp_path, capsys):
     """`hwgen run --board icebreaker --port sim digits`: the board's default configuration is the
     compact `icebreaker` one, so the runtime writes the program and the descriptor table into
     the SPRAM program memory over the serial link; the outputs equal the golden model's."""
-    from planner.calibrate import quantize_network
+    from sim.golden.calibration import quantize_network
     from planner.frontend import load_network
     from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
 
@@ -269,7 +269,7 @@ def test_hwgen_run_digits_on_the_simulated_icebreaker(tmp_path, capsys):
     # compute queue's busy time and at most the timing model's total for the configured memory
     # (latency 24, 0.5 B/cycle), slower than the SoC's SPRAM main memory.
     counters = record["samples"][0]["counters"]
-    predicted = run_flow(net, load_config("icebreaker")).prediction
+    predicted = plan_and_compile(net, load_config("icebreaker")).prediction
     assert predicted.busy["compute"] <= counters["cycles"] <= predicted.cycles, (counters, predicted.cycles)
     assert not any(value for name, value in counters.items() if name != "cycles")
 

@@ -4,12 +4,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hwgen.config import config_from_dict, load_config
-from planner.errors import PlanningError
+from common.errors import PlanningError
 from planner.ir import Layer, Op, conv_output_size
 from planner.objective import Objective
 from planner.schedule import ConvShape, is_legal
 from planner.search import COST_SECTIONS, brute_force, ranking, search
-from planner.sweep.reuse import RecordingView
+from explore.sweep.reuse import RecordingView
 
 
 @st.composite

@@ -10,13 +10,13 @@ import pytest
 
 from hwgen.accelerator import Accelerator
 from hwgen.config import load_config
-from hwgen.fetch import Dispatched, ProgramDoesNotFit, ProgramError, check_program, dispatched
+from hwgen.program_walk import Dispatched, ProgramDoesNotFit, ProgramError, check_program, dispatched
 from hwgen.isa import SEMAPHORES, Instruction, Opcode, Queue, assemble
 from hwgen.program import Program
 from hwgen.semaphores import Events, queue_events, semaphore_bounds
-from planner.calibrate import quantize_network
+from sim.golden.calibration import quantize_network
 from planner.frontend import load_network
-from planner.pipeline import run_flow
+from planner.pipeline import plan_and_compile
 from planner.program_model import predict
 from planner.zoo import builtin_calibration, resolve_model
 from sim.isa_sim import IsaSimulator
@@ -77,7 +77,7 @@ def test_the_compilers_digits_program_holds_at_most_two_tokens():
     model = "digits"
     float_net = load_network(resolve_model(model))
     net = quantize_network(float_net, builtin_calibration(model, float_net.input_shape)[:1])
-    events = queue_events(step.instruction for step in dispatched(run_flow(net, ICEBREAKER).compiled.program))
+    events = queue_events(step.instruction for step in dispatched(plan_and_compile(net, ICEBREAKER).compiled.program))
     assert max(semaphore_bounds(events).values()) <= 2
 
 

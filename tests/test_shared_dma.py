@@ -8,10 +8,10 @@ from amaranth.sim import Simulator
 from hwgen.config import config_from_dict, load_config
 from hwgen.dma import Descriptor, Dim
 from hwgen.dma_units import DmaArbiter, descriptor_table_params
-from hwgen.fetch import ProgramError, check_program
+from hwgen.program_walk import ProgramError, check_program
 from hwgen.program import Program
 from planner.compile.network import compile_network
-from planner.errors import PlanningError
+from common.errors import PlanningError
 from planner.plan import plan_network
 from test_rtl_property import conv_network
 

@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 
-from hwgen.cli import main
+from cli.main import main
 from planner.zoo.digits import load_digits_split
 
 

@@ -21,7 +21,7 @@ from boards.soc import SocCore
 from hwgen.config import config_from_dict
 from hwgen.memory_port import MemoryPort
 from hwgen.sequencer import COUNTERS_LAYOUT
-from planner.errors import ConfigError
+from common.errors import ConfigError
 from soc_helpers import SIM_BAUD, SIM_CLK_HZ, TINY, TINY_MEMORY, reply, request, simulated, tiny_compiled
 
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from boards.devices import device
-from hwgen.cli import main
+from cli.main import main
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

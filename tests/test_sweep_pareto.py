@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from planner.sweep.pareto import FRONTS, pareto_front
+from explore.sweep.pareto import FRONTS, pareto_front
 
 
 def dominated(p, points) -> bool:

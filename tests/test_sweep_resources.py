@@ -13,9 +13,9 @@ from hwgen.dma import Dma
 from hwgen.dma_units import descriptor_table_params, dma_params
 from hwgen.program import Program
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS, SinglePortBank
-from planner.errors import HwgenError
-from planner.sweep import resources
-from planner.sweep.resources import (CALIBRATION, DSP_RULES, STRUCTURE, calibration_points, dsp_count, estimate,
+from common.errors import HwgenError
+from explore.sweep import resources
+from explore.sweep.resources import (CALIBRATION, DSP_RULES, STRUCTURE, calibration_points, dsp_count, estimate,
                                      features, fit, logic_cells, memory_counts, mul2dsp_cells)
 
 DSP_CELL = {"ecp5": "MULT18X18D", "ice40": "SB_MAC16"}
@@ -141,8 +141,8 @@ def test_logic_estimate_predicts_each_stored_synthesis_from_the_others(family):
 
 def test_a_template_option_no_stored_synthesis_uses_is_refused(monkeypatch):
     stored = [(c, cells) for c, cells in calibration_points("ice40") if not c.get("template")]
-    monkeypatch.setattr("planner.sweep.resources.calibration_points", lambda family: stored)
-    monkeypatch.setattr("planner.sweep.resources._model", resources._model.__wrapped__)
+    monkeypatch.setattr("explore.sweep.resources.calibration_points", lambda family: stored)
+    monkeypatch.setattr("explore.sweep.resources._model", resources._model.__wrapped__)
     assert estimate(config(2, 2, 2, 4096, 8), "ice40").lut > 0
     with pytest.raises(HwgenError, match=r"no ice40 synthesis result with template.queue_fields=used .* does not cover"):
         estimate(config(2, 2, 2, 4096, 8, template={"queue_fields": "used"}), "ice40")

@@ -9,8 +9,8 @@ from hwgen.config import AcceleratorConfig, config_from_dict, load_config
 from planner.frontend import load_network
 from planner.objective import Objective
 from planner.plan import plan_network
-from planner.sweep.reuse import LayerMemo, RecordingView, network_totals
-from planner.sweep.space import parse_space, read_base
+from explore.sweep.reuse import LayerMemo, RecordingView, network_totals
+from explore.sweep.space import parse_space, read_base
 from planner.zoo import resolve_model
 
 

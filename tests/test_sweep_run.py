@@ -16,9 +16,9 @@ import yaml
 from hwgen.config import CONFIG_DIR, config_from_dict
 from planner.frontend import load_network
 from planner.plan import plan_network
-from planner.sweep.driver import run_sweep
-from planner.sweep.evaluate import ModelSpec
-from planner.sweep.space import load_space
+from explore.sweep.driver import run_sweep
+from explore.sweep.evaluate import ModelSpec
+from explore.sweep.space import load_space
 from planner.zoo import resolve_model
 from sweep_helpers import CountingEvaluator, evaluating_processes, evaluations
 
@@ -88,7 +88,7 @@ def test_an_interrupted_sweep_loses_nothing_and_resumes(tmp_path):
     space_path = space_file(tmp_path, "pe: {rows: [8, 16], cols: [2, 4], simd: [2, 4]}\n"
                                       "buffers: {weight_bytes: [65536, 131072]}\n")
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "hwgen.cli", "sweep", "resnet18", "--space", str(space_path), "--jobs", "1",
+    command = [sys.executable, "-m", "cli", "sweep", "resnet18", "--space", str(space_path), "--jobs", "1",
                "-o", str(out)]
     process = subprocess.Popen(command, cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)

@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from hwgen.config import CONFIG_DIR, config_from_dict
-from planner.errors import HwgenError
-from planner.sweep.space import SpaceError, load_space, parse_space, read_base
+from common.errors import HwgenError
+from explore.sweep.space import SpaceError, load_space, parse_space, read_base
 
 
 def write(tmp_path, text: str):

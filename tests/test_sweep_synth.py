@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from boards.devices import device
-from hwgen.cli import main
+from cli.main import main
 from hwgen.config import config_from_dict
-from planner.sweep.resources import dsp_count
+from explore.sweep.resources import dsp_count
 from test_sweep_resources import LOGIC_TOLERANCE
 
 BASE = {"name": "tiny", "device": "LFE5U-25F", "board": "none", "clock_mhz": 25,

@@ -16,8 +16,8 @@ from boards.devices import DEVICES, device
 from boards.platforms import BOARDS, UnknownBoardError, bare_platform, board
 from boards.report import BuildReport, ReportError, load_report, parse_reports
 from boards.toolchain import TOOLS, ToolchainError, tool_path
-from hwgen.cli import main
-from planner.errors import HwgenError
+from cli.main import main
+from common.errors import HwgenError
 
 DATA = Path(__file__).parent / "data"
 NEXTPNR_REPORT, YOSYS_STAT, NEXTPNR_LOG = (DATA / name for name in (
@@ -220,7 +220,7 @@ def failing(report: BuildReport) -> BuildReport:
 
 
 def test_synth_command_exits_non_zero_naming_the_worst_path_unless_allowed(report, tmp_path, monkeypatch, capsys):
-    import hwgen.commands.synth as synth_command
+    import cli.commands.synth as synth_command
 
     monkeypatch.setattr(synth_command, "synth_report", lambda *args: failing(report))
     out = tmp_path / "out"
@@ -233,9 +233,9 @@ def test_synth_command_exits_non_zero_naming_the_worst_path_unless_allowed(repor
 
 
 def test_build_command_keeps_no_bitstream_of_a_failed_timing_unless_allowed(report, tmp_path, monkeypatch, capsys):
-    import hwgen.commands.build as build_command
+    import cli.commands.build as build_command
     from boards.build import BoardBuild
-    from boards.flow import FlowProducts
+    from boards.implement import FlowProducts
 
     (tmp_path / "work").mkdir()
     (tmp_path / "work" / "top.bit").write_bytes(b"bits")

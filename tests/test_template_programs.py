@@ -11,13 +11,13 @@ from hwgen.accelerator import Accelerator, program_regions
 from hwgen.config import config_from_dict, load_config
 from hwgen.dma import Descriptor, Dim
 from hwgen.dma_units import descriptor_table_params
-from hwgen.fetch import ProgramError, check_program
+from hwgen.program_walk import ProgramError, check_program
 from hwgen.isa import Instruction, Opcode, assemble
 from hwgen.program import Program
 from hwgen.sequencer import SPRAM_INSTRUCTIONS
-from planner.calibrate import quantize_network
+from sim.golden.calibration import quantize_network
 from planner.frontend import load_network
-from planner.pipeline import run_flow
+from planner.pipeline import plan_and_compile
 from planner.program_model import predict
 from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs
 from sim.isa_sim import IsaSimulator
@@ -79,7 +79,7 @@ def test_digits_on_icebreaker_has_no_partial_sums():
     partial-sum spill among its STOREs), no LOAD fills the accumulator buffer, and it fits the
     SPRAM program memory."""
     net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
-    text = [str(Instruction.decode(word)) for word in run_flow(net, ICEBREAKER).compiled.program.instructions]
+    text = [str(Instruction.decode(word)) for word in plan_and_compile(net, ICEBREAKER).compiled.program.instructions]
     convs = [line for line in text if line.startswith("CONV ")]
     assert convs and all("init_from_acc=0" in line and "requantize=1" in line for line in convs)
     assert not [line for line in text if line.startswith("LOAD buffer=acc")]

@@ -8,7 +8,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from boards.uart import UartRx, UartTx, baud_divisor
-from planner.errors import ConfigError
+from common.errors import ConfigError
 
 
 def line_bits(byte: int) -> list[int]:

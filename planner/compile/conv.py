@@ -17,10 +17,10 @@ from hwgen.config import AcceleratorConfig
 from hwgen.dma import Descriptor, Dim
 from hwgen.isa import Buffer, Opcode
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes, partial_sums_offset, phase_row_pitch
-from hwgen.steps import compiler_fields
-from planner.compile.emitter import Emitter
+from hwgen.conv_steps import compiler_fields
+from planner.compile.queue_sync import Emitter
 from planner.compile.packing import expand_depthwise, padded_channels, param_block, weight_block
-from planner.errors import PlanningError
+from common.errors import PlanningError
 from planner.ir import Layer, ceil_div
 from planner.schedule import DIMS, ConvShape, Schedule, axis_tiles, fits_instructions, footprint, whole_reduction
 

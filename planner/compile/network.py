@@ -6,15 +6,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from hwgen.config import AcceleratorConfig
-from hwgen.fetch import check_program
+from hwgen.program_walk import check_program
 from hwgen.program import Program
 from hwgen.serial_post import check_shifts
 from planner.compile.conv import ConvTiling, lower_conv, scratch_bytes, spills, weight_constants
-from planner.compile.emitter import Emitter
+from planner.compile.queue_sync import Emitter
 from planner.compile.memory_map import MemoryMap, plan_memory
 from planner.compile.packing import activation_from_image, activation_image
 from planner.compile.vector import VecSource, check_vector_op, lower_vector, source_fill, vector_constants
-from planner.errors import PlanningError
+from common.errors import PlanningError
 from planner.ir import COMPUTE_OPS, Network, Op
 from planner.schedule import ConvShape, Schedule
 

@@ -14,13 +14,13 @@ from hwgen.config import AcceleratorConfig
 from hwgen.dma import Descriptor, Dim
 from hwgen.isa import Buffer, Opcode, VecOp, field_limit
 from hwgen.layout import PARAM_BYTES, bank_bytes, param_bank_channels, phase_row_pitch
-from hwgen.steps import compiler_fields
+from hwgen.conv_steps import compiler_fields
 from hwgen.vector_unit import vector_ops
 from planner.compile.conv import InputWindow
-from planner.compile.emitter import Emitter
+from planner.compile.queue_sync import Emitter
 from planner.compile.memory_map import align
 from planner.compile.packing import padded_channels, param_block
-from planner.errors import PlanningError
+from common.errors import PlanningError
 from planner.ir import Layer, Op, ceil_div
 
 INT8_MIN = -128

@@ -17,7 +17,7 @@ def load_network(model: str | Path | onnx.ModelProto, input_shape: tuple[int, ..
 
     `input_shape` (e.g. ``(1, 3, 224, 224)``) replaces the model's input shape; a symbolic
     batch dimension is taken as 1. Quantized models carry their LayerQuant; float models
-    are quantized later by `planner.calibrate.quantize_network`.
+    are quantized later by `sim.golden.calibration.quantize_network` (`planner.calibrate` with the golden float executor).
     """
     proto = read_model(model)
     proto_copy = onnx.ModelProto()

@@ -7,7 +7,7 @@ from collections import Counter
 import numpy as np
 import onnx
 
-from planner.errors import QuantizationError, ShapeError, UnsupportedModelError
+from common.errors import QuantizationError, ShapeError, UnsupportedModelError
 from planner.frontend.tensors import TensorTable, int8_weights, quantized_constant
 from planner.frontend.window_attrs import attributes, node_label, parse_window
 from planner.ir import Activation, Layer, Network, Op, Shape, TensorQuant

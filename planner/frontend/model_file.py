@@ -5,7 +5,7 @@ from pathlib import Path
 
 import onnx
 
-from planner.errors import ModelLoadError, ShapeError
+from common.errors import ModelLoadError, ShapeError
 
 
 def read_model(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:

@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from planner.errors import QuantizationError
+from common.errors import QuantizationError
 from planner.ir import TensorQuant
 
 UINT8_OFFSET = 128

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import onnx
 
-from planner.errors import UnsupportedModelError
+from common.errors import UnsupportedModelError
 from planner.ir import ceil_div, conv_output_size
 
 

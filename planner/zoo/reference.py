@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from planner.errors import UnsupportedModelError
+from common.errors import UnsupportedModelError
 from planner.ir import Shape, conv_output_size
 
 OPSET = 17

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from cocotb_tools.runner import Runner
 
-from planner.errors import HwgenError
+from common.errors import HwgenError
 from sim.cosim.simulators import build_options, identity, make_runner
 
 CACHE_ROOT = Path("rtl_out") / "cosim"

@@ -16,7 +16,7 @@ from amaranth.hdl import Shape
 from amaranth.lib import data
 
 from hwgen.accelerator import Accelerator
-from hwgen.emit import TOP
+from hwgen.verilog import TOP
 from sim.cosim.job import STATS
 from sim.memory_model import MemoryModel
 

@@ -20,10 +20,10 @@ from xml.etree import ElementTree
 import numpy as np
 
 from hwgen.accelerator import Accelerator
-from hwgen.emit import TOP, emit
+from hwgen.verilog import TOP, emit
 from hwgen.sequencer import COUNTERS_LAYOUT
 from planner.compile.network import CompiledNetwork
-from planner.errors import HwgenError
+from common.errors import HwgenError
 from sim.cosim.builds import Build, cached_build
 from sim.cosim.harness import DRAM_MODEL, HARNESS_TOP, STALL_DRAWS, harness_verilog, unpack
 from sim.cosim.job import DUMP_FILE, IMAGE_FILE, JOB_ENV, STALLS_FILE, Job, Outcome, stalls_hex
@@ -50,7 +50,7 @@ _designs: dict[str, dict[str, str]] = {}  # config and program: the sources of t
 
 def design_sources(compiled: CompiledNetwork) -> dict[str, str]:
     """The Verilog files of the co-simulation (file name to text): the accelerator exactly as
-    `hwgen generate` writes it (`hwgen.emit`), the DRAM model and the top level."""
+    `hwgen generate` writes it (`hwgen.verilog`), the DRAM model and the top level."""
     key = json.dumps({"config": compiled.config.to_dict(), "program": compiled.program.to_dict(),
                       "dram_bytes": len(compiled.image)}, sort_keys=True)
     if key not in _designs:

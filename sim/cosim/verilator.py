@@ -29,7 +29,7 @@ from pathlib import Path
 from cocotb_tools.runner import Verilator
 from cocotb_tools.sim_versions import VerilatorVersion
 
-from planner.errors import HwgenError
+from common.errors import HwgenError
 
 MIN_VERSION = "5.036"
 PACKAGE = "verilator"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.errors import InputError
+from common.errors import InputError
 from planner.ir import Activation, Layer, Network, Op
 from sim.golden import kernels
 

@@ -1,0 +1,1 @@
+"""The `hwgen` command line, above every other package: one module per subcommand in `cli.commands`."""

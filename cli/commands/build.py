@@ -1,0 +1,45 @@
+"""`hwgen build --board BOARD --hw CFG`: the SoC (accelerator, main memory, UART host bridge)
+for a board, through synthesis, place and route and packing: bitstream and report."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from boards.build import build_board
+from boards.platforms import BOARDS, board
+from cli.commands.common import load_model, quantized
+from cli.commands.synth import add_output_arguments, finish
+from hwgen.config import load_config
+from common.files import atomic_write_bytes
+from planner.pipeline import plan_and_compile
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "build", help="build a board's bitstream (SoC with accelerator, memory and UART link) and its report",
+        description="Compile a model (the built-in digits CNN by default) for a hardware configuration, wrap "
+        "the accelerator in the SoC (main memory holding the model's memory image, UART host bridge, status "
+        "LEDs, a PLL when the board clock differs from clock_mhz) on a board's pins, and build it with Yosys, "
+        "nextpnr and icepack/ecppack. Writes <board>.bin (iCE40) or <board>.bit (ECP5), report.json and "
+        "report.txt into the output folder (build files under build/). A build that misses timing leaves "
+        "no bitstream there unless --allow-timing-fail.",
+    )
+    parser.add_argument("--board", required=True, metavar="BOARD", help=f"one of: {', '.join(BOARDS)}")
+    add_output_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    target = board(args.board)
+    config = load_config(args.hw)
+    compiled = plan_and_compile(quantized(load_model(args), args), config).compiled
+    out = args.output or Path("rtl_out") / f"{config.name}-{target.name}"
+    result = build_board(target, config, compiled, out / "build")
+    bitstream = out / f"{target.name}{result.products.bitstream.suffix}"
+    bitstream.unlink(missing_ok=True)
+    if result.report.timing_met or args.allow_timing_fail:
+        atomic_write_bytes(bitstream, result.products.bitstream.read_bytes())
+    status = finish(result.report, out, args)
+    if not args.json:
+        print(f"bitstream: {bitstream}")
+    return status

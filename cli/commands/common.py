@@ -1,0 +1,78 @@
+"""Arguments and loading steps shared by several subcommands."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from sim.golden.calibration import quantize_network
+from common.errors import InputError
+from planner.frontend import load_network
+from planner.ir import Network
+from planner.zoo import BUILTIN_MODELS, DEFAULT_MODEL, builtin_calibration, resolve_model
+
+
+def add_model_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "model", nargs="?", default=DEFAULT_MODEL, metavar="MODEL",
+        help=f"ONNX file, or a built-in model: {', '.join(BUILTIN_MODELS)} (default: {DEFAULT_MODEL})",
+    )
+    parser.add_argument(
+        "--input-shape", type=parse_shape, metavar="NxCxHxW",
+        help="input shape for models whose input dimensions are symbolic, e.g. 1x3x224x224",
+    )
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    try:
+        shape = tuple(int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a shape like 1x3x224x224") from None
+    if not shape or any(extent <= 0 for extent in shape):
+        raise argparse.ArgumentTypeError(f"{text!r}: extents must be positive integers")
+    return shape
+
+
+def load_model(args: argparse.Namespace) -> Network:
+    """The (float or quantized) Network IR of the MODEL argument."""
+    return load_network(resolve_model(args.model), args.input_shape)
+
+
+def add_calibration_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--calibration", metavar="DIR_OR_NPY",
+        help="calibration inputs for float models: an .npy of shape (N, C, H, W) or a folder of .npy files "
+        "(default for built-in models: digits training images, or seeded random inputs for reference networks)",
+    )
+
+
+def read_calibration(source: str, input_shape: tuple[int, int, int]) -> np.ndarray:
+    """Calibration samples `(N, C, H, W)` from an .npy file or a folder of them."""
+    path = Path(source)
+    files = sorted(path.glob("*.npy")) if path.is_dir() else [path]
+    if not files or not all(f.is_file() for f in files):
+        raise InputError(f"--calibration {source}: no .npy file found")
+    arrays = []
+    for file in files:
+        try:
+            array = np.load(file, allow_pickle=False)
+        except (OSError, ValueError) as error:
+            raise InputError(f"--calibration {file}: cannot read ({error})") from None
+        arrays.append(array.reshape(-1, *input_shape) if array.size % int(np.prod(input_shape)) == 0 else array)
+        if arrays[-1].shape[1:] != input_shape:
+            raise InputError(f"--calibration {file}: shape {array.shape} does not hold inputs of shape {input_shape}")
+    return np.concatenate(arrays).astype(np.float32)
+
+
+def quantized(net: Network, args: argparse.Namespace) -> Network:
+    """The network itself if the model is quantized, else calibrated from --calibration."""
+    if net.quantized:
+        return net
+    if args.calibration is not None:
+        samples = read_calibration(args.calibration, net.input_shape)
+    else:
+        samples = builtin_calibration(args.model, net.input_shape)
+        if samples is None:
+            raise InputError(f"{args.model} is a float model: give calibration inputs with --calibration DIR_OR_NPY")
+    return quantize_network(net, samples)

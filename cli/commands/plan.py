@@ -1,0 +1,51 @@
+"""`hwgen plan MODEL --hw CFG`: schedule every layer and print / save the plan."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from cli.commands.common import add_model_argument, load_model
+from hwgen.config import load_config
+from planner.objective import Objective
+from planner.plan import Strategy, plan_network, save_plan
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("plan", help="plan tiling and loop order of every layer",
+                                   description="Choose per-layer tiles and DRAM loop orders and predict traffic, "
+                                   "cycles and energy.")
+    add_model_argument(parser)
+    parser.add_argument("--hw", default=None, metavar="CFG",
+                        help="hardware YAML file or shipped config name (default: hwgen/configs/default.yaml)")
+    parser.add_argument("--objective", choices=[o.value for o in Objective], default="latency",
+                        help="what to minimise per layer (default: latency)")
+    parser.add_argument("--strategy", choices=[s.value for s in Strategy], default="search",
+                        help="optimal search or the e-PlaNNer baseline heuristic (default: search)")
+    parser.add_argument("-o", "--output", metavar="PLAN", help="save the plan (.json for JSON, else YAML)")
+    parser.add_argument("--json", action="store_true", help="print a JSON summary instead of the table")
+    parser.set_defaults(func=run)
+
+
+def summary(plan) -> dict:
+    """The `--json` document."""
+    return {
+        "layers": [{"name": l.name, "tiles": l.tiles, "order": list(l.order), "dram_bytes": l.dram_bytes,
+                    "cycles": l.cycles, "utilization": l.utilization, "energy_pj": l.energy_pj} for l in plan.layers],
+        "total": {"dram_bytes": plan.dram_bytes, "cycles": plan.cycles, "energy_pj": plan.energy_pj},
+        "planned": plan.planned,
+        "reused": plan.reused,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_config(args.hw)
+    plan = plan_network(load_model(args), config, Objective(args.objective), Strategy(args.strategy))
+    if args.output:
+        save_plan(plan, args.output)
+    if args.json:
+        print(json.dumps(summary(plan)))
+    else:
+        from planner.report import print_plan
+
+        print_plan(plan)
+    return 0

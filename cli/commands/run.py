@@ -1,0 +1,136 @@
+"""`hwgen run`: run a model on a board over its serial link (or on the simulated SoC), compare
+the outputs with the golden model and show the performance counters."""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+from rich.table import Table
+
+from boards.build import BAUD, memory_bytes
+from boards.platforms import BOARDS, Board, board
+from boards.runtime import Inference, Runtime
+from boards.transport import SerialTransport, SimulatedTransport, Transport
+from cli.commands.common import add_calibration_argument, add_model_argument, load_model, quantized
+from cli.commands.infer import output_array, read_input
+from hwgen.config import CONFIG_DIR, load_config
+from common.console import make_console
+from common.errors import ConfigError
+from common.files import atomic_save_npy, atomic_write_bytes
+from planner.pipeline import plan_and_compile
+from sim.golden import run_quantized
+
+SIMULATED_PORT = "sim"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run", help="run a model on a board over its serial link",
+        description="Compile the model for the board's configuration, check that the board runs that program, "
+        "load the memory image unless the board already holds it (CRC-32 check), run every input sample and "
+        "compare the int8 outputs with the golden model. `--port sim` runs the SoC in the Amaranth simulator "
+        "instead, its UART modelled bit by bit (slow: about a minute for the digits CNN).",
+    )
+    parser.add_argument("--board", required=True, metavar="BOARD", help=f"the board: {', '.join(BOARDS)}")
+    parser.add_argument("--port", required=True, metavar="PORT",
+                        help=f"serial port of the board (/dev/ttyUSB1, COM3, ...), or `{SIMULATED_PORT}` for the "
+                        "simulated SoC")
+    add_model_argument(parser)
+    parser.add_argument("--input", required=True, type=Path, metavar="X.npy",
+                        help="input array (N, C, H, W) or (C, H, W); float is quantized, int8 taken as is")
+    parser.add_argument("--hw", metavar="CFG",
+                        help="the configuration the bitstream was built with (default: the shipped one named "
+                        "after the board)")
+    parser.add_argument("--output", type=Path, metavar="Y.npy",
+                        help="write the int8 outputs (.npz when the model has several)")
+    parser.add_argument("--baud", type=int, default=BAUD, metavar="N", help=f"serial baud rate (default: {BAUD})")
+    parser.add_argument("--timeout", type=float, default=10.0, metavar="S",
+                        help="seconds a run may take (simulated seconds with --port sim; default: 10)")
+    parser.add_argument("--reload", action="store_true",
+                        help="write the memory image even if the board already holds it")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    add_calibration_argument(parser)
+    parser.set_defaults(func=run)
+
+
+def board_config(chosen: Board, hw: str | None):
+    """The configuration named by --hw, else the shipped one named after the board."""
+    if hw is None:
+        if not (CONFIG_DIR / f"{chosen.name}.yaml").exists():
+            raise ConfigError(f"no shipped configuration for board {chosen.name!r}; give --hw CFG (the one its "
+                              f"bitstream was built with)")
+        hw = chosen.name
+    return load_config(hw)
+
+
+def save_outputs(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    if len(arrays) == 1:
+        atomic_save_npy(path, next(iter(arrays.values())))
+        return
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def run(args: argparse.Namespace) -> int:
+    chosen = board(args.board)
+    transport: Transport | None = None if args.port == SIMULATED_PORT else SerialTransport(args.port, args.baud)
+    try:
+        config = board_config(chosen, args.hw)
+        net = quantized(load_model(args), args)
+        inputs = read_input(args.input, net)
+        compiled = plan_and_compile(net, config).compiled
+        if transport is None:
+            transport = SimulatedTransport.for_network(compiled, memory_bytes(chosen, compiled.memory.size, config), args.baud)
+        runtime = Runtime(transport, run_timeout=args.timeout)
+        if args.port != SIMULATED_PORT:
+            runtime.resync()  # the board may hold half a request from an interrupted session
+        loaded = runtime.load(compiled, force=args.reload)
+        results: list[Inference] = [runtime.infer(compiled, x) for x in inputs]
+    finally:
+        if transport is not None:
+            transport.close()
+
+    classifier = len(net.outputs) == 1 and net.tensor_shapes()[net.outputs[0]][1:] == (1, 1)
+    samples = []
+    for x, result in zip(inputs, results, strict=True):
+        golden = run_quantized(net, x)
+        record = {"bit_exact": all(np.array_equal(result.outputs[n], golden[n]) for n in net.outputs),
+                  "counters": result.counters}
+        if classifier:
+            record["class"] = int(np.argmax(result.outputs[net.outputs[0]].reshape(-1)))
+            record["golden_class"] = int(np.argmax(golden[net.outputs[0]].reshape(-1)))
+        samples.append(record)
+    if args.output is not None:
+        save_outputs(args.output, {name: output_array(net, name, [r.outputs[name] for r in results], raw=True)
+                                   for name in net.outputs})
+    exact = all(sample["bit_exact"] for sample in samples)
+    if args.json:
+        print(json.dumps({"board": chosen.name, "port": args.port, "network": net.name, "config": config.name,
+                          "image_loaded": loaded, "bit_exact": exact, "samples": samples}, indent=2))
+    else:
+        show(chosen, args.port, loaded, samples, classifier)
+    return 0 if exact else 1
+
+
+def show(chosen: Board, port: str, loaded: bool, samples: list[dict], classifier: bool) -> None:
+    console = make_console()
+    console.print(f"{chosen.name} on {port}: memory image {'loaded' if loaded else 'already in place (CRC-32 match)'}")
+    table = Table(title="runs")
+    columns = ["sample", *(["class", "golden class"] if classifier else []), "bit-exact vs golden", "cycles"]
+    for column in columns:
+        table.add_column(column, justify="right")
+    for index, sample in enumerate(samples):
+        cells = [str(index), *([str(sample["class"]), str(sample["golden_class"])] if classifier else []),
+                 "yes" if sample["bit_exact"] else "NO", f"{sample['counters']['cycles']:,}"]
+        table.add_row(*cells)
+    console.print(table)
+    counters = Table(title="performance counters (last run)")
+    counters.add_column("counter")
+    counters.add_column("cycles", justify="right")
+    for name, value in samples[-1]["counters"].items():
+        counters.add_row(name, f"{value:,}")
+    console.print(counters)

@@ -1,0 +1,252 @@
+"""The design space of a sweep: a base hardware configuration and, per swept field, its values.
+
+A space file (YAML) names fields of the hardware configuration (`docs/config.md`) by section and
+gives each a scalar, a list, or a range::
+
+    base: default                         # optional: a config file or shipped name (--hw overrides)
+    pe:
+      rows: [4, 8, 16]                    # a list
+      cols: {min: 2, max: 16, factor: 2}  # a geometric range: 2, 4, 8, 16 (powers of two)
+      simd: 4                             # a single value
+    buffers:
+      input_bytes: {min: 32768, max: 131072, step: 32768}   # an arithmetic range
+    dram:
+      bandwidth_bytes_per_cycle: [1, 2, 4]
+
+Template options (`template:` in `docs/config.md`) are swept by listing their values; a value of
+`merged_banks` is itself a list, so its axis is a list of lists::
+
+    template:
+      queue_fields: [all, used]
+      loops_and_registers: [true, false]
+      merged_banks: [[], [input, param]]
+
+The points are the cartesian product of the swept values over the base, in file order (first
+field outermost). Every value must be allowed for its field; whether a whole point is a valid,
+generatable configuration is decided per point (`explore.sweep.evaluate`).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from hwgen.config import _SCHEMA, _TOP, CONFIG_DIR, _Choices, config_path, read_yaml, validated
+from common.errors import ConfigError
+
+SPACE_DIR = Path(__file__).parent.parent / "spaces"
+"""Shipped space files (`explore/spaces/*.yaml`), usable by name."""
+SWEEPABLE: dict[str, tuple[str, ...]] = {
+    "pe": ("rows", "cols", "simd"),
+    "buffers": ("input_bytes", "weight_bytes", "output_bytes"),
+    "dram": ("bus_width_bits", "bandwidth_bytes_per_cycle", "latency_cycles", "burst_beats"),
+    "template": tuple(_SCHEMA["template"]),
+}
+"""Fields a space may sweep, by config section; `clock_mhz` may be swept at the top level too."""
+TOP_LEVEL = ("clock_mhz",)
+RANGE_KEYS = ("min", "max", "step", "factor")
+MAX_POINTS = 1_000_000
+SHORT = {"pe.rows": "r", "pe.cols": "c", "pe.simd": "s", "buffers.input_bytes": "in", "buffers.weight_bytes": "w",
+         "buffers.output_bytes": "out", "dram.bus_width_bits": "bus", "dram.bandwidth_bytes_per_cycle": "bw",
+         "dram.latency_cycles": "lat", "dram.burst_beats": "burst", "clock_mhz": "f"}
+"""Short names of the fields in point labels (template options appear as `name=value`)."""
+Value = float | int | bool | str | tuple[str, ...]
+
+
+class SpaceError(ConfigError):
+    """A space file is unreadable or names a field or value that is not allowed."""
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One swept field (`section.name`, or a top-level name) and its values in sweep order."""
+
+    field: str
+    values: tuple[Value, ...]
+
+
+@dataclass(frozen=True)
+class Point:
+    """One configuration of the space: its position, swept values as shown in tables (a list
+    value as `a+b`, an empty one as `none`) and YAML-shaped config."""
+
+    index: int
+    values: dict[str, float | int | bool | str]
+    config: dict
+
+    @property
+    def label(self) -> str:
+        """A short readable name, e.g. `r8 c4 s4 in128K queue_fields=used`."""
+        return " ".join(f"{SHORT[field]}{_compact(value)}" if field in SHORT else f"{field.split('.')[-1]}={value}"
+                        for field, value in self.values.items())
+
+
+@dataclass(frozen=True)
+class Space:
+    """A base configuration (YAML mapping) and the swept axes."""
+
+    base: dict
+    axes: tuple[Axis, ...]
+    source: str = "<space>"
+
+    @property
+    def size(self) -> int:
+        return math.prod(len(axis.values) for axis in self.axes)
+
+    def points(self) -> Iterator[Point]:
+        """Every point, first axis outermost."""
+        fields = [axis.field for axis in self.axes]
+        for index, combo in enumerate(itertools.product(*(axis.values for axis in self.axes))):
+            values = dict(zip(fields, combo))
+            yield Point(index, {field: _shown(value) for field, value in values.items()}, _with_values(self.base, values))
+
+
+def _shown(value: Value) -> float | int | bool | str:
+    if isinstance(value, tuple):
+        return "+".join(value) or "none"
+    return str(value).lower() if isinstance(value, bool) else value
+
+
+def _compact(value: float | int) -> str:
+    if isinstance(value, int) and value >= 1024 and value % 1024 == 0:
+        return f"{value // 1024}K"
+    return f"{value:g}"
+
+
+def _with_values(base: dict, values: dict[str, Value]) -> dict:
+    config = {key: dict(value) if isinstance(value, dict) else value for key, value in base.items()}
+    for field, value in values.items():
+        if "." in field:
+            section, name = field.split(".")
+            config.setdefault(section, {})[name] = list(value) if isinstance(value, tuple) else value
+        else:
+            config[field] = value
+    return config
+
+
+def _allowed_fields() -> str:
+    return ", ".join([*TOP_LEVEL, *(f"{s}.{n}" for s, names in SWEEPABLE.items() for n in names)])
+
+
+def _spec(field: str):
+    section, _, name = field.rpartition(".")
+    return (_SCHEMA[section][name] if section else _TOP[name])["range"]
+
+
+def _check_value(field: str, value: Any) -> Value:
+    """`value` if the config schema allows it for `field`; SpaceError names both otherwise."""
+    try:
+        return _spec(field).check(field, value)
+    except ConfigError as error:
+        raise SpaceError(str(error)) from None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _expand_range(field: str, spec: dict) -> list[float | int]:
+    unknown = set(spec) - set(RANGE_KEYS)
+    if unknown:
+        raise SpaceError(f"{field}: unknown range key {sorted(unknown)[0]!r}; a range is "
+                         "{min, max, step} (arithmetic) or {min, max, factor} (geometric)")
+    if "min" not in spec or "max" not in spec or ("step" in spec) == ("factor" in spec):
+        raise SpaceError(f"{field}: a range needs min, max and exactly one of step (arithmetic) or factor (geometric)")
+    low, high = spec["min"], spec["max"]
+    increment = spec.get("step", spec.get("factor"))
+    if not all(_is_number(v) for v in (low, high, increment)):
+        raise SpaceError(f"{field}: range min, max, step and factor must be numbers, got {spec!r}")
+    if low > high:
+        raise SpaceError(f"{field}: range min {low} exceeds max {high}")
+    values: list[float | int] = []
+    value = low
+    if "step" in spec:
+        if increment <= 0:
+            raise SpaceError(f"{field}: step {increment} is not allowed; expected a positive number")
+        count = math.floor((high - low) / increment + 1e-9) + 1
+        values = [low + k * increment for k in range(count)]
+    else:
+        if increment <= 1 or low <= 0:
+            raise SpaceError(f"{field}: factor {increment} from min {low} is not allowed; "
+                             "expected factor > 1 and min > 0")
+        while value <= high * (1 + 1e-9):
+            values.append(value)
+            value = value * increment
+    return [int(v) if isinstance(v, float) and v.is_integer() and isinstance(low, int) else v for v in values]
+
+
+def _axis(field: str, spec: Any) -> Axis:
+    if isinstance(_spec(field), _Choices):  # each value is itself a list
+        if not isinstance(spec, list) or not spec or not all(isinstance(value, list) for value in spec):
+            raise SpaceError(f"{field}: {spec!r} is not allowed; expected a list of values, each a list "
+                             f"(e.g. [[], [input, param]])")
+        raw = spec
+    elif _is_number(spec) or (field.startswith("template.") and isinstance(spec, (str, bool))):
+        raw = [spec]
+    elif isinstance(spec, list):
+        if not spec:
+            raise SpaceError(f"{field}: an empty list; expected at least one value")
+        raw = spec
+    elif isinstance(spec, dict):
+        raw = _expand_range(field, spec)
+    else:
+        raise SpaceError(f"{field}: {spec!r} is not allowed; expected a number, a list of numbers, "
+                         "{min, max, step} or {min, max, factor}")
+    values = tuple(_check_value(field, value) for value in raw)
+    if len(set(values)) != len(values):
+        raise SpaceError(f"{field}: values {list(values)} repeat; each value may appear once")
+    return Axis(field, values)
+
+
+def read_base(spec: str | Path | None, relative_to: Path | None = None) -> dict:
+    """The YAML mapping of a base config file or shipped name (validated; energies left to default)."""
+    if spec is not None and relative_to is not None and not Path(spec).is_absolute() and (relative_to / spec).exists():
+        spec = relative_to / spec
+    path = config_path(spec)
+    data = read_yaml(path)
+    validated(data, path)
+    return data
+
+
+def parse_space(data: Any, base: dict, source: str = "<space>") -> Space:
+    """A space from its YAML mapping (without `base`) over the config mapping `base`."""
+    if not isinstance(data, dict):
+        raise SpaceError(f"{source}: top level must be a mapping of config sections to swept fields")
+    axes = []
+    for key, value in data.items():
+        if key in TOP_LEVEL:
+            axes.append(_axis(key, value))
+            continue
+        if key not in SWEEPABLE:
+            raise SpaceError(f"{source}: {key}: not a sweepable section or field; allowed: {_allowed_fields()}")
+        if not isinstance(value, dict):
+            raise SpaceError(f"{source}: {key}: expected a mapping of fields ({', '.join(SWEEPABLE[key])})")
+        for name, spec in value.items():
+            if name not in SWEEPABLE[key]:
+                raise SpaceError(f"{source}: {key}.{name}: not a sweepable field; allowed: {_allowed_fields()}")
+            try:
+                axes.append(_axis(f"{key}.{name}", spec))
+            except SpaceError as error:
+                raise SpaceError(f"{source}: {error}") from None
+    space = Space(base, tuple(axes), source)
+    if space.size > MAX_POINTS:
+        raise SpaceError(f"{source}: {space.size} points; at most {MAX_POINTS} are allowed")
+    return space
+
+
+def load_space(path: str | Path, base: str | Path | None = None) -> Space:
+    """Read a space file; `base` (e.g. --hw) overrides the file's own `base` entry."""
+    path = Path(path)
+    if not path.exists() and (SPACE_DIR / f"{path}.yaml").exists():
+        path = SPACE_DIR / f"{path}.yaml"
+    data = read_yaml(path, SpaceError)
+    if not isinstance(data, dict):
+        raise SpaceError(f"{path}: top level must be a mapping of config sections to swept fields")
+    data = dict(data)
+    file_base = data.pop("base", None)
+    if file_base is not None and not isinstance(file_base, str):
+        raise SpaceError(f"{path}: base: {file_base!r} is not allowed; expected a config file or shipped config name")
+    return parse_space(data, read_base(base if base is not None else file_base, path.parent), str(path))
+
