@@ -98,6 +98,21 @@ class Accelerator(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
+        seq = self._sequencer(m)
+        load_unit, store_unit, compute = self._units(m, seq)
+        buffers = {}
+        for kind in ("weight", "param", "acc"):
+            buffers[kind] = [DoubleBuffer.from_config(self.config, kind)]
+            m.submodules[f"{kind}_buffer"] = buffers[kind][0]
+        buffers["input"] = [DoubleBuffer.from_config(self.config, "input", halves=2) for _ in range(2)]
+        m.submodules.input_even, m.submodules.input_odd = buffers["input"]
+        load = self._load_path(m, load_unit, store_unit, buffers)
+        self._store_path(m, load, store_unit, buffers["acc"][0])
+        self._compute_path(m, compute, buffers)
+        return m
+
+    def _sequencer(self, m: Module) -> Sequencer:
+        """The sequencer, its start/done/counters on the accelerator's ports."""
         config = self.config
         m.submodules.sequencer = seq = Sequencer(self.program.instructions, template=config.template,
                                                  field_bits=read_field_bits(config))
@@ -105,8 +120,12 @@ class Accelerator(wiring.Component):
                      self.counters.eq(seq.counters)]
         if "program_write" in self.signature.members:
             wiring.connect(m, wiring.flipped(self.program_write), seq.program_write)
+        return seq
 
-        params = {kind: dma_params(config, kind) for kind in LOAD_TARGETS.values()}  # the acc buffer's: stores
+    def _units(self, m: Module, seq: Sequencer) -> tuple[TransferUnit, TransferUnit, ComputeUnit]:
+        """The load, store and compute units on the sequencer's queues (with the SPRAM program
+        memory, a descriptor reader serving the transfer units, stores first)."""
+        config = self.config
         table = descriptor_table_params(config)
         spram = config.template.program_memory == "spram"
         descriptors = None if spram else self.program.descriptors
@@ -114,7 +133,7 @@ class Accelerator(wiring.Component):
                                                           in_place=runs_in_place(config.template, "load"))
         m.submodules.store_unit = store_unit = TransferUnit(table, descriptors, Opcode.STORE,
                                                             in_place=runs_in_place(config.template, "store"))
-        if spram:  # the units read their descriptors from the program memory, stores first
+        if spram:
             m.submodules.descriptors = reader = DescriptorReader(table, 2)
             wiring.connect(m, reader.memory, seq.memory_read)
             for client, unit in enumerate((store_unit, load_unit)):
@@ -125,21 +144,19 @@ class Accelerator(wiring.Component):
         for queue, unit in (("load", load_unit), ("store", store_unit), ("compute", compute)):
             wiring.connect(m, getattr(seq, queue), unit.cmd)
             m.d.comb += getattr(seq, f"{queue}_idle").eq(unit.idle)
+        return load_unit, store_unit, compute
 
-        buffers = {}
-        for kind in ("weight", "param", "acc"):
-            buffers[kind] = m.submodules[f"{kind}_buffer"] = DoubleBuffer.from_config(config, kind)
-        halves = [DoubleBuffer.from_config(config, "input", halves=2) for _ in range(2)]
-        m.submodules.input_even, m.submodules.input_odd = halves
-
-        # ---- one load DMA for every buffer (the load unit runs one LOAD at a time); it writes
-        # bus words at bus-word addresses, which each buffer maps onto its own (wider) words.
-        # With `template.dma: shared` it runs the stores too, the units taking turns (stores first).
-        load_params, *store_params = dma_units(config)
-        m.submodules.load_dma = load = Dma(load_params)
-        shared = config.template.dma == "shared"
-        if shared:
-            m.submodules.dma_arbiter = arbiter = DmaArbiter(table, 2, common_entry=spram)
+    def _load_path(self, m: Module, load_unit: TransferUnit, store_unit: TransferUnit,
+                   buffers: dict[str, list[DoubleBuffer]]) -> Dma:
+        """One load DMA for every buffer (the load unit runs one LOAD at a time), on the port's
+        read streams; it writes bus words at bus-word addresses, which each buffer maps onto its
+        own (wider) words. With `template.dma: shared` it runs the stores too, the units taking
+        turns (stores first)."""
+        config = self.config
+        table = descriptor_table_params(config)
+        m.submodules.load_dma = load = Dma(dma_units(config)[0])
+        if config.template.dma == "shared":
+            m.submodules.dma_arbiter = arbiter = DmaArbiter(table, 2, common_entry=config.template.program_memory == "spram")
             for client, unit in enumerate((store_unit, load_unit)):
                 m.d.comb += [arbiter.desc[client].eq(unit.desc), arbiter.desc_valid[client].eq(unit.desc_valid),
                              unit.desc_ready.eq(arbiter.desc_ready[client]), unit.done.eq(arbiter.done[client])]
@@ -155,12 +172,11 @@ class Accelerator(wiring.Component):
         bus = config.dram.bus_width_bits // 8
         for target, kind in load_targets(config).items():
             writing = load_unit.active & (load_unit.select == target)
-            lanes = exact_log2(params[kind].buf_word_bytes // bus)  # log2 of bus words per buffer word
+            lanes = exact_log2(dma_params(config, kind).buf_word_bytes // bus)  # log2 of bus words per buffer word
             word, lane = load.buf_wr.addr >> lanes, load.buf_wr.addr[:lanes]
             enables = load.buf_wr.en << (lane * bus) if lanes else load.buf_wr.en
             data = load.buf_wr.data.replicate(1 << lanes)
-            targets = halves if kind == "input" else [buffers[kind]]
-            for parity, buffer in enumerate(targets):
+            for parity, buffer in enumerate(buffers[kind]):
                 m.d.comb += [buffer.dma_write_bank.eq(load_unit.bank), buffer.dma_write_active.eq(writing)]
                 if kind == "input":
                     m.d.comb += [buffer.dma_wr.addr.eq(word >> 1), buffer.dma_wr.data.eq(data),
@@ -168,23 +184,26 @@ class Accelerator(wiring.Component):
                 else:
                     m.d.comb += [buffer.dma_wr.addr.eq(word), buffer.dma_wr.data.eq(data),
                                  buffer.dma_wr.en.eq(enables)]
+        return load
 
-        # ---- the store DMA (or the shared one) reads the accumulator buffer and owns the
-        # port's write stream
-        acc = buffers["acc"]
+    def _store_path(self, m: Module, load: Dma, store_unit: TransferUnit, acc: DoubleBuffer) -> None:
+        """The store DMA (or the shared one) reads the accumulator buffer and owns the port's
+        write stream."""
+        config = self.config
         m.d.comb += acc.dma_read_bank.eq(store_unit.bank)
         if acc.flow == "both":
             m.d.comb += acc.dma_read_active.eq(store_unit.active)
-        if shared:
+        if config.template.dma == "shared":
             store = load
-            lanes = exact_log2(params["acc"].buf_word_bytes // bus)
+            bus = config.dram.bus_width_bits // 8
+            lanes = exact_log2(dma_params(config, "acc").buf_word_bytes // bus)
             lane = Signal(max(lanes, 1))  # the bus word of the acc word being read
             with m.If(store.buf_rd.en):
                 m.d.sync += lane.eq(store.buf_rd.addr[:lanes])
             m.d.comb += [acc.dma_rd.addr.eq(store.buf_rd.addr >> lanes), acc.dma_rd.en.eq(store.buf_rd.en),
                          store.buf_rd.data.eq(acc.dma_rd.data.word_select(lane, 8 * bus) if lanes else acc.dma_rd.data)]
         else:
-            m.submodules.store_dma = store = Dma(*store_params)
+            m.submodules.store_dma = store = Dma(*dma_units(config)[1:])
             assign_descriptor(m, store.desc.payload, store_unit.desc)
             m.d.comb += [store.desc.valid.eq(store_unit.desc_valid), store_unit.desc_ready.eq(store.desc.ready),
                          store_unit.done.eq(store.done)]
@@ -192,13 +211,15 @@ class Accelerator(wiring.Component):
                          store.buf_rd.data.eq(acc.dma_rd.data)]
         wiring.connect(m, wiring.flipped(self.port.wr), store.port.wr)
 
-        # ---- compute side (the accumulator buffer is read only for partial sums)
-        for buffer, bank in ((halves[0], compute.in_bank), (halves[1], compute.in_bank),
-                             (buffers["weight"], compute.weight_bank), (buffers["param"], compute.param_bank),
-                             (acc, compute.out_bank)):
+    @staticmethod
+    def _compute_path(m: Module, compute: ComputeUnit, buffers: dict[str, list[DoubleBuffer]]) -> None:
+        """The compute unit's bank selects, reads and accumulator writes (the accumulator buffer
+        is read only for partial sums)."""
+        (even, odd), (weight,), (param,), (acc,) = (buffers[kind] for kind in ("input", "weight", "param", "acc"))
+        for buffer, bank in ((even, compute.in_bank), (odd, compute.in_bank), (weight, compute.weight_bank),
+                             (param, compute.param_bank), (acc, compute.out_bank)):
             m.d.comb += buffer.compute_bank.eq(bank)
-        reads = [(halves[0], compute.input_even), (halves[1], compute.input_odd), (buffers["weight"], compute.weight),
-                 (buffers["param"], compute.param)]
+        reads = [(even, compute.input_even), (odd, compute.input_odd), (weight, compute.weight), (param, compute.param)]
         if acc.flow == "both":
             reads.append((acc, compute.acc_read))
         for buffer, port in reads:
@@ -206,4 +227,3 @@ class Accelerator(wiring.Component):
                          port.data.eq(buffer.compute_rd.data)]
         m.d.comb += [acc.compute_wr.addr.eq(compute.acc_write.addr), acc.compute_wr.data.eq(compute.acc_write.data),
                      acc.compute_wr.en.eq(compute.acc_write.en)]
-        return m
