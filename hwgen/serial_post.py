@@ -189,11 +189,17 @@ class SerialPostProcess(PostProcess):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        lanes, raw_width, beat = self.lanes, self.raw_shape.width, self.i.payload
         accept = self.i.valid & self.i.ready
+        active, slot, digit_slot, lane_end = self._schedule(m, accept)
+        queues = self._lane_queues(m, accept, digit_slot, lane_end)
+        product, huge, sum_negative = self._product(m, slot, digit_slot, queues)
+        self._results(m, active, slot, lane_end, queues, product, huge, sum_negative)
+        return m
 
-        # ---- the schedule: `slot` counts the cycles after an accept; the digits of lane `l`
-        # take slots 4l .. 4l + 3, the other `lanes` slots let the tail finish
+    def _schedule(self, m: Module, accept: Value) -> tuple[Signal, Signal, Value, Value]:
+        """`slot` counts the cycles after an accept; the digits of lane `l` take slots
+        4l .. 4l + 3, the other `lanes` slots let the tail finish."""
+        lanes = self.lanes
         active, slot = Signal(), Signal(range(serial_interval(lanes)))
         m.d.comb += self.i.ready.eq(~active | (slot == serial_interval(lanes) - 1))
         with m.If(active):
@@ -201,9 +207,12 @@ class SerialPostProcess(PostProcess):
         with m.If(accept):
             m.d.sync += [active.eq(1), slot.eq(0)]
         digit_slot = active & (slot < lanes * DIGITS)
-        lane_end = digit_slot & (slot % DIGITS == DIGITS - 1)
+        return active, slot, digit_slot, digit_slot & (slot % DIGITS == DIGITS - 1)
 
-        # ---- the beat as lane queues (lane 0 at the head): sums, shifts, multiplier digits
+    def _lane_queues(self, m: Module, accept: Value, digit_slot: Value, lane_end: Value) -> dict[str, Value]:
+        """The beat as lane queues (lane 0 at the head): sums, shifts, multiplier digits, the
+        layer, and the flags of the head lane's last digit and finished product."""
+        lanes, beat = self.lanes, self.i.payload
         sums = [Signal(signed(max(len(beat.acc[0]), 32) + 1), name=f"sum_{lane}", reset_less=True) for lane in range(lanes)]
         shifts = [Signal(SHIFT_SPAN_BITS, name=f"shift_{lane}", reset_less=True) for lane in range(lanes)]
         # the recoded multipliers (`RECODING`): their `DIGIT_BITS` digits in the order the slots
@@ -231,13 +240,17 @@ class SerialPostProcess(PostProcess):
                 m.d.sync += [sums[lane].eq(sums[lane + 1]) for lane in range(lanes - 1)]
             with m.If(finished):  # the shift is used the cycle after the lane's product is complete
                 m.d.sync += [shifts[lane].eq(shifts[lane + 1]) for lane in range(lanes - 1)]
+        return {"sums": sums, "shifts": shifts, "digits": digits, "extras": extras, "layer": layer,
+                "last_digit": last_digit, "finished": finished}
 
-        # ---- the product, top digit first: two recoded radix-4 digits per cycle (`digit_term`); the
-        # recoded multiplier's extra top digit starts the partial product. With normalized
-        # multipliers (`t_16` set for every nonzero one), a nonzero one times a sum beyond the
-        # multiplied bits is `huge` (it clamps by the sum's sign)
+    def _product(self, m: Module, slot: Signal, digit_slot: Value, queues: dict) -> tuple[Signal, Value, Value]:
+        """The head lane's product, top digit first: two recoded radix-4 digits per cycle
+        (`digit_term`); the recoded multiplier's extra top digit starts the partial product. With
+        normalized multipliers (`t_16` set for every nonzero one), a nonzero one times a sum
+        beyond the multiplied bits is `huge` (it clamps by the sum's sign)."""
+        sums, digits = queues["sums"], queues["digits"]
         restart, top = slot % DIGITS == 0, digits[:DIGIT_BITS]
-        extra = extras.bit_select(slot[exact_log2(DIGITS):ceil_log2(lanes * DIGITS)], 1)
+        extra = queues["extras"].bit_select(slot[exact_log2(DIGITS):ceil_log2(self.lanes * DIGITS)], 1)
         multiplicand = sums[0][:NORMALIZED_SUM_BITS].as_signed() if self.normalized else sums[0]
         product = Signal(signed(len(multiplicand) + MULTIPLIER_BITS), reset_less=True)
         high, carry_high = digit_term(multiplicand, top[2:])
@@ -257,27 +270,32 @@ class SerialPostProcess(PostProcess):
         start = Mux(starting, Mux(extra, multiplicand, 0), product)
         with m.If(adding):
             m.d.sync += product.eq(Cat(Const(0, 2), carry_high, Const(0, 1), start).as_signed() + terms)
+        return product, huge, sum_negative
 
-        # ---- the cycle after a lane's last digit: shift and rounding bits (the product's low
-        # `SHIFTS.start` bits are always dropped); the cycle after, the rounding, zero point and clamp
+    def _results(self, m: Module, active: Signal, slot: Signal, lane_end: Value, queues: dict, product: Signal,
+                 huge: Value, sum_negative: Value) -> None:
+        """The cycle after a lane's last digit: shift and rounding bits (the product's low
+        `SHIFTS.start` bits are always dropped); the cycle after, the rounding, zero point and
+        clamp. Results enter at the top lane and move down: after `lanes` results, lane 0 is at 0;
+        a raw lane's result is its sum, at the lane's last digit (int8 results: no raw lanes),
+        never in a cycle a clamped result enters."""
+        lanes, raw_width = self.lanes, self.raw_shape.width
+        sums, layer, last_digit = queues["sums"], queues["layer"], queues["last_digit"]
         dropped = SHIFTS.start
-        shift = shifts[0]
+        shift = queues["shifts"][0]
         if lanes * DIGITS + 2 > serial_interval(lanes):  # one lane: the next beat's shift arrives first
-            shift = register(m, shifts[0], "shift_tail", last_digit)
+            shift = register(m, shift, "shift_tail", last_digit)
         narrow, fits, guard, sticky = narrow_shift(product[dropped:], shift, NARROW_BITS, product[dropped - 1],
                                                    product[:dropped - 1].any())
         quotient = register(m, narrow, "quotient")
         up = register(m, guard & (sticky | narrow[0]), "round_up")
         # a nonzero multiplier's product has the sum's sign
         fits, negative = register(m, fits & ~huge, "fits"), register(m, sum_negative, "negative")
-        rounded = register(m, finished, "rounded", reset_less=False)
+        rounded = register(m, queues["finished"], "rounded", reset_less=False)
         tail_layer = layer  # the layer of the lane being rounded and clamped
         if lanes * DIGITS + 3 > serial_interval(lanes) and not self.held_layer:  # the tail outlasts its layer
             tail_layer = register(m, layer, "layer_round", last_digit)
         clamped = clamp(quotient, up, fits, negative, tail_layer)
-        # results enter at the top lane and move down: after `lanes` results, lane 0 is at 0; a
-        # raw lane's result is its sum, at the lane's last digit (int8 results: no raw lanes),
-        # never in a cycle a clamped result enters
         results = Signal(data.ArrayLayout(self.raw_shape, lanes), reset_less=True)
         result, ready = clamped, rounded
         if raw_width > 8:
@@ -288,4 +306,3 @@ class SerialPostProcess(PostProcess):
         for stage in range(serial_latency(lanes) - serial_interval(lanes)):
             out_valid = register(m, out_valid, f"out_valid_{stage}", reset_less=False)
         m.d.comb += [self.o.payload.eq(results), self.o.valid.eq(out_valid)]
-        return m
