@@ -10,7 +10,7 @@ the compiler (`planner/compile/conv.py`) emits, tile by tile:
   the pixels inside the map and filling padding on chip;
 * outputs, when the loop order leaves an output tile: a STORE of its int8 results, or of its
   int32 partial sums while input-channel tiles remain (reloaded at its next visit);
-* one CONV per step, taking `hwgen.conv_engine.cycle_count` cycles;
+* one CONV per step, taking `hwgen.timing.conv_cycles` cycles;
 * around them the WAITs and SIGNALs of the queues' protocol (`planner.compile.queue_sync`): every
   instruction passes the fetch stage, which dispatches one per `fetch_cycles`.
 
@@ -31,10 +31,9 @@ import numpy as np
 
 from hwgen.config import AcceleratorConfig, Energy
 from hwgen.layout import ACC_BYTES, PARAM_BYTES
-from hwgen.pe_array import array_latency
-from hwgen.serial_post import beat_interval, beat_latency
-from hwgen.sequencer import head_delay, queue_depth
-from planner.program_model import fetch_cycles, fetch_state_cycles
+from hwgen.sequencer import queue_depth
+from hwgen.timing import (DONE_CYCLES, conv_busy_cycles, drain_cycles, fetch_cycles, fetch_state_cycles, group_interval,
+                          head_delay)
 from planner.schedule import DIMS, ConvShape, Schedule, axis_tiles, input_extents
 from planner.transfer_work import lookup_halfwords, offer_cycles, transfer_cycles
 
@@ -46,7 +45,8 @@ START_CYCLES = 15  # `start_cycles` from the descriptor ROM: `step_cycles`' defa
 def start_cycles(config: AcceleratorConfig) -> int:
     """From `start` until CONVCFG issues and the first LOAD may: the fetch stage dispatches the
     initial SIGNALs and CONVCFG, which reaches its queue's head `head_delay` later."""
-    return fetch_state_cycles(config) + INITIAL_INSTRUCTIONS * fetch_cycles(config) + head_delay(config.template, "compute")
+    return (fetch_state_cycles(config) + INITIAL_INSTRUCTIONS * fetch_cycles(config)
+            + head_delay(queue_depth(config.template, "compute")))
 
 
 # ---------------------------------------------------------------- per-axis tables
@@ -145,24 +145,10 @@ def results(config: AcceleratorConfig, channels, pixels):
     return channels * pixels, fixed, port, use
 
 
-def group_interval(config: AcceleratorConfig) -> int:
-    """Fewest cycles between the starts of a CONV's groups: the drain of `pe.cols` beats."""
-    return config.pe.cols * beat_interval(config)
-
-
-def drain_cycles(config: AcceleratorConfig) -> int:
-    """Cycles of a CONV after its last group's reduction: array latency, drain, requantization."""
-    pe = config.pe
-    return array_latency(pe.simd) + (pe.cols - 1) * beat_interval(config) + 1 + beat_latency(config)
-
-
 def conv_cycles(config: AcceleratorConfig, shape: ConvShape, oc_groups, ic_groups, rows, col_groups):
-    """`hwgen.conv_engine.cycle_count` of CONVs of these sizes (arrays broadcast; the same with
+    """`hwgen.timing.conv_cycles` of CONVs of these sizes (arrays broadcast; the same with
     or without `init_from_acc`)."""
-    steps = ic_groups * shape.kh * shape.kw
-    groups = rows * col_groups * oc_groups
-    return (1 + (groups - 1) * np.maximum(steps, group_interval(config)) + steps
-            + drain_cycles(config))
+    return conv_busy_cycles(config, ic_groups * shape.kh * shape.kw, rows * col_groups * oc_groups)
 
 
 # ---------------------------------------------------------------- instruction issue
@@ -205,7 +191,7 @@ def handover_cycles(config: AcceleratorConfig, leaving, new_weight, new_input, n
     stalled = np.where(store_full, STORE_QUEUE_INSTRUCTIONS - store_depth + between - leaving + 1,
                        np.maximum(between + 1 - depth, 0))  # instructions dispatched after the CONV
     late = store_full + (stalled - 1) * fetch_cycles(config) + leaving * (stalled > 1) * lookup_halfwords(config)
-    return np.maximum(between, np.where(stalled > 0, late + head_delay(config.template, "compute"), 0))
+    return np.maximum(between, np.where(stalled > 0, late + head_delay(depth), 0))
 
 
 # ---------------------------------------------------------------- reloads
@@ -345,7 +331,7 @@ def sum_tables(shape: ConvShape, config: AcceleratorConfig, tiles: dict) -> SumT
     fixed, port, use = transfer_cycles(False, r_beats, 0, r_beats, config, tiles_out)
     result_dma = _lower(fixed, port, use)
 
-    # compute: one CONV per step; cycle_count summed over the grid in closed form
+    # compute: one CONV per step; conv_cycles summed over the grid in closed form
     t_sum = total("IC", lambda a: a.groups * k)
     gap_sum = total("IC", lambda a: np.maximum(a.groups * k, group_interval(config)))
     n_sum = og * shape.oh * col_groups  # sum over (OC, OH, OW) tiles of the CONV's groups
@@ -431,7 +417,7 @@ def step_cycles(steps: Steps, start: int = START_CYCLES) -> int:
     earlier than the queues let it::
 
         cycles = START + load[0] + sum_i max(compute[i], load[i+1] + max(0, store_use[i-1] - overlap),
-                                             store[i-1], issue[i], handover[i]) + store[n-1] + END
+                                             store[i-1], issue[i], handover[i]) + store[n-1] + DONE
     """
     ahead = np.zeros_like(steps.compute, dtype=np.float64)
     ahead[:-1] = steps.load[1:]
@@ -439,10 +425,7 @@ def step_cycles(steps: Steps, start: int = START_CYCLES) -> int:
     behind[1:], behind_use[1:] = steps.store[:-1], steps.store_use[:-1]
     middle = np.maximum(np.maximum.reduce([steps.compute, loads_beside_store(ahead, behind_use, steps.overlap), behind]),
                         np.maximum(steps.issue, steps.handover))
-    return round(start + steps.load[0] + middle.sum() + steps.store[-1] + END_CYCLES)
-
-
-END_CYCLES = 2  # from the last store to `done`
+    return round(start + steps.load[0] + middle.sum() + steps.store[-1] + DONE_CYCLES)
 
 
 @functools.lru_cache(maxsize=256)
@@ -635,7 +618,7 @@ def grouped_step_cycles(shape: ConvShape, schedule: Schedule, config: Accelerato
     last = {d: np.full(1, n[d] - 1) for d in DIMS}
     load_first, _ = _loads(shape, config, ax, first, True, True, False)
     store_last, _ = _stores(config, ax, last, True)
-    return round(start_cycles(config) + load_first[0] + (middle * count).sum() + store_last[0] + END_CYCLES)
+    return round(start_cycles(config) + load_first[0] + (middle * count).sum() + store_last[0] + DONE_CYCLES)
 
 
 def _pick(x, index: int):

@@ -4,7 +4,7 @@ The compiler (`planner/compile/vector.py`) tiles a vector layer by channel group
 rows, as large as the banks allow (`vector_tile`; all output columns). Per channel tile it loads
 the per-channel parameter records; per (channel, row) tile it loads the input window of every
 operand (one LOAD per stride phase, runs of S bytes), runs one VEC
-(`hwgen.vector_unit.vec_cycles`) and stores the int8 tile. Concat copies each input in turn
+(`hwgen.timing.vec_cycles`) and stores the int8 tile. Concat copies each input in turn
 into its channel range of the output. The cost uses the transfer times and the step model of
 `planner.cost`, so the prediction is the compiled program's.
 """
@@ -16,7 +16,7 @@ import numpy as np
 
 from hwgen.config import AcceleratorConfig
 from hwgen.layout import PARAM_BYTES
-from hwgen.vector_unit import busy_cycles, read_spacing
+from hwgen.timing import read_spacing, vec_busy_cycles
 from planner.compile.vector import concat_part, vector_tile, vector_window
 from planner.cost import SYNC_CYCLES, Steps, input_tile, results, start_cycles, step_cycles, store_delay
 from planner.ir import POOL_OPS, Layer, Op, ceil_div
@@ -80,7 +80,7 @@ def _part_steps(part: Layer, config: AcceleratorConfig, operands: int) -> tuple[
             load_use = param_use + operands * use
             param_load = param_use = 0
             slots = _reads(part) * read_spacing(config, part.op in POOL_OPS)
-            compute = busy_cycles(config, hn * out_w * groups, slots) + SYNC_CYCLES
+            compute = vec_busy_cycles(config, hn * out_w * groups, slots) + SYNC_CYCLES
             nbytes, fixed, port, use = results(config, cn, hn * out_w)
             out_bytes += int(nbytes)
             steps.append((compute, load, load_use, fixed + port + SYNC_CYCLES, store_delay(config, fixed + port, use)))
