@@ -11,8 +11,9 @@ the compiler (`planner/compile/conv.py`) emits, tile by tile:
 * outputs, when the loop order leaves an output tile: a STORE of its int8 results, or of its
   int32 partial sums while input-channel tiles remain (reloaded at its next visit);
 * one CONV per step, taking `hwgen.timing.conv_cycles` cycles;
-* around them the WAITs and SIGNALs of the queues' protocol (`planner.compile.queue_sync`): every
-  instruction passes the fetch stage, which dispatches one per `fetch_cycles`.
+* around them the WAITs and SIGNALs of the queues' protocol (`planner.compile.queue_sync`,
+  counted per event by `event_instructions`): every instruction passes the fetch stage, which
+  dispatches one per `fetch_cycles`.
 
 Transfer times come from `planner.transfer_work.transfer_cycles`. The step model overlaps the
 loads of step i+1 and the store of step i-1 with the compute of step i (double buffering); the
@@ -34,18 +35,19 @@ from hwgen.layout import ACC_BYTES, PARAM_BYTES
 from hwgen.sequencer import queue_depth
 from hwgen.timing import (DONE_CYCLES, conv_busy_cycles, drain_cycles, fetch_cycles, fetch_state_cycles, group_interval,
                           head_delay)
+from planner.compile.conv import WEIGHT_TILE_LOADS, stride_phases
+from planner.compile.queue_sync import event_instructions
 from planner.schedule import DIMS, ConvShape, Schedule, axis_tiles, input_extents
 from planner.transfer_work import lookup_halfwords, offer_cycles, transfer_cycles
 
 SYNC_CYCLES = 2    # the WAIT / SIGNAL pair around each group of loads, a compute step or a store
-INITIAL_INSTRUCTIONS = 6  # the SIGNALs of the initial semaphore tokens, dispatched before CONVCFG
 START_CYCLES = 15  # `start_cycles` from the descriptor ROM: `step_cycles`' default
 
 
 def start_cycles(config: AcceleratorConfig) -> int:
     """From `start` until CONVCFG issues and the first LOAD may: the fetch stage dispatches the
     initial SIGNALs and CONVCFG, which reaches its queue's head `head_delay` later."""
-    return (fetch_state_cycles(config) + INITIAL_INSTRUCTIONS * fetch_cycles(config)
+    return (fetch_state_cycles(config) + EVENTS.initial * fetch_cycles(config)
             + head_delay(queue_depth(config.template, "compute")))
 
 
@@ -86,7 +88,7 @@ def axis(shape: ConvShape, config: AcceleratorConfig, dim: str, tile: int) -> Ax
     else:
         groups = -(-sizes // pe.cols)
         window, inside = (sizes - 1) * shape.sw + shape.kw, np.array(input_extents(shape, dim, tile), dtype=np.int64)
-        phases = np.minimum(shape.sw, window)
+        phases = stride_phases(shape.sw, window)
     return Axis(sizes, groups, window, inside, phases)
 
 
@@ -116,7 +118,7 @@ def weight_tile(config: AcceleratorConfig, shape: ConvShape, oc_groups, ic_group
     params = oc_groups * pe.rows * PARAM_BYTES
     block = oc_groups * pe.rows * ic_groups * pe.simd * shape.kh * shape.kw
     beats = -(-params // _bus(config)) + -(-block // _bus(config))
-    fixed, port, use = transfer_cycles(True, beats, 0, beats, config, 2)
+    fixed, port, use = transfer_cycles(True, beats, 0, beats, config, WEIGHT_LOADS)
     return beats * _bus(config), fixed, port, use
 
 
@@ -153,14 +155,13 @@ def conv_cycles(config: AcceleratorConfig, shape: ConvShape, oc_groups, ic_group
 
 # ---------------------------------------------------------------- instruction issue
 
-# Instructions the compiler emits per event (`planner.compile.queue_sync`), each dispatched by the fetch stage.
-SWITCH_INSTRUCTIONS = 2  # compute queue: SIGNAL FREE (the old bank), WAIT FULL (the new one)
-WEIGHT_INSTRUCTIONS = 4 + SWITCH_INSTRUCTIONS  # load queue: WAIT FREE, LOAD params, LOAD block, SIGNAL FULL
-INPUT_INSTRUCTIONS = 2 + SWITCH_INSTRUCTIONS   # WAIT FREE and SIGNAL FULL around one LOAD per stride phase
-OUTPUT_INSTRUCTIONS = 1  # compute: WAIT ACC_FREE (ACC_LOADED after a reload) on entering an output tile
-RELOAD_INSTRUCTIONS = 5  # load: WAIT ACC_FREE, (store: SIGNAL STORED) WAIT STORED, LOAD, SIGNAL ACC_LOADED
-STORE_QUEUE_INSTRUCTIONS = 3  # WAIT ACC_READY, STORE, SIGNAL ACC_FREE
-STORE_INSTRUCTIONS = 1 + STORE_QUEUE_INSTRUCTIONS  # and compute's SIGNAL ACC_READY before them
+# Instructions the compiler emits per event (`planner.compile.queue_sync.event_instructions`),
+# each dispatched by the fetch stage.
+EVENTS = event_instructions()
+WEIGHT_LOADS = len(WEIGHT_TILE_LOADS)  # a weight tile's LOADs: parameter records and weight block
+WEIGHT_INSTRUCTIONS = EVENTS.bank_fill + WEIGHT_LOADS + EVENTS.bank_switch
+INPUT_INSTRUCTIONS = EVENTS.bank_fill + EVENTS.bank_switch  # around one LOAD per stride phase
+STORE_INSTRUCTIONS = EVENTS.result_ready + EVENTS.store  # compute's SIGNAL ACC_READY, then the store queue's
 
 
 def issue_cycles(config: AcceleratorConfig, convs, weight_tiles, input_tiles, input_loads, output_tiles, reloads,
@@ -170,11 +171,11 @@ def issue_cycles(config: AcceleratorConfig, convs, weight_tiles, input_tiles, in
     and storing (ints or arrays): `fetch_cycles` per instruction, plus the halfwords of every
     transfer's descriptor lookup from the SPRAM program memory (which hold the fetch up)."""
     instructions = (convs + WEIGHT_INSTRUCTIONS * weight_tiles + INPUT_INSTRUCTIONS * input_tiles + input_loads
-                    + OUTPUT_INSTRUCTIONS * output_tiles + RELOAD_INSTRUCTIONS * reloads + STORE_INSTRUCTIONS * stores)
+                    + EVENTS.output_entry * output_tiles + EVENTS.reload * reloads + STORE_INSTRUCTIONS * stores)
     cycles = fetch_cycles(config) * instructions
     halfwords = lookup_halfwords(config)
     if halfwords:
-        cycles = cycles + halfwords * (2 * weight_tiles + input_loads + reloads + stores)
+        cycles = cycles + halfwords * (WEIGHT_LOADS * weight_tiles + input_loads + reloads + stores)
     return cycles
 
 
@@ -186,9 +187,10 @@ def handover_cycles(config: AcceleratorConfig, leaving, new_weight, new_input, n
     that passes a cycle after the CONV), dispatches the rest up to the next CONV only then, losing
     a STORE's descriptor lookup on the way, and the CONV reaches its queue's head `head_delay` later."""
     depth, store_depth = queue_depth(config.template, "compute"), queue_depth(config.template, "store")
-    between = leaving + OUTPUT_INSTRUCTIONS * new_output + SWITCH_INSTRUCTIONS * (new_weight + new_input)
-    store_full = leaving & (STORE_QUEUE_INSTRUCTIONS > store_depth)
-    stalled = np.where(store_full, STORE_QUEUE_INSTRUCTIONS - store_depth + between - leaving + 1,
+    ready = EVENTS.result_ready * leaving
+    between = ready + EVENTS.output_entry * new_output + EVENTS.bank_switch * (new_weight + new_input)
+    store_full = leaving & (EVENTS.store > store_depth)
+    stalled = np.where(store_full, EVENTS.store - store_depth + between - ready + 1,
                        np.maximum(between + 1 - depth, 0))  # instructions dispatched after the CONV
     late = store_full + (stalled - 1) * fetch_cycles(config) + leaving * (stalled > 1) * lookup_halfwords(config)
     return np.maximum(between, np.where(stalled > 0, late + head_delay(depth), 0))

@@ -17,6 +17,7 @@ import numpy as np
 from hwgen.config import AcceleratorConfig
 from hwgen.layout import PARAM_BYTES
 from hwgen.timing import read_spacing, vec_busy_cycles
+from planner.compile.conv import stride_phases
 from planner.compile.vector import concat_part, vector_tile, vector_window
 from planner.cost import SYNC_CYCLES, Steps, input_tile, results, start_cycles, step_cycles, store_delay
 from planner.ir import POOL_OPS, Layer, Op, ceil_div
@@ -74,7 +75,8 @@ def _part_steps(part: Layer, config: AcceleratorConfig, operands: int) -> tuple[
             hn = min(rows_per_tile, out_h - h0)
             rows = (hn - 1) * s + kh
             inside_rows = window_span(h0, hn, s, window.pads[0], kh, in_h)[1]
-            nbytes, fixed, port, use = input_tile(config, groups, rows, cols, inside_rows, inside_cols, min(s, cols))
+            nbytes, fixed, port, use = input_tile(config, groups, rows, cols, inside_rows, inside_cols,
+                                                  stride_phases(s, cols))
             in_bytes += operands * int(nbytes)
             load = param_load + operands * (fixed + port) + SYNC_CYCLES
             load_use = param_use + operands * use
