@@ -37,6 +37,7 @@ from hwgen.timing import (DONE_CYCLES, conv_busy_cycles, drain_cycles, fetch_cyc
                           head_delay)
 from planner.compile.conv import WEIGHT_TILE_LOADS, stride_phases
 from planner.compile.queue_sync import event_instructions
+from planner.layer_cost import LayerCost, utilization
 from planner.schedule import DIMS, ConvShape, Schedule, axis_tiles, input_extents
 from planner.transfer_work import lookup_halfwords, offer_cycles, transfer_cycles
 
@@ -523,35 +524,6 @@ def step_arrays(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig)
     return Steps(compute, load, leaving * store, load_use, leaving * store_use, issue, handover, load_overlap(config))
 
 
-@dataclass(frozen=True)
-class Cost:
-    """Predicted cost of one schedule."""
-
-    input_bytes: int
-    weight_bytes: int
-    output_bytes: int
-    cycles: int
-    compute_cycles: int
-    dma_cycles: int
-    macs: int
-    peak_macs_per_cycle: int
-    energy_pj: float
-    steps: int
-
-    @property
-    def dram_bytes(self) -> int:
-        return self.input_bytes + self.weight_bytes + self.output_bytes
-
-    @property
-    def utilization(self) -> float:
-        """Useful MACs over the MAC slots of the whole layer time."""
-        return self.macs / (self.cycles * self.peak_macs_per_cycle) if self.cycles and self.macs else 0.0
-
-    @property
-    def bound(self) -> str:
-        return "compute" if self.compute_cycles >= self.dma_cycles else "memory"
-
-
 def _groups(ax: Axis) -> tuple[np.ndarray, np.ndarray]:
     """Tile indices of one axis grouped by everything a step depends on (own, next and previous
     tile); returns a representative index and the size of each group."""
@@ -629,16 +601,18 @@ def _pick(x, index: int):
 
 
 def cost_of(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig, macs: int, totals: Totals,
-            index: int = 0) -> Cost:
+            index: int = 0) -> LayerCost:
     """The cost of `schedule`: entry `index` of closed-form `totals` (of its order) and the
     step-model cycles."""
-    return Cost(_pick(totals.input_bytes, index), _pick(totals.weight_bytes, index),
-                _pick(totals.output_bytes, index), grouped_step_cycles(shape, schedule, config), round(_pick(totals.compute_cycles, index)),
-                round(_pick(totals.dma_cycles, index)), macs, config.pe.macs_per_cycle,
-                float(totals.accesses.pick(index).energy_pj(config.energy)), _pick(totals.steps, index))
+    cycles = grouped_step_cycles(shape, schedule, config)
+    return LayerCost(_pick(totals.input_bytes, index), _pick(totals.weight_bytes, index),
+                     _pick(totals.output_bytes, index), cycles, round(_pick(totals.compute_cycles, index)),
+                     round(_pick(totals.dma_cycles, index)), utilization(macs, cycles, config.pe.macs_per_cycle),
+                     float(totals.accesses.pick(index).energy_pj(config.energy)), macs)
 
 
-def evaluate_orders(shape: ConvShape, tiling: Schedule, orders, config: AcceleratorConfig, macs: int) -> list[Cost]:
+def evaluate_orders(shape: ConvShape, tiling: Schedule, orders, config: AcceleratorConfig,
+                    macs: int) -> list[LayerCost]:
     """Exact costs of one tiling under several loop orders (closed-form traffic and energy,
     step-model cycles)."""
     tables = sum_tables(shape, config, {d: np.array([tiling.tile(d)]) for d in DIMS})
@@ -646,6 +620,6 @@ def evaluate_orders(shape: ConvShape, tiling: Schedule, orders, config: Accelera
                     layer_totals(shape, config, tables, order, macs)) for order in orders]
 
 
-def evaluate(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig, macs: int) -> Cost:
+def evaluate(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig, macs: int) -> LayerCost:
     """Exact cost of one schedule."""
     return evaluate_orders(shape, schedule, [schedule.order], config, macs)[0]
