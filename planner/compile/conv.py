@@ -164,10 +164,9 @@ def lower_conv(em: Emitter, tiling: ConvTiling, constants: int, block_offsets: d
             params, _ = _linear(True, oc_groups * pe.rows * PARAM_BYTES, PARAM_BYTES)
             block = oc_groups * pe.rows * tiling.ic_groups(inn) * pe.simd * shape.kh * shape.kw
             weights, _ = _linear(True, block, pe.rows * pe.simd)
-            sources = {Buffer.PARAM: (params, constants + o0 * PARAM_BYTES),
-                       Buffer.WEIGHT: (weights, constants + block_offsets[weight_key])}
-            em.load("weight", [dict(buffer=buffer, desc=em.descriptor(sources[buffer][0]), dram_offset=sources[buffer][1])
-                               for buffer in WEIGHT_TILE_LOADS])
+            loads = {Buffer.PARAM: dict(desc=em.descriptor(params), dram_offset=constants + o0 * PARAM_BYTES),
+                     Buffer.WEIGHT: dict(desc=em.descriptor(weights), dram_offset=constants + block_offsets[weight_key])}
+            em.load("weight", [dict(buffer=buffer, **loads[buffer]) for buffer in WEIGHT_TILE_LOADS])
             resident["weight"] = weight_key
         if fetched["input"]:
             if n == 0 and reads_stored_data:
