@@ -1,8 +1,8 @@
 """The compute unit: executes the compute queue (CONVCFG, CONV, VEC).
 
 CONVCFG is latched into a register both engines read, and its pointer steps are derived from
-it (`hwgen.conv_steps`) while the unit stays busy for `CONVCFG_CYCLES` in all (a CONVCFG waits for
-both engines to be idle, as every command does); CONV goes to the convolution engine, VEC to
+it (`hwgen.conv_steps`) while the unit stays busy for `hwgen.timing.CONVCFG_CYCLES` in all (a
+CONVCFG waits for both engines to be idle, as every command does); CONV goes to the convolution engine, VEC to
 the vector unit. The buffer ports of the engine that is running reach the buffers (and with
 `template.postprocess: serial`, the one requantization lane both engines share: only the
 fields in which their beats differ are selected, `_share_beat`); the bank selects come from
@@ -21,12 +21,9 @@ from hwgen.config import AcceleratorConfig
 from hwgen.conv_engine import ConvEngine
 from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Opcode
 from hwgen.serial_post import SerialPostProcess, is_serial
-from hwgen.conv_steps import LATENCY as STEPS_LATENCY
 from hwgen.conv_steps import ConvSteps, unread_fields
+from hwgen.timing import STEPS_LATENCY
 from hwgen.vector_unit import VectorUnit
-
-CONVCFG_CYCLES = 1 + STEPS_LATENCY
-"""Cycles from accepting a CONVCFG to the first cycle the unit is idle again."""
 
 
 def _read(config: AcceleratorConfig, kind: str, halves: int = 1) -> In:

@@ -31,15 +31,16 @@ for its first beat, when a beat is accepted for the next one) and held in the re
 the beat is accepted. Timing: the cycle after a command is accepted, group 0 starts.
 Successive groups start `P = max(T, C * I)` cycles apart (`T = ic_groups * kernel_h * kernel_w`
 reduction steps; the drain bank sends its `C` beats one every `I` cycles: `I = 1` with a
-requantizer per engine, `I = hwgen.serial_post.serial_interval(R)` with the shared serial lane
+requantizer per engine, `I = hwgen.timing.serial_interval(R)` with the shared serial lane
 of `template.postprocess: serial`, which is then a port, `post`). The command takes
 
     cycles = 1 + (N - 1) * P + T + array latency + (C - 1) * I + 1 + post latency
 
 from the accepting cycle to the first cycle `idle` is high again (all results written), with
 `N = out_rows * ow_groups * oc_groups`, array latency `5 + log2 S`
-(`hwgen.pe_array.array_latency`), post latency `hwgen.serial_post.beat_latency`
-(`cycle_count`). Fields are assumed non-zero, `stride >= 1`, `last_group_cols` in `1..C`.
+(`hwgen.timing.array_latency`), post latency `hwgen.timing.beat_latency`
+(`hwgen.timing.conv_cycles`). Fields are assumed non-zero, `stride >= 1`, `last_group_cols` in
+`1..C`.
 
 In-place requantisation (`init_from_acc` and `requantize`): a beat's partial sums are read
 before it is accepted and its results written after it, so when a record of the pixel set
@@ -61,11 +62,12 @@ from hwgen.delay_queue import delay_queue
 from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Opcode
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
 from hwgen.pe import register
-from hwgen.pe_array import PEArray, array_latency
+from hwgen.pe_array import PEArray
 from hwgen.postprocess import SHIFT_BITS, PostProcess
-from hwgen.serial_post import beat_interval, beat_latency, is_serial, post_result_shape, shared_signature
+from hwgen.serial_post import is_serial, post_result_shape, shared_signature
 from hwgen.shift_add import shift_add
 from hwgen.conv_steps import steps_layout
+from hwgen.timing import beat_interval, beat_latency
 
 PARAM_RECORD = data.StructLayout({"bias": signed(32), "multiplier": unsigned(16), "shift": unsigned(8), "spare": 8})
 
@@ -84,16 +86,6 @@ def check_config(config: AcceleratorConfig) -> None:
         if bank_bytes(config, buffer) % word:
             raise ValueError(f"buffers.{buffer}: a bank of {bank_bytes(config, buffer)} bytes is not a whole "
                              f"number of {word}-byte words")
-
-
-def cycle_count(config: AcceleratorConfig, conv: dict, convcfg: dict) -> int:
-    """Cycles of one CONV from the accepting cycle to the first cycle `idle` is high again."""
-    pe = config.pe
-    steps = conv["ic_groups"] * convcfg["kernel_h"] * convcfg["kernel_w"]
-    groups = conv["out_rows"] * conv["ow_groups"] * conv["oc_groups"]
-    interval = beat_interval(config)
-    return (1 + (groups - 1) * max(steps, pe.cols * interval) + steps + array_latency(pe.simd)
-            + (pe.cols - 1) * interval + 1 + beat_latency(config))
 
 
 class ConvEngine(wiring.Component):

@@ -4,9 +4,9 @@ The engines move their input pointers by products of CONVCFG fields: `row` = str
 in_row_pitch (all phases of one input row), `oh` = stride * row (the input rows of one output
 row), `plane` = in_rows * row (one input channel group) and `flat_plane` = in_rows *
 in_row_pitch (one channel group at stride 1). They are computed modulo `2**bits` (the pixel
-address width: only in-bank positions matter) in `LATENCY` register stages of one multiplier
-each, so no path chains two multipliers; the compute unit holds the next command back until
-they are ready (`hwgen.compute_unit.CONVCFG_CYCLES`).
+address width: only in-bank positions matter) in `hwgen.timing.STEPS_LATENCY` register stages
+of one multiplier each, so no path chains two multipliers; the compute unit holds the next
+command back until they are ready (`hwgen.timing.CONVCFG_CYCLES`).
 
 With `template.address_steps: compiler` the compiler writes the two long products into the
 CONVCFG word (`plane_step`, `flat_plane_step`, modulo `2**16`: `compiler_fields`) and the
@@ -22,7 +22,6 @@ from hwgen.config import Template
 from hwgen.isa import INSTRUCTION_LAYOUT
 from hwgen.shift_add import shift_add
 
-LATENCY = 2
 NAMES = ("row", "oh", "plane", "flat_plane")
 FIELD_BITS = 16
 """Width of the CONVCFG step fields: pixel addresses up to 16 bits."""
@@ -57,9 +56,9 @@ def convcfg_steps(convcfg: dict, bits: int) -> dict[str, int]:
 
 
 class ConvSteps(wiring.Component):
-    """`steps` of the CONVCFG word on `convcfg`, `LATENCY` cycles after it appears (the word must
-    stay there while they are used); with `from_fields`, the long products come from its step
-    fields, passed through."""
+    """`steps` of the CONVCFG word on `convcfg`, `hwgen.timing.STEPS_LATENCY` cycles after it
+    appears (the word must stay there while they are used); with `from_fields`, the long
+    products come from its step fields, passed through."""
 
     def __init__(self, bits: int, from_fields: bool = False) -> None:
         self.bits = bits

@@ -18,10 +18,9 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
 from hwgen.dsp import RegisteredDotPair, RegisteredMultiplier
+from hwgen.timing import PE_LATENCY
 
 CONTROL = data.StructLayout({"valid": 1, "first": 1, "last": 1})
-LATENCY = 4
-"""PE latency without the adder tree: input, multiplier input, product and accumulator registers."""
 
 
 def register(m: Module, value: Value | data.View, name: str, enable: Value | int = 1,
@@ -66,7 +65,7 @@ class PE(wiring.Component):
         """Cycles from presenting a `last` input to `out_valid`: input, multiplier input, product,
         log2(S) tree levels, accumulator (without `input_registers`: one less, the inputs are
         then the input registers of a caller that shares them between PEs)."""
-        return LATENCY + exact_log2(self.simd) - (0 if self.input_registers else 1)
+        return PE_LATENCY + exact_log2(self.simd) - (0 if self.input_registers else 1)
 
     def elaborate(self, platform) -> Module:
         m = Module()

@@ -26,18 +26,11 @@ from __future__ import annotations
 from amaranth.hdl import Module, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
-from amaranth.utils import exact_log2
 
 from hwgen.accumulator import accumulator_shape
 from hwgen.config import AcceleratorConfig
-from hwgen.pe import LATENCY as PE_LATENCY
 from hwgen.pe import PE, register
-
-
-def array_latency(simd: int) -> int:
-    """Cycles from a group's `last` input to its first drain beat with `simd` lanes: the PE's
-    latency (`PE_LATENCY + log2 simd`) plus the drain bank."""
-    return PE_LATENCY + exact_log2(simd) + 1
+from hwgen.timing import array_latency
 
 
 class PEArray(wiring.Component):

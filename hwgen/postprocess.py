@@ -4,9 +4,9 @@ A beat is one pixel's `R` output channels: each lane has its channel's parameter
 `m`, `s`); all lanes share the layer's (`zy`, `lo`, `hi`, `raw`). `raw` selects the
 pass-through mode for partial-sum spills: the output is `acc + bias` truncated to `raw_shape`
 (int32), computed by the same datapath with `m = 1`, `s = 0` and no clamp. Rounding is half to
-even (guard, sticky and the result's lowest bit). Pipeline, one register per stage, all
-stalled together while the output is not accepted (`LATENCY` stages): the input beat (its
-parameters come straight from block RAM) → `acc + bias`, `m` (multiplier inputs) → two
+even (guard, sticky and the result's lowest bit). Pipeline, one register per stage, all stalled
+together while the output is not accepted (`hwgen.timing.POSTPROCESS_LATENCY` stages): the input
+beat (its parameters come straight from block RAM) → `acc + bias`, `m` (multiplier inputs) → two
 partial products (the low `LOW_BITS` bits of `acc + bias`, unsigned, and the signed rest, each
 times `m`: one 18x18 DSP multiplier each) → product (their sum) → shift and rounding bit → add
 `zy`, clamp.
@@ -20,7 +20,6 @@ from amaranth.lib.wiring import In, Out
 from hwgen.pe import register
 from hwgen.config import MULTIPLIER_BITS
 
-LATENCY = 6
 SHIFT_BITS = 6
 LOW_BITS = 17
 """Bits of `acc + bias` in the low partial product: unsigned, within an 18-bit signed DSP input."""

@@ -29,6 +29,7 @@ from hwgen.dispatch_queue import DispatchQueue
 from hwgen.isa import INSTRUCTION_BITS, INSTRUCTION_LAYOUT, OPCODE_BITS, PAYLOADS, REGISTERS, SEMAPHORES, Opcode, Queue
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS, SinglePortBank
 from hwgen.conv_steps import unread_fields
+from hwgen.timing import HALFWORDS
 
 LOOP_DEPTH = 4
 COUNTER_BITS = 32
@@ -41,9 +42,6 @@ COUNTERS_LAYOUT = data.StructLayout({"cycles": unsigned(COUNTER_BITS), **{q: QUE
 "cycles"` the per-queue counters are left out and read 0."""
 
 
-HALFWORDS = INSTRUCTION_BITS // SPRAM_BITS
-"""Halfwords per instruction in an SPRAM program memory (instruction `i` at halfwords `8i..8i+7`,
-least significant first)."""
 SPRAM_INSTRUCTIONS = 1024
 """Instructions an SPRAM program memory holds; the DMA descriptor table fills the rest, from
 halfword `DESCRIPTOR_BASE`."""
@@ -74,12 +72,6 @@ def runs_in_place(template: Template, queue: str) -> bool:
     """Whether a queue's unit runs the command at the queue's head in place, popping it when done
     (`template.load_command` / `template.store_command: queue`), instead of keeping a copy."""
     return {"load": template.load_command, "store": template.store_command}.get(queue) == "queue"
-
-
-def head_delay(template: Template, queue: str) -> int:
-    """Cycles from writing an instruction into an empty queue to its being the head: 2 through
-    the queue's memory and head register, 1 in a one-entry queue (a single register)."""
-    return 1 if queue_depth(template, queue) == 1 else 2
 
 
 def program_write_signature(depth: int, width: int = INSTRUCTION_BITS) -> wiring.Signature:

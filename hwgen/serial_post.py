@@ -43,14 +43,11 @@ from amaranth.utils import ceil_log2, exact_log2
 from hwgen.accumulator import accumulator_shape
 from hwgen.config import AcceleratorConfig
 from hwgen.pe import register
-from hwgen.postprocess import LATENCY, LAYER, NARROW_BITS, PostProcess, clamp, postprocess_signature
+from hwgen.postprocess import LAYER, NARROW_BITS, PostProcess, clamp, postprocess_signature
 from common.errors import PlanningError
 from hwgen.config import MULTIPLIER_BITS
+from hwgen.timing import DIGIT_BITS, DIGITS, serial_interval, serial_latency
 
-DIGIT_BITS = 4
-DIGITS = MULTIPLIER_BITS // DIGIT_BITS
-LANE_CYCLES = 1 + DIGITS
-"""Cycles per lane between accepted beats: one per multiplier digit, and one for the tail."""
 SHIFT_SPAN_BITS = 4
 SHIFTS = range(15, 15 + 2**SHIFT_SPAN_BITS)
 """The requantization shifts the lane implements, real multipliers in [2**-15, 2) (the multiplier
@@ -67,29 +64,9 @@ UNNORMALIZED_OPS = frozenset({"add", "copy"})
 """The vector operations whose requantization multiplier is 1 (`planner.quant.layer_quant`)."""
 
 
-def serial_interval(lanes: int) -> int:
-    """Cycles between accepted beats at full rate."""
-    return lanes * LANE_CYCLES
-
-
-def serial_latency(lanes: int) -> int:
-    """Cycles from an accepted beat to its output beat: the lanes, rounding, clamp."""
-    return lanes * LANE_CYCLES + 3
-
-
 def is_serial(config: AcceleratorConfig) -> bool:
     """Whether the engines share one serial lane (`template.postprocess: serial`)."""
     return config.template.postprocess == "serial"
-
-
-def beat_interval(config: AcceleratorConfig) -> int:
-    """Cycles an engine leaves between the beats it sends to its requantizer (1: every cycle)."""
-    return serial_interval(config.pe.rows) if is_serial(config) else 1
-
-
-def beat_latency(config: AcceleratorConfig) -> int:
-    """Cycles from a beat entering an engine's requantizer to its results."""
-    return serial_latency(config.pe.rows) if is_serial(config) else LATENCY
 
 
 def normalized_multipliers(config: AcceleratorConfig) -> bool:

@@ -27,11 +27,11 @@ sum) and read the parameters (MAX alone: read → select and subtract the zero p
 accumulate, `accumulate_latency`) → post-processing → byte-enabled write. With
 `template.postprocess: serial` the post-processing is the lane the engines share (a port,
 `post`: the unit fills its first `S` lanes) and an output window starts at least
-`hwgen.serial_post.serial_interval(R)` cycles after the previous one; with
+`hwgen.timing.serial_interval(R)` cycles after the previous one; with
 `template.vector_products: serial` the products of COPY and ADD take `DIGITS` cycles each (4
 bits of the coefficient per cycle, shift-add: no DSP), so their reads are that many cycles
 apart (MAX and SUM, whose coefficient is 1, keep one read per cycle). A VEC keeps `idle` low
-for exactly `vec_cycles(config, vec, convcfg)` cycles.
+for exactly `hwgen.timing.vec_cycles(config, vec, convcfg)` cycles.
 
 `template.vector_ops` generates only the listed operations (`vector_ops`): without ADD and COPY
 no coefficient (the product stage only delays), without ADD no operand loop, without MAX and
@@ -49,26 +49,15 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
 from hwgen.config import AcceleratorConfig
-from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Instruction, Opcode, VecOp
+from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Opcode, VecOp
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
 from hwgen.pe import register
 from hwgen.postprocess import PostProcess
-from hwgen.serial_post import DIGIT_BITS, DIGITS, beat_interval, beat_latency, is_serial, shared_signature
+from hwgen.serial_post import is_serial, shared_signature
 from hwgen.shift_add import shift_add
 from hwgen.conv_steps import steps_layout
 from hwgen.config import MULTIPLIER_BITS
-
-
-def address_latency(config: AcceleratorConfig) -> int:
-    """Cycles from a read's loop counters to its buffer read: 1 with `template.timing_registers`
-    (the whole read-address sum in a register before the input banks' ports), else 0."""
-    return int(config.template.timing_registers)
-
-
-def accumulate_latency(ops: frozenset[VecOp]) -> int:
-    """Cycles from a window's last read to its post-processing input: read, select, subtract,
-    product, accumulate; read, select, accumulate with MAX alone."""
-    return 3 if ops == {VecOp.MAX} else 5
+from hwgen.timing import DIGIT_BITS, DIGITS, accumulate_latency, address_latency, beat_interval, beat_latency
 
 
 MAX_KERNEL = 15
@@ -100,39 +89,6 @@ def acc_shape(ops: frozenset[VecOp]) -> Shape:
 
 ACC_SHAPE = acc_shape(frozenset(VecOp))
 """The accumulator lane shape of the full unit."""
-
-
-def reads_per_output(vec: Instruction, convcfg: Instruction) -> int:
-    """Input reads (cycles) per output pixel-group: the kernel area, 2 for ADD, 1 for COPY."""
-    op = VecOp(vec["op"])
-    if op in (VecOp.MAX, VecOp.SUM):
-        return convcfg["kernel_h"] * convcfg["kernel_w"]
-    return 2 if op == VecOp.ADD else 1
-
-
-def read_spacing(config: AcceleratorConfig, window: bool) -> int:
-    """Cycles between the reads of a window (MAX, SUM) or a COPY / ADD output: `DIGITS` for the
-    latter with serial products, else 1."""
-    return DIGITS if config.template.vector_products == "serial" and not window else 1
-
-
-def busy_cycles(config: AcceleratorConfig, outputs: int, slots: int) -> int:
-    """Cycles `idle` is low for `outputs` outputs of `slots` read cycles each (reads times
-    `read_spacing`, from the cycle after the accept on; outputs starting at least
-    `hwgen.serial_post.beat_interval` cycles apart), then the read-address register, the product's
-    last digits, the accumulation and the post-processing; 0 without outputs."""
-    if not outputs:
-        return 0
-    return ((outputs - 1) * max(slots, beat_interval(config)) + slots + address_latency(config)
-            + accumulate_latency(vector_ops(config)) + beat_latency(config))
-
-
-def vec_cycles(config: AcceleratorConfig, vec: Instruction, convcfg: Instruction) -> int:
-    """Cycles `idle` is low for one VEC: `busy_cycles` of its `out_rows * out_cols *
-    channel_groups` outputs of `reads_per_output` reads, `read_spacing` apart."""
-    outputs = vec["out_rows"] * vec["out_cols"] * vec["channel_groups"]
-    spacing = read_spacing(config, VecOp(vec["op"]) in (VecOp.MAX, VecOp.SUM))
-    return busy_cycles(config, outputs, reads_per_output(vec, convcfg) * spacing)
 
 
 def _log2(name: str, value: int) -> int:
@@ -388,7 +344,7 @@ class VectorUnit(wiring.Component):
         # windows more than the pipeline apart (the shared lane's interval): the window's last
         # read also reads its parameters, held in the port until the next window's (the channel
         # group then need not travel down the pipeline)
-        depth = accumulate_latency(ops) + (DIGITS if serial_products else 0)  # from a read to its beat, at most
+        depth = accumulate_latency(self.config) + (DIGITS if serial_products else 0)  # from a read to its beat, at most
         param_read = issue if interval > depth else control
         m.d.comb += [self.param.addr.eq(param_read.group >> log_groups_per_word),
                      self.param.en.eq(param_read.valid & param_read.last)]

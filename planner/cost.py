@@ -10,9 +10,10 @@ the compiler (`planner/compile/conv.py`) emits, tile by tile:
   the pixels inside the map and filling padding on chip;
 * outputs, when the loop order leaves an output tile: a STORE of its int8 results, or of its
   int32 partial sums while input-channel tiles remain (reloaded at its next visit);
-* one CONV per step, taking `hwgen.conv_engine.cycle_count` cycles;
-* around them the WAITs and SIGNALs of the queues' protocol (`planner.compile.queue_sync`): every
-  instruction passes the fetch stage, which dispatches one per `fetch_cycles`.
+* one CONV per step, taking `hwgen.timing.conv_cycles` cycles;
+* around them the WAITs and SIGNALs of the queues' protocol (`planner.compile.queue_sync`,
+  counted per event by `event_instructions`): every instruction passes the fetch stage, which
+  dispatches one per `fetch_cycles`.
 
 Transfer times come from `planner.transfer_work.transfer_cycles`. The step model overlaps the
 loads of step i+1 and the store of step i-1 with the compute of step i (double buffering); the
@@ -31,22 +32,24 @@ import numpy as np
 
 from hwgen.config import AcceleratorConfig, Energy
 from hwgen.layout import ACC_BYTES, PARAM_BYTES
-from hwgen.pe_array import array_latency
-from hwgen.serial_post import beat_interval, beat_latency
-from hwgen.sequencer import head_delay, queue_depth
-from planner.program_model import fetch_cycles, fetch_state_cycles
+from hwgen.sequencer import queue_depth
+from hwgen.timing import (DONE_CYCLES, conv_busy_cycles, drain_cycles, fetch_cycles, fetch_state_cycles, group_interval,
+                          head_delay)
+from planner.compile.conv import WEIGHT_TILE_LOADS, stride_phases
+from planner.compile.queue_sync import event_instructions
+from planner.layer_cost import LayerCost, utilization
 from planner.schedule import DIMS, ConvShape, Schedule, axis_tiles, input_extents
 from planner.transfer_work import lookup_halfwords, offer_cycles, transfer_cycles
 
 SYNC_CYCLES = 2    # the WAIT / SIGNAL pair around each group of loads, a compute step or a store
-INITIAL_INSTRUCTIONS = 6  # the SIGNALs of the initial semaphore tokens, dispatched before CONVCFG
 START_CYCLES = 15  # `start_cycles` from the descriptor ROM: `step_cycles`' default
 
 
 def start_cycles(config: AcceleratorConfig) -> int:
     """From `start` until CONVCFG issues and the first LOAD may: the fetch stage dispatches the
     initial SIGNALs and CONVCFG, which reaches its queue's head `head_delay` later."""
-    return fetch_state_cycles(config) + INITIAL_INSTRUCTIONS * fetch_cycles(config) + head_delay(config.template, "compute")
+    return (fetch_state_cycles(config) + EVENTS.initial * fetch_cycles(config)
+            + head_delay(queue_depth(config.template, "compute")))
 
 
 # ---------------------------------------------------------------- per-axis tables
@@ -86,7 +89,7 @@ def axis(shape: ConvShape, config: AcceleratorConfig, dim: str, tile: int) -> Ax
     else:
         groups = -(-sizes // pe.cols)
         window, inside = (sizes - 1) * shape.sw + shape.kw, np.array(input_extents(shape, dim, tile), dtype=np.int64)
-        phases = np.minimum(shape.sw, window)
+        phases = stride_phases(shape.sw, window)
     return Axis(sizes, groups, window, inside, phases)
 
 
@@ -116,7 +119,7 @@ def weight_tile(config: AcceleratorConfig, shape: ConvShape, oc_groups, ic_group
     params = oc_groups * pe.rows * PARAM_BYTES
     block = oc_groups * pe.rows * ic_groups * pe.simd * shape.kh * shape.kw
     beats = -(-params // _bus(config)) + -(-block // _bus(config))
-    fixed, port, use = transfer_cycles(True, beats, 0, beats, config, 2)
+    fixed, port, use = transfer_cycles(True, beats, 0, beats, config, WEIGHT_LOADS)
     return beats * _bus(config), fixed, port, use
 
 
@@ -145,36 +148,21 @@ def results(config: AcceleratorConfig, channels, pixels):
     return channels * pixels, fixed, port, use
 
 
-def group_interval(config: AcceleratorConfig) -> int:
-    """Fewest cycles between the starts of a CONV's groups: the drain of `pe.cols` beats."""
-    return config.pe.cols * beat_interval(config)
-
-
-def drain_cycles(config: AcceleratorConfig) -> int:
-    """Cycles of a CONV after its last group's reduction: array latency, drain, requantization."""
-    pe = config.pe
-    return array_latency(pe.simd) + (pe.cols - 1) * beat_interval(config) + 1 + beat_latency(config)
-
-
 def conv_cycles(config: AcceleratorConfig, shape: ConvShape, oc_groups, ic_groups, rows, col_groups):
-    """`hwgen.conv_engine.cycle_count` of CONVs of these sizes (arrays broadcast; the same with
+    """`hwgen.timing.conv_cycles` of CONVs of these sizes (arrays broadcast; the same with
     or without `init_from_acc`)."""
-    steps = ic_groups * shape.kh * shape.kw
-    groups = rows * col_groups * oc_groups
-    return (1 + (groups - 1) * np.maximum(steps, group_interval(config)) + steps
-            + drain_cycles(config))
+    return conv_busy_cycles(config, ic_groups * shape.kh * shape.kw, rows * col_groups * oc_groups)
 
 
 # ---------------------------------------------------------------- instruction issue
 
-# Instructions the compiler emits per event (`planner.compile.queue_sync`), each dispatched by the fetch stage.
-SWITCH_INSTRUCTIONS = 2  # compute queue: SIGNAL FREE (the old bank), WAIT FULL (the new one)
-WEIGHT_INSTRUCTIONS = 4 + SWITCH_INSTRUCTIONS  # load queue: WAIT FREE, LOAD params, LOAD block, SIGNAL FULL
-INPUT_INSTRUCTIONS = 2 + SWITCH_INSTRUCTIONS   # WAIT FREE and SIGNAL FULL around one LOAD per stride phase
-OUTPUT_INSTRUCTIONS = 1  # compute: WAIT ACC_FREE (ACC_LOADED after a reload) on entering an output tile
-RELOAD_INSTRUCTIONS = 5  # load: WAIT ACC_FREE, (store: SIGNAL STORED) WAIT STORED, LOAD, SIGNAL ACC_LOADED
-STORE_QUEUE_INSTRUCTIONS = 3  # WAIT ACC_READY, STORE, SIGNAL ACC_FREE
-STORE_INSTRUCTIONS = 1 + STORE_QUEUE_INSTRUCTIONS  # and compute's SIGNAL ACC_READY before them
+# Instructions the compiler emits per event (`planner.compile.queue_sync.event_instructions`),
+# each dispatched by the fetch stage.
+EVENTS = event_instructions()
+WEIGHT_LOADS = len(WEIGHT_TILE_LOADS)  # a weight tile's LOADs: parameter records and weight block
+WEIGHT_INSTRUCTIONS = EVENTS.bank_fill + WEIGHT_LOADS + EVENTS.bank_switch
+INPUT_INSTRUCTIONS = EVENTS.bank_fill + EVENTS.bank_switch  # around one LOAD per stride phase
+STORE_INSTRUCTIONS = EVENTS.result_ready + EVENTS.store  # compute's SIGNAL ACC_READY, then the store queue's
 
 
 def issue_cycles(config: AcceleratorConfig, convs, weight_tiles, input_tiles, input_loads, output_tiles, reloads,
@@ -184,11 +172,11 @@ def issue_cycles(config: AcceleratorConfig, convs, weight_tiles, input_tiles, in
     and storing (ints or arrays): `fetch_cycles` per instruction, plus the halfwords of every
     transfer's descriptor lookup from the SPRAM program memory (which hold the fetch up)."""
     instructions = (convs + WEIGHT_INSTRUCTIONS * weight_tiles + INPUT_INSTRUCTIONS * input_tiles + input_loads
-                    + OUTPUT_INSTRUCTIONS * output_tiles + RELOAD_INSTRUCTIONS * reloads + STORE_INSTRUCTIONS * stores)
+                    + EVENTS.output_entry * output_tiles + EVENTS.reload * reloads + STORE_INSTRUCTIONS * stores)
     cycles = fetch_cycles(config) * instructions
     halfwords = lookup_halfwords(config)
     if halfwords:
-        cycles = cycles + halfwords * (2 * weight_tiles + input_loads + reloads + stores)
+        cycles = cycles + halfwords * (WEIGHT_LOADS * weight_tiles + input_loads + reloads + stores)
     return cycles
 
 
@@ -200,12 +188,13 @@ def handover_cycles(config: AcceleratorConfig, leaving, new_weight, new_input, n
     that passes a cycle after the CONV), dispatches the rest up to the next CONV only then, losing
     a STORE's descriptor lookup on the way, and the CONV reaches its queue's head `head_delay` later."""
     depth, store_depth = queue_depth(config.template, "compute"), queue_depth(config.template, "store")
-    between = leaving + OUTPUT_INSTRUCTIONS * new_output + SWITCH_INSTRUCTIONS * (new_weight + new_input)
-    store_full = leaving & (STORE_QUEUE_INSTRUCTIONS > store_depth)
-    stalled = np.where(store_full, STORE_QUEUE_INSTRUCTIONS - store_depth + between - leaving + 1,
+    ready = EVENTS.result_ready * leaving
+    between = ready + EVENTS.output_entry * new_output + EVENTS.bank_switch * (new_weight + new_input)
+    store_full = leaving & (EVENTS.store > store_depth)
+    stalled = np.where(store_full, EVENTS.store - store_depth + between - ready + 1,
                        np.maximum(between + 1 - depth, 0))  # instructions dispatched after the CONV
     late = store_full + (stalled - 1) * fetch_cycles(config) + leaving * (stalled > 1) * lookup_halfwords(config)
-    return np.maximum(between, np.where(stalled > 0, late + head_delay(config.template, "compute"), 0))
+    return np.maximum(between, np.where(stalled > 0, late + head_delay(depth), 0))
 
 
 # ---------------------------------------------------------------- reloads
@@ -345,7 +334,7 @@ def sum_tables(shape: ConvShape, config: AcceleratorConfig, tiles: dict) -> SumT
     fixed, port, use = transfer_cycles(False, r_beats, 0, r_beats, config, tiles_out)
     result_dma = _lower(fixed, port, use)
 
-    # compute: one CONV per step; cycle_count summed over the grid in closed form
+    # compute: one CONV per step; conv_cycles summed over the grid in closed form
     t_sum = total("IC", lambda a: a.groups * k)
     gap_sum = total("IC", lambda a: np.maximum(a.groups * k, group_interval(config)))
     n_sum = og * shape.oh * col_groups  # sum over (OC, OH, OW) tiles of the CONV's groups
@@ -431,7 +420,7 @@ def step_cycles(steps: Steps, start: int = START_CYCLES) -> int:
     earlier than the queues let it::
 
         cycles = START + load[0] + sum_i max(compute[i], load[i+1] + max(0, store_use[i-1] - overlap),
-                                             store[i-1], issue[i], handover[i]) + store[n-1] + END
+                                             store[i-1], issue[i], handover[i]) + store[n-1] + DONE
     """
     ahead = np.zeros_like(steps.compute, dtype=np.float64)
     ahead[:-1] = steps.load[1:]
@@ -439,10 +428,7 @@ def step_cycles(steps: Steps, start: int = START_CYCLES) -> int:
     behind[1:], behind_use[1:] = steps.store[:-1], steps.store_use[:-1]
     middle = np.maximum(np.maximum.reduce([steps.compute, loads_beside_store(ahead, behind_use, steps.overlap), behind]),
                         np.maximum(steps.issue, steps.handover))
-    return round(start + steps.load[0] + middle.sum() + steps.store[-1] + END_CYCLES)
-
-
-END_CYCLES = 2  # from the last store to `done`
+    return round(start + steps.load[0] + middle.sum() + steps.store[-1] + DONE_CYCLES)
 
 
 @functools.lru_cache(maxsize=256)
@@ -538,35 +524,6 @@ def step_arrays(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig)
     return Steps(compute, load, leaving * store, load_use, leaving * store_use, issue, handover, load_overlap(config))
 
 
-@dataclass(frozen=True)
-class Cost:
-    """Predicted cost of one schedule."""
-
-    input_bytes: int
-    weight_bytes: int
-    output_bytes: int
-    cycles: int
-    compute_cycles: int
-    dma_cycles: int
-    macs: int
-    peak_macs_per_cycle: int
-    energy_pj: float
-    steps: int
-
-    @property
-    def dram_bytes(self) -> int:
-        return self.input_bytes + self.weight_bytes + self.output_bytes
-
-    @property
-    def utilization(self) -> float:
-        """Useful MACs over the MAC slots of the whole layer time."""
-        return self.macs / (self.cycles * self.peak_macs_per_cycle) if self.cycles and self.macs else 0.0
-
-    @property
-    def bound(self) -> str:
-        return "compute" if self.compute_cycles >= self.dma_cycles else "memory"
-
-
 def _groups(ax: Axis) -> tuple[np.ndarray, np.ndarray]:
     """Tile indices of one axis grouped by everything a step depends on (own, next and previous
     tile); returns a representative index and the size of each group."""
@@ -635,7 +592,7 @@ def grouped_step_cycles(shape: ConvShape, schedule: Schedule, config: Accelerato
     last = {d: np.full(1, n[d] - 1) for d in DIMS}
     load_first, _ = _loads(shape, config, ax, first, True, True, False)
     store_last, _ = _stores(config, ax, last, True)
-    return round(start_cycles(config) + load_first[0] + (middle * count).sum() + store_last[0] + END_CYCLES)
+    return round(start_cycles(config) + load_first[0] + (middle * count).sum() + store_last[0] + DONE_CYCLES)
 
 
 def _pick(x, index: int):
@@ -644,16 +601,18 @@ def _pick(x, index: int):
 
 
 def cost_of(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig, macs: int, totals: Totals,
-            index: int = 0) -> Cost:
+            index: int = 0) -> LayerCost:
     """The cost of `schedule`: entry `index` of closed-form `totals` (of its order) and the
     step-model cycles."""
-    return Cost(_pick(totals.input_bytes, index), _pick(totals.weight_bytes, index),
-                _pick(totals.output_bytes, index), grouped_step_cycles(shape, schedule, config), round(_pick(totals.compute_cycles, index)),
-                round(_pick(totals.dma_cycles, index)), macs, config.pe.macs_per_cycle,
-                float(totals.accesses.pick(index).energy_pj(config.energy)), _pick(totals.steps, index))
+    cycles = grouped_step_cycles(shape, schedule, config)
+    return LayerCost(_pick(totals.input_bytes, index), _pick(totals.weight_bytes, index),
+                     _pick(totals.output_bytes, index), cycles, round(_pick(totals.compute_cycles, index)),
+                     round(_pick(totals.dma_cycles, index)), utilization(macs, cycles, config.pe.macs_per_cycle),
+                     float(totals.accesses.pick(index).energy_pj(config.energy)), macs)
 
 
-def evaluate_orders(shape: ConvShape, tiling: Schedule, orders, config: AcceleratorConfig, macs: int) -> list[Cost]:
+def evaluate_orders(shape: ConvShape, tiling: Schedule, orders, config: AcceleratorConfig,
+                    macs: int) -> list[LayerCost]:
     """Exact costs of one tiling under several loop orders (closed-form traffic and energy,
     step-model cycles)."""
     tables = sum_tables(shape, config, {d: np.array([tiling.tile(d)]) for d in DIMS})
@@ -661,6 +620,6 @@ def evaluate_orders(shape: ConvShape, tiling: Schedule, orders, config: Accelera
                     layer_totals(shape, config, tables, order, macs)) for order in orders]
 
 
-def evaluate(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig, macs: int) -> Cost:
+def evaluate(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig, macs: int) -> LayerCost:
     """Exact cost of one schedule."""
     return evaluate_orders(shape, schedule, [schedule.order], config, macs)[0]

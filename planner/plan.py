@@ -7,7 +7,7 @@ schema version, and load back to an equal `NetworkPlan`.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from enum import Enum
 from pathlib import Path
 
@@ -18,9 +18,10 @@ from planner import eplanner, search
 from common.errors import PlanningError
 from common.files import atomic_write_text
 from planner.ir import COMPUTE_OPS, Layer, Network, Op
+from planner.layer_cost import LayerCost
 from planner.objective import Objective
 from planner.schedule import ConvShape, Schedule
-from planner.vector_cost import stream_cost
+from planner.vector_cost import stream_channels, stream_cost
 
 SCHEMA_VERSION = 1
 
@@ -37,28 +38,17 @@ class Strategy(str, Enum):
 
 @dataclass(frozen=True)
 class LayerPlan:
-    """The schedule of one layer and its predicted cost."""
+    """The schedule of one layer (`tiles`, loop `order`), its predicted cost and how planning
+    went (`candidates` scored in `search_seconds`; `reused`: another layer's schedule)."""
 
     name: str
     op: str
     tiles: dict[str, int]
     order: tuple[str, ...]
-    input_bytes: int
-    weight_bytes: int
-    output_bytes: int
-    cycles: int
-    compute_cycles: int
-    dma_cycles: int
-    utilization: float
-    energy_pj: float
-    macs: int
+    cost: LayerCost
     candidates: int
     search_seconds: float
     reused: bool = False
-
-    @property
-    def dram_bytes(self) -> int:
-        return self.input_bytes + self.weight_bytes + self.output_bytes
 
     @property
     def schedule(self) -> Schedule | None:
@@ -67,9 +57,19 @@ class LayerPlan:
             return None
         return Schedule(self.tiles["OC"], self.tiles["IC"], self.tiles["OH"], self.tiles["OW"], tuple(self.order))
 
-    @property
-    def bound(self) -> str:
-        return "compute" if self.compute_cycles >= self.dma_cycles else "memory"
+    def to_dict(self) -> dict:
+        """The plan file's record of the layer: the cost's fields between the schedule's and the
+        planning's."""
+        return {"name": self.name, "op": self.op, "tiles": dict(self.tiles), "order": list(self.order),
+                **asdict(self.cost), "candidates": self.candidates, "search_seconds": self.search_seconds,
+                "reused": self.reused}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> LayerPlan:
+        """Read a `to_dict` record (KeyError or TypeError when malformed)."""
+        record = dict(data)
+        cost = LayerCost(**{f.name: record.pop(f.name) for f in fields(LayerCost)})
+        return cls(**dict(record, order=tuple(record["order"]), cost=cost))
 
 
 @dataclass(frozen=True)
@@ -93,19 +93,19 @@ class NetworkPlan:
 
     @property
     def dram_bytes(self) -> int:
-        return sum(layer.dram_bytes for layer in self.layers)
+        return sum(layer.cost.dram_bytes for layer in self.layers)
 
     @property
     def cycles(self) -> int:
-        return sum(layer.cycles for layer in self.layers)
+        return sum(layer.cost.cycles for layer in self.layers)
 
     @property
     def energy_pj(self) -> float:
-        return sum(layer.energy_pj for layer in self.layers)
+        return sum(layer.cost.energy_pj for layer in self.layers)
 
     def to_dict(self) -> dict:
         out = asdict(self)
-        out["layers"] = [dict(asdict(layer), order=list(layer.order)) for layer in self.layers]
+        out["layers"] = [layer.to_dict() for layer in self.layers]
         return out
 
     @classmethod
@@ -114,7 +114,7 @@ class NetworkPlan:
         if version != SCHEMA_VERSION:
             raise PlanningError(f"{source}: schema_version {version!r} is not supported; expected {SCHEMA_VERSION}")
         try:
-            layers = tuple(LayerPlan(**dict(layer, order=tuple(layer["order"]))) for layer in data["layers"])
+            layers = tuple(LayerPlan.from_dict(layer) for layer in data["layers"])
             return cls(data["network"], data["config"], data["objective"], data["strategy"], layers, version)
         except (KeyError, TypeError) as error:
             raise PlanningError(f"{source}: malformed plan ({error})") from error
@@ -130,18 +130,16 @@ def plan_layer(layer: Layer, config: AcceleratorConfig, objective: Objective = O
                strategy: Strategy = Strategy.SEARCH) -> LayerPlan:
     """Schedule one layer (PlanningError names the layer when nothing fits)."""
     if layer.op not in COMPUTE_OPS:
-        c = stream_cost(layer, config)  # the compiler's tiling: nothing to choose
-        return LayerPlan(layer.name, str(layer.op), {"C": c.channels}, ("C",), c.input_bytes, c.weight_bytes,
-                         c.output_bytes, c.cycles, c.compute_cycles, c.dma_cycles, 0.0, c.energy_pj, 0, 1, 0.0)
+        # the compiler's tiling: nothing to choose
+        return LayerPlan(layer.name, str(layer.op), {"C": stream_channels(layer, config)}, ("C",),
+                         stream_cost(layer, config), 1, 0.0)
     shape = ConvShape.of(layer)
     if strategy is Strategy.EPLANNER:
         result = eplanner.plan_layer(shape, config, layer.macs, layer.name)
     else:
         result = search.search(shape, config, layer.macs, objective, layer.name)
-    s, c = result.schedule, result.cost
-    return LayerPlan(layer.name, str(layer.op), s.tiles, s.order, c.input_bytes, c.weight_bytes, c.output_bytes,
-                     c.cycles, c.compute_cycles, c.dma_cycles, c.utilization, c.energy_pj, c.macs,
-                     result.candidates, result.seconds)
+    s = result.schedule
+    return LayerPlan(layer.name, str(layer.op), s.tiles, s.order, result.cost, result.candidates, result.seconds)
 
 
 def plan_network(network: Network, config: AcceleratorConfig, objective: Objective = Objective.LATENCY,
@@ -153,8 +151,8 @@ def plan_network(network: Network, config: AcceleratorConfig, objective: Objecti
         key = _cache_key(layer)
         if key in cache:
             first = cache[key]
-            layers.append(LayerPlan(**dict(asdict(first), name=layer.name, op=str(layer.op), order=first.order,
-                                           candidates=0, search_seconds=0.0, reused=True)))
+            layers.append(replace(first, name=layer.name, op=str(layer.op), tiles=dict(first.tiles), candidates=0,
+                                  search_seconds=0.0, reused=True))
         else:
             cache[key] = plan_layer(layer, config, objective, strategy)
             layers.append(cache[key])

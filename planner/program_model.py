@@ -2,13 +2,14 @@
 
 The model replays the sequencer (`hwgen/sequencer.py`) at the level of instructions:
 
-* the fetch stage dispatches one instruction every `fetch_cycles(config)` into the load,
-  compute or store queue (`hwgen.sequencer.queue_depth` deep; an instruction is at the head of an
-  empty queue `hwgen.sequencer.head_delay` cycles later) and stalls while the target queue is full;
+* the fetch stage dispatches one instruction every `hwgen.timing.fetch_cycles(config)` into the
+  load, compute or store queue (`hwgen.sequencer.queue_depth` deep; an instruction is at the head
+  of an empty queue `hwgen.timing.head_delay` cycles later) and stalls while the target queue is
+  full;
 * a queue's head WAIT passes once its semaphore is positive, a SIGNAL executes once the unit is
   idle (both take a cycle; a semaphore change is visible the next cycle);
-* CONV and VEC take exactly their engines' cycle counts (`hwgen.conv_engine.cycle_count`,
-  `hwgen.vector_unit.vec_cycles`), a CONVCFG `hwgen.compute_unit.CONVCFG_CYCLES`;
+* CONV and VEC take exactly their engines' cycle counts (`hwgen.timing.conv_cycles`,
+  `hwgen.timing.vec_cycles`), a CONVCFG `hwgen.timing.CONVCFG_CYCLES`;
 * a LOAD or STORE is a fixed part (unit and DMA start-up, the descriptor lookup, plus the
   memory latency for reads) and a port part: the realigner's words, or the bus beats at the
   configured bandwidth, whichever
@@ -35,30 +36,17 @@ from collections import deque
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from hwgen.compute_unit import CONVCFG_CYCLES
 from hwgen.config import AcceleratorConfig
-from hwgen.conv_engine import cycle_count
 from hwgen.dma import Descriptor
 from hwgen.program_walk import Dispatched, ProgramError, check_program, dispatched
 from hwgen.isa import SEMAPHORES, Opcode, Queue
 from hwgen.program import Program
-from hwgen.sequencer import HALFWORDS, head_delay, queue_depth, runs_in_place
-from hwgen.vector_unit import vec_cycles
+from hwgen.sequencer import queue_depth, runs_in_place
+from hwgen.timing import (CONVCFG_CYCLES, DONE_CYCLES, conv_cycles, fetch_cycles, fetch_state_cycles, head_delay,
+                          vec_cycles)
 from planner.transfer_work import TransferWork, lookup_halfwords, offer_cycles, transfer_cycles, transfer_work
 
-END_CYCLES = 2            # from the last queue action to `done`
 EPSILON = 1e-6            # cycles of a transfer left that count as none (float rounding)
-
-
-def fetch_state_cycles(config: AcceleratorConfig) -> int:
-    """Cycles of the FETCH state: 1 from a ROM, one per halfword from an SPRAM program memory.
-    It is also the cycle (after start) of the first instruction's EXECUTE state."""
-    return HALFWORDS if config.template.program_memory == "spram" else 1
-
-
-def fetch_cycles(config: AcceleratorConfig) -> int:
-    """Cycles per dispatched instruction while no queue is full: FETCH plus one EXECUTE."""
-    return fetch_state_cycles(config) + 1
 
 
 @dataclass
@@ -141,7 +129,7 @@ class _Replay:
         self.lookup_on_grant = config.template.dma_descriptor == "reader"  # else on issue
         self.fifos: dict[Queue, deque[tuple[float, Dispatched]]] = {q: deque() for q in Queue}
         self.depth = {q: queue_depth(config.template, q.name.lower()) for q in Queue}
-        self.head_delay = {q: head_delay(config.template, q.name.lower()) for q in Queue}
+        self.head_delay = {q: head_delay(self.depth[q]) for q in Queue}
         self.head_ready = {q: 0.0 for q in Queue}
         self.unit_free = {q: 0.0 for q in Queue}
         self.flows: dict[Queue, _Flow] = {}
@@ -164,7 +152,7 @@ class _Replay:
                 raise ProgramError(f"the program blocks forever (queue heads: {heads})")
             self._advance(t, t_next)
             t = t_next
-        cycles = round(max(self.last_action, *self.unit_free.values())) + END_CYCLES
+        cycles = round(max(self.last_action, *self.unit_free.values())) + DONE_CYCLES
         return Prediction(cycles, self.bytes_read, self.bytes_written, self.busy, self.timeline)
 
     # ---------------------------------------------------------------- fetch
@@ -215,7 +203,7 @@ class _Replay:
         if ins.opcode == Opcode.CONVCFG:
             self.convcfg, cycles = ins, CONVCFG_CYCLES
         elif ins.opcode == Opcode.CONV:
-            cycles = cycle_count(self.config, ins, self._require_convcfg(ins))
+            cycles = conv_cycles(self.config, ins, self._require_convcfg(ins))
         elif ins.opcode == Opcode.VEC:
             cycles = vec_cycles(self.config, ins, self._require_convcfg(ins))
         else:

@@ -19,12 +19,13 @@ def plan_table(plan: NetworkPlan) -> Table:
     for column in ("layer", "op", "tiles", "order", "in B", "wt B", "out B", "cycles", "util", "bound", "energy uJ", "reused"):
         table.add_column(column, justify="left" if column in ("layer", "op", "tiles", "order", "bound") else "right")
     for layer in plan.layers:
-        table.add_row(layer.name, layer.op, _tiles(layer.tiles), ">".join(layer.order), f"{layer.input_bytes:,}",
-                      f"{layer.weight_bytes:,}", f"{layer.output_bytes:,}", f"{layer.cycles:,}",
-                      f"{layer.utilization:.1%}", layer.bound, f"{layer.energy_pj / 1e6:,.1f}", "yes" if layer.reused else "")
+        c = layer.cost
+        table.add_row(layer.name, layer.op, _tiles(layer.tiles), ">".join(layer.order), f"{c.input_bytes:,}",
+                      f"{c.weight_bytes:,}", f"{c.output_bytes:,}", f"{c.cycles:,}",
+                      f"{c.utilization:.1%}", c.bound, f"{c.energy_pj / 1e6:,.1f}", "yes" if layer.reused else "")
     table.add_section()
-    table.add_row("total", "", "", "", f"{sum(l.input_bytes for l in plan.layers):,}",
-                  f"{sum(l.weight_bytes for l in plan.layers):,}", f"{sum(l.output_bytes for l in plan.layers):,}",
+    table.add_row("total", "", "", "", f"{sum(l.cost.input_bytes for l in plan.layers):,}",
+                  f"{sum(l.cost.weight_bytes for l in plan.layers):,}", f"{sum(l.cost.output_bytes for l in plan.layers):,}",
                   f"{plan.cycles:,}", "", "", f"{plan.energy_pj / 1e6:,.1f}", f"{plan.reused} of {len(plan.layers)}")
     return table
 

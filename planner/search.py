@@ -18,6 +18,7 @@ import numpy as np
 
 from hwgen.config import AcceleratorConfig, Energy
 from planner import cost
+from planner.layer_cost import LayerCost
 from planner.objective import Objective, rank
 from planner.schedule import (DIMS, ORDERS, ConvShape, Schedule, canonical_order, fits_banks, fits_instructions,
                               granule, is_legal, tile_bytes, tile_candidates, trips, unplannable)
@@ -28,7 +29,7 @@ class SearchResult:
     """The chosen schedule, its cost and how much work finding it took."""
 
     schedule: Schedule
-    cost: cost.Cost
+    cost: LayerCost
     candidates: int  # (tiling, order) schedules scored
     exact_evaluations: int  # schedules whose step-model cycles were computed
     seconds: float
@@ -39,7 +40,7 @@ def schedule_key(schedule: Schedule) -> tuple:
     return (-schedule.oc, -schedule.ic, -schedule.oh, -schedule.ow, ORDERS.index(schedule.order))
 
 
-def full_key(objective: Objective, schedule: Schedule, c: cost.Cost) -> tuple:
+def full_key(objective: Objective, schedule: Schedule, c: LayerCost) -> tuple:
     return (*rank(objective, c.cycles, c.dram_bytes, c.energy_pj), *schedule_key(schedule))
 
 
@@ -86,7 +87,7 @@ class Ranking:
     lower: np.ndarray  # ... its cycle lower bound
     dram_bytes: np.ndarray  # ... its DRAM bytes
     sorted_bounds: dict[tuple, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-    exact: dict[int, tuple[Schedule, cost.Cost, cost.Accesses]] = field(default_factory=dict)
+    exact: dict[int, tuple[Schedule, LayerCost, cost.Accesses]] = field(default_factory=dict)
 
     def bounds(self, objective: Objective, energy: Energy) -> tuple[np.ndarray, np.ndarray]:
         """Each schedule's closed-form bound of the objective (comparable with the first entry of
@@ -103,7 +104,7 @@ class Ranking:
             self.sorted_bounds[key] = bound, np.argsort(bound, kind="stable")
         return self.sorted_bounds[key]
 
-    def evaluated(self, shape: ConvShape, config: AcceleratorConfig, k: int) -> tuple[Schedule, cost.Cost]:
+    def evaluated(self, shape: ConvShape, config: AcceleratorConfig, k: int) -> tuple[Schedule, LayerCost]:
         """Schedule `k` and its exact cost on `config` (computed once; the energy per config)."""
         if k not in self.exact:
             ti, oi = int(self.tiling[k]), int(self.order[k])

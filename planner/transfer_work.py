@@ -16,12 +16,7 @@ import numpy as np
 from hwgen.config import AcceleratorConfig
 from hwgen.dma import Descriptor
 from hwgen.dma_units import descriptor_table_params, entry_halfwords
-
-LOAD_START_CYCLES = 8     # a LOAD's unit and DMA start-up and drain, beyond latency and transfer
-STORE_START_CYCLES = 11   # the same for a STORE
-SHARED_START_SAVING = 2   # fewer with `template.dma: shared`: runs reach its source side without a queue
-LOOKUP_CYCLES = 3         # a descriptor read from the SPRAM program memory, beyond a cycle per halfword
-OFFER_CYCLES = 1          # from a LOAD's or STORE's issue until its unit offers the descriptor to the DMA
+from hwgen.timing import LOAD_START_CYCLES, LOOKUP_CYCLES, OFFER_CYCLES, SHARED_START_SAVING, STORE_START_CYCLES
 
 
 def offer_cycles(config: AcceleratorConfig) -> int:

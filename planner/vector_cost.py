@@ -4,45 +4,35 @@ The compiler (`planner/compile/vector.py`) tiles a vector layer by channel group
 rows, as large as the banks allow (`vector_tile`; all output columns). Per channel tile it loads
 the per-channel parameter records; per (channel, row) tile it loads the input window of every
 operand (one LOAD per stride phase, runs of S bytes), runs one VEC
-(`hwgen.vector_unit.vec_cycles`) and stores the int8 tile. Concat copies each input in turn
+(`hwgen.timing.vec_cycles`) and stores the int8 tile. Concat copies each input in turn
 into its channel range of the output. The cost uses the transfer times and the step model of
 `planner.cost`, so the prediction is the compiled program's.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from hwgen.config import AcceleratorConfig
 from hwgen.layout import PARAM_BYTES
-from hwgen.vector_unit import busy_cycles, read_spacing
+from hwgen.timing import read_spacing, vec_busy_cycles
+from planner.compile.conv import stride_phases
 from planner.compile.vector import concat_part, vector_tile, vector_window
 from planner.cost import SYNC_CYCLES, Steps, input_tile, results, start_cycles, step_cycles, store_delay
 from planner.ir import POOL_OPS, Layer, Op, ceil_div
+from planner.layer_cost import LayerCost
 from planner.schedule import window_span
 from planner.transfer_work import transfer_cycles
-
-
-@dataclass(frozen=True)
-class StreamCost:
-    """Predicted cost of a vector layer with the compiler's tiling (`channels` per tile)."""
-
-    channels: int
-    input_bytes: int
-    weight_bytes: int
-    output_bytes: int
-    cycles: int
-    compute_cycles: int
-    dma_cycles: int
-    energy_pj: float
-    steps: int
 
 
 def _reads(layer: Layer) -> int:
     """Input reads (VEC cycles) per output pixel-group: window taps (pool), 2 (add), 1 (copy)."""
     if layer.op in POOL_OPS:
         return layer.kernel[0] * layer.kernel[1]
+    return 2 if layer.op == Op.ADD else 1
+
+
+def _operands(layer: Layer) -> int:
+    """Input tensors of each VEC: 2 for ADD, else 1."""
     return 2 if layer.op == Op.ADD else 1
 
 
@@ -74,23 +64,30 @@ def _part_steps(part: Layer, config: AcceleratorConfig, operands: int) -> tuple[
             hn = min(rows_per_tile, out_h - h0)
             rows = (hn - 1) * s + kh
             inside_rows = window_span(h0, hn, s, window.pads[0], kh, in_h)[1]
-            nbytes, fixed, port, use = input_tile(config, groups, rows, cols, inside_rows, inside_cols, min(s, cols))
+            nbytes, fixed, port, use = input_tile(config, groups, rows, cols, inside_rows, inside_cols,
+                                                  stride_phases(s, cols))
             in_bytes += operands * int(nbytes)
             load = param_load + operands * (fixed + port) + SYNC_CYCLES
             load_use = param_use + operands * use
             param_load = param_use = 0
             slots = _reads(part) * read_spacing(config, part.op in POOL_OPS)
-            compute = busy_cycles(config, hn * out_w * groups, slots) + SYNC_CYCLES
+            compute = vec_busy_cycles(config, hn * out_w * groups, slots) + SYNC_CYCLES
             nbytes, fixed, port, use = results(config, cn, hn * out_w)
             out_bytes += int(nbytes)
             steps.append((compute, load, load_use, fixed + port + SYNC_CYCLES, store_delay(config, fixed + port, use)))
     return steps, in_bytes, param_bytes, out_bytes
 
 
-def stream_cost(layer: Layer, config: AcceleratorConfig) -> StreamCost:
-    """Cost of the compiled vector layer."""
+def stream_channels(layer: Layer, config: AcceleratorConfig) -> int:
+    """Channels per tile of the compiler's tiling of a vector layer."""
+    groups, _ = vector_tile(_parts(layer)[0], config, _operands(layer))
+    return min(groups * config.pe.simd, layer.out_shape[0])
+
+
+def stream_cost(layer: Layer, config: AcceleratorConfig) -> LayerCost:
+    """Cost of the compiled vector layer (no MACs on the PE array)."""
     e, a = config.energy, config.widths.activation_bytes
-    operands = 2 if layer.op == Op.ADD else 1
+    operands = _operands(layer)
     rows, in_bytes, param_bytes, out_bytes = [], 0, 0, 0
     for part in _parts(layer):
         part_rows, i, p, o = _part_steps(part, config, operands)
@@ -101,9 +98,8 @@ def stream_cost(layer: Layer, config: AcceleratorConfig) -> StreamCost:
     energy = (e.dram_pj_per_byte * (in_bytes + param_bytes + out_bytes) + 2 * e.input_buffer_pj_per_byte * in_bytes
               + e.output_buffer_pj_per_byte * (out_bytes + outputs * config.widths.accumulator_bytes)
               + e.mac_pj * outputs * _reads(layer))
-    groups, _ = vector_tile(_parts(layer)[0], config, operands)
-    return StreamCost(min(groups * config.pe.simd, layer.out_shape[0]), in_bytes, param_bytes, out_bytes,
-                      step_cycles(Steps(compute, load, store, load_use, store_use), start_cycles(config)), round(compute.sum()),
-                      round(load.sum() + store.sum()), energy, len(rows))
+    return LayerCost(in_bytes, param_bytes, out_bytes,
+                     step_cycles(Steps(compute, load, store, load_use, store_use), start_cycles(config)),
+                     round(compute.sum()), round(load.sum() + store.sum()), 0.0, energy, 0)
 
 

@@ -15,6 +15,7 @@ from hwgen.accelerator import check_generatable
 from hwgen.config import config_from_dict, load_config
 from hwgen.program_walk import ProgramDoesNotFit, dispatched
 from hwgen.isa import Buffer, Opcode
+from hwgen.timing import fetch_cycles
 from onnx_factory import GraphBuilder
 from sim.golden.calibration import quantize_network
 from planner import cost
@@ -23,7 +24,7 @@ from planner.compile.network import compile_network
 from common.errors import ConfigError
 from planner.frontend import load_network
 from planner.plan import plan_network
-from planner.program_model import fetch_cycles, predict
+from planner.program_model import predict
 from planner.vector_cost import stream_cost
 from planner.schedule import DIMS, ORDERS, ConvShape, Schedule, granule, is_legal, tile_candidates
 from test_rtl_property import conv_network

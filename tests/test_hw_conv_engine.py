@@ -12,12 +12,13 @@ from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
 
 from hwgen.config import AcceleratorConfig, config_from_dict
-from hwgen.conv_engine import ConvEngine, check_config, cycle_count
+from hwgen.conv_engine import ConvEngine, check_config
 from hwgen.isa import Buffer, Instruction, Opcode
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes, input_offset, partial_sums_offset, phase_row_pitch
 from hwgen.program import Program
 from hwgen.serial_post import SHIFTS, SerialPostProcess, is_serial
 from hwgen.conv_steps import convcfg_steps
+from hwgen.timing import conv_cycles
 from planner.compile.packing import expand_depthwise, param_block, weight_block
 from sim.golden import kernels
 from sim.isa_sim import IsaSimulator
@@ -123,7 +124,7 @@ def check(config: AcceleratorConfig, cases: list[Case]) -> list[int]:
     for case, (acc, cycles) in zip(cases, run_engine(config, cases)):
         expected = reference(config, case)
         assert np.array_equal(acc, expected), f"{case.convcfg} {case.conv}: bytes {np.flatnonzero(acc != expected)[:8]} differ"
-        assert cycles == cycle_count(config, case.conv.fields, case.convcfg.fields), f"{case.conv}: {cycles} cycles"
+        assert cycles == conv_cycles(config, case.conv, case.convcfg), f"{case.conv}: {cycles} cycles"
         measured.append(cycles)
     return measured
 

@@ -7,7 +7,8 @@ from amaranth.sim import Simulator
 
 from hwgen.config import Template
 from hwgen.isa import Instruction, Opcode
-from hwgen.conv_steps import LATENCY, ConvSteps, compiler_fields, convcfg_steps
+from hwgen.conv_steps import ConvSteps, compiler_fields, convcfg_steps
+from hwgen.timing import STEPS_LATENCY
 
 
 @pytest.mark.parametrize("address_steps", ["hardware", "compiler"])
@@ -27,7 +28,7 @@ def test_steps_are_the_field_products_modulo_the_pixel_width(address_steps: str)
             ins = Instruction.make(Opcode.CONVCFG, in_zero_point=0, out_zero_point=0, act_min=-128, act_max=127,
                                    kernel_h=1, kernel_w=1, **fields, **compiler_fields(template, **fields))
             ctx.set(dut.convcfg.as_value(), ins.encode())
-            for _ in range(LATENCY):
+            for _ in range(STEPS_LATENCY):
                 await ctx.tick()
             seen.append({name: ctx.get(getattr(dut.steps, name)) for name in ("row", "oh", "plane", "flat_plane")})
 

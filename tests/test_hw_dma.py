@@ -16,7 +16,7 @@ from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
 
 from hwgen.dma import BlockRamQueue, Descriptor, DescriptorError, Dim, Dma, DmaParams
-from planner.transfer_work import SHARED_START_SAVING
+from hwgen.timing import SHARED_START_SAVING
 from sim.dma_model import DmaTraffic, run_descriptor
 from sim.memory_model import MemoryModel
 
@@ -254,7 +254,7 @@ def test_pointer_dma_takes_the_cycles_of_the_levels_dma_less_its_source_queue(se
     """The `pointer` DMA, with or without `entry_held`, takes the cycles of the `levels` DMA on
     the same descriptors, but `SHARED_START_SAVING` fewer when the first run moves data: its
     walker hands runs to the source side directly, not through a two-cycle source queue (the
-    program and cost models count that saving, `planner.transfer_work.start_cycles`)."""
+    program and cost models count that saving, `planner.transfer_work.transfer_cycles`)."""
     rng = np.random.default_rng(seed + 40)
     params = PARAMS["bus2"]
     dram = rng.integers(0, 256, DRAM_BYTES, dtype=np.uint8)

@@ -1,6 +1,6 @@
 """The vector unit against the ISA simulator's VEC (`IsaSimulator._vec`): random bank contents
 and random CONVCFG + VEC fields; the whole accumulator bank must match byte for byte and each
-VEC must take exactly `vec_cycles` cycles."""
+VEC must take exactly `hwgen.timing.vec_cycles` cycles."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,7 +18,8 @@ from hwgen.layout import PARAM_BYTES, bank_bytes, phase_row_pitch
 from hwgen.program import Program
 from hwgen.serial_post import NORMALIZED_MULTIPLIERS, SHIFTS, SerialPostProcess, is_serial, normalized_multipliers
 from hwgen.conv_steps import convcfg_steps
-from hwgen.vector_unit import VectorUnit, vec_cycles, vector_ops
+from hwgen.timing import vec_cycles
+from hwgen.vector_unit import VectorUnit, vector_ops
 from planner.quant import MAX_SHIFT
 from sim.isa_sim import IsaSimulator
 

@@ -29,8 +29,9 @@ def register(subparsers) -> None:
 def summary(plan) -> dict:
     """The `--json` document."""
     return {
-        "layers": [{"name": l.name, "tiles": l.tiles, "order": list(l.order), "dram_bytes": l.dram_bytes,
-                    "cycles": l.cycles, "utilization": l.utilization, "energy_pj": l.energy_pj} for l in plan.layers],
+        "layers": [{"name": l.name, "tiles": l.tiles, "order": list(l.order), "dram_bytes": l.cost.dram_bytes,
+                    "cycles": l.cost.cycles, "utilization": l.cost.utilization, "energy_pj": l.cost.energy_pj}
+                   for l in plan.layers],
         "total": {"dram_bytes": plan.dram_bytes, "cycles": plan.cycles, "energy_pj": plan.energy_pj},
         "planned": plan.planned,
         "reused": plan.reused,

@@ -144,5 +144,6 @@ def network_totals(network: Network, config: AcceleratorConfig, objective: Objec
         if key not in unique:
             unique[key] = memo.plan(layer, config, objective)
     plans = [unique[_cache_key(layer)] for layer in network.layers]
-    return NetworkTotals(sum(p.cycles for p in plans), sum(p.dram_bytes for p in plans),
-                         sum(p.energy_pj for p in plans), sum(p.macs for p in plans))
+    costs = [p.cost for p in plans]
+    return NetworkTotals(sum(c.cycles for c in costs), sum(c.dram_bytes for c in costs),
+                         sum(c.energy_pj for c in costs), sum(c.macs for c in costs))

@@ -25,6 +25,8 @@ from planner.ir import Layer, ceil_div
 from planner.schedule import DIMS, ConvShape, Schedule, axis_tiles, fits_instructions, footprint, whole_reduction
 
 MAX_RUN = 1 << 15
+WEIGHT_TILE_LOADS = (Buffer.PARAM, Buffer.WEIGHT)
+"""The LOADs of a weight tile, in order: its parameter records, then its weight block."""
 
 
 @dataclass(frozen=True)
@@ -162,10 +164,9 @@ def lower_conv(em: Emitter, tiling: ConvTiling, constants: int, block_offsets: d
             params, _ = _linear(True, oc_groups * pe.rows * PARAM_BYTES, PARAM_BYTES)
             block = oc_groups * pe.rows * tiling.ic_groups(inn) * pe.simd * shape.kh * shape.kw
             weights, _ = _linear(True, block, pe.rows * pe.simd)
-            em.load("weight", [
-                dict(buffer=Buffer.PARAM, desc=em.descriptor(params), dram_offset=constants + o0 * PARAM_BYTES),
-                dict(buffer=Buffer.WEIGHT, desc=em.descriptor(weights), dram_offset=constants + block_offsets[weight_key]),
-            ])
+            loads = {Buffer.PARAM: dict(desc=em.descriptor(params), dram_offset=constants + o0 * PARAM_BYTES),
+                     Buffer.WEIGHT: dict(desc=em.descriptor(weights), dram_offset=constants + block_offsets[weight_key])}
+            em.load("weight", [dict(buffer=buffer, **loads[buffer]) for buffer in WEIGHT_TILE_LOADS])
             resident["weight"] = weight_key
         if fetched["input"]:
             if n == 0 and reads_stored_data:
@@ -232,6 +233,12 @@ def lower_conv(em: Emitter, tiling: ConvTiling, constants: int, block_offsets: d
     em.release_all()
 
 
+def stride_phases(stride, cols):
+    """LOADs of an input window `cols` columns wide: one per stride phase it holds (numpy arrays
+    broadcast)."""
+    return np.minimum(stride, cols)
+
+
 def spills(tiling: ConvTiling) -> bool:
     """Whether the loop order leaves an output tile before all its input-channel tiles are done."""
     order = [d for d in tiling.schedule.order if len(tiling.tiles(d)) > 1]
@@ -272,7 +279,7 @@ class InputWindow:
         r0, c0 = h0 * s - self.pads[0], w0 * s - self.pads[1]
         plane = self.in_rows * s * self.row_pitch * pe.simd
         loads = []
-        for phase in range(min(s, n_cols)):
+        for phase in range(stride_phases(s, n_cols)):
             desc = Descriptor(
                 load=True, dram_addr=0, buf_addr=0, run_bytes=pe.simd,
                 dims=(Dim(ceil_div(n_cols - phase, s), s * in_cp, pe.simd, 0, s),

@@ -9,9 +9,15 @@ queue waits ACC_READY, stores, signals ACC_FREE. A load of data that earlier sto
 preceded by one SIGNAL STORED in the store queue (after every store so far, so it passes once
 they have all finished) and a WAIT STORED in the load queue: one token at a time, so every
 semaphore holds at most two tokens (`hwgen.semaphores` proves it per program).
+
+`event_instructions` counts what the emitter emits per event, for the cost model.
 """
 from __future__ import annotations
 
+import functools
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import IntEnum
 
 from hwgen.dma import Descriptor
@@ -127,3 +133,52 @@ class Emitter:
         self.release_all()
         self.emit(Opcode.END)
         return self.program
+
+
+@dataclass(frozen=True)
+class EventInstructions:
+    """Instructions `Emitter` emits per event in a layer's steady state (compute holds a bank of
+    each kind, stores are outstanding), each of which the fetch stage dispatches."""
+
+    initial: int
+    """`Emitter()`: the SIGNALs of the initial semaphore tokens."""
+    bank_fill: int
+    """`load`: the load queue's WAIT FREE and SIGNAL FULL around a bank's LOADs."""
+    bank_switch: int
+    """`use`: compute's SIGNAL FREE of the old bank and WAIT FULL of the new one."""
+    output_entry: int
+    """`enter_output`: compute's WAIT for the output bank (ACC_FREE, or ACC_LOADED after a reload)."""
+    reload: int
+    """`reserve_output` with a partial-sum reload of one LOAD: WAIT ACC_FREE, SIGNAL and WAIT
+    STORED, the LOAD, SIGNAL ACC_LOADED."""
+    result_ready: int
+    """`close_output`: compute's part, SIGNAL ACC_READY."""
+    store: int
+    """`close_output` with one STORE: the store queue's part, WAIT ACC_READY, the STORE, SIGNAL
+    ACC_FREE."""
+
+
+@functools.cache
+def event_instructions() -> EventInstructions:
+    """Count the instructions of each event by emitting it once on a fresh emitter."""
+    em = Emitter()
+    initial = len(em.program.instructions)
+    em.holding = {"input": True, "weight": True}
+    em.stored_outstanding = 1
+
+    def emitted(event: Callable[[], object]) -> Counter[Queue]:
+        """The instructions `event` emits, per queue."""
+        start = len(em.program.instructions)
+        event()
+        return Counter(Instruction.decode(word).queue for word in em.program.instructions[start:])
+
+    close = emitted(lambda: em.close_output(0, [{}]))
+    return EventInstructions(
+        initial=initial,
+        bank_fill=emitted(lambda: em.load("input", [])).total(),
+        bank_switch=emitted(lambda: em.use("input")).total(),
+        output_entry=emitted(lambda: em.enter_output(False)).total(),
+        reload=emitted(lambda: em.reserve_output([{}])).total(),
+        result_ready=close[Queue.COMPUTE],
+        store=close[Queue.STORE],
+    )
