@@ -3,8 +3,9 @@ golden outputs and exactly the Amaranth simulation's cycles, traffic and counter
 seeded stalls; many inputs back to back in one simulation; waveforms; cached builds."""
 from __future__ import annotations
 
+import fcntl
 import json
-import time
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
@@ -191,10 +192,24 @@ def test_builds_are_cached_by_source_and_failed_builds_leave_nothing(tmp_path):
 
 
 def test_concurrent_requests_for_one_build_make_it_once(tmp_path, monkeypatch):
-    """Two threads (each with its own lock file handle, like two processes) ask for the same build."""
-    made = []
-    make = builds._make
-    monkeypatch.setattr(builds, "_make", lambda *args: (made.append(args[-1]), time.sleep(0.5), make(*args)))
+    """Two threads (each with its own lock file handle, like two processes) ask for the same build;
+    the first to get the lock makes the build only once the other has come to the lock too."""
+    made, locking, both_locking = [], [], threading.Event()
+    make, flock = builds._make, fcntl.flock
+
+    def counted_flock(file, operation):
+        locking.append(operation)
+        if len(locking) == 2:
+            both_locking.set()
+        flock(file, operation)
+
+    def held_make(*args):
+        made.append(args[-1])
+        assert both_locking.wait(60), "the second request did not come to the lock"  # a hang guard
+        make(*args)
+
+    monkeypatch.setattr(builds, "fcntl", SimpleNamespace(flock=counted_flock, LOCK_EX=fcntl.LOCK_EX))
+    monkeypatch.setattr(builds, "_make", held_make)
     source = {"top.v": "module top(input wire clk); endmodule\n"}
     with ThreadPoolExecutor(2) as pool:
         results = list(pool.map(lambda _: cached_build(source, "top", "icarus", root=tmp_path), range(2)))

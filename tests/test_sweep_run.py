@@ -83,28 +83,53 @@ def test_failures_are_recorded_and_the_sweep_goes_on(tmp_path, jobs, raise_at, e
     assert all(retried.rows[i]["status"] != "failed" for i in failed)
 
 
+# `hwgen sweep` in a process of its own (as from a terminal), its points evaluated by a
+# `CountingEvaluator` whose evaluation after `hang_after` others never returns: the sweep cannot
+# finish on its own, and it is interrupted with exactly that many records made.
+HELD_SWEEP = """
+import functools, sys
+sys.path.insert(0, {tests!r})
+import cli.commands.sweep as command
+from cli.main import main
+from sweep_helpers import CountingEvaluator
+command.run_sweep = functools.partial(command.run_sweep, evaluate=CountingEvaluator({log!r}, hang_after={after}))
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 @pytest.mark.slow
 def test_an_interrupted_sweep_loses_nothing_and_resumes(tmp_path):
-    space_path = space_file(tmp_path, "pe: {rows: [8, 16], cols: [2, 4], simd: [2, 4]}\n"
+    # 8 points in batches of 2 on one worker: the 4th evaluation holds the sweep in its second batch,
+    # whose first point is done
+    space_path = space_file(tmp_path, "pe: {rows: [8, 16], cols: [2, 4]}\n"
                                       "buffers: {weight_bytes: [65536, 131072]}\n")
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "cli", "sweep", "resnet18", "--space", str(space_path), "--jobs", "1",
+    held = tmp_path / "held"
+    held.mkdir()
+    finished = 3
+    program = HELD_SWEEP.format(tests=str(Path(__file__).parent), log=str(held), after=finished)
+    command = [sys.executable, "-c", program, "sweep", "resnet18", "--space", str(space_path), "--jobs", "1",
                "-o", str(out)]
     process = subprocess.Popen(command, cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 300
-    while len(list((out / "points").glob("*.json"))) < 3:
-        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
-        time.sleep(0.05)
-    os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
-    _, stderr = process.communicate(timeout=120)
+    try:
+        deadline = time.monotonic() + 300  # a guard against a hang only: the sweep waits for the interrupt
+        while len(evaluations(held)) <= finished:  # until the held evaluation has begun
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+            time.sleep(0.05)
+        os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
     assert process.returncode == 130, stderr
     assert b"interrupted" in stderr
     assert not (out / "summary.md").exists()
     stored = [json.loads(path.read_text()) for path in (out / "points").iterdir()]  # every file is whole
     done = {record["index"] for record in stored}
     space = load_space(space_path)
-    assert 3 <= len(done) < space.size
+    assert len(stored) == len(done) == finished and space.size > finished
 
     log = tmp_path / "log"
     log.mkdir()
