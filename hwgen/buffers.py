@@ -27,7 +27,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from hwgen.config import FILLED_BUFFERS, AcceleratorConfig
-from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
+from hwgen.layout import bank_bytes, word_bytes
 from hwgen.spram import SinglePortBank
 
 
@@ -46,17 +46,9 @@ def buffer_flow(config: AcceleratorConfig, kind: str) -> str:
 
 
 def bank_shape(config: AcceleratorConfig, kind: str) -> tuple[int, int]:
-    """(word bytes, depth) of one bank: `input` words are C*S bytes (one PE-column window),
-    `weight` R*S (one weight word per row), `param` R channel records, `acc` R accumulators
-    (one pixel's output channels)."""
-    pe = config.pe
-    word_bytes = {
-        "input": pe.cols * pe.simd,
-        "weight": pe.rows * pe.simd,
-        "param": pe.rows * PARAM_BYTES,
-        "acc": pe.rows * ACC_BYTES,
-    }[kind]
-    return word_bytes, bank_bytes(config, kind) // word_bytes
+    """(word bytes, depth) of one bank (`hwgen.layout.word_bytes`)."""
+    word = word_bytes(config.pe, kind)
+    return word, bank_bytes(config, kind) // word
 
 
 class DoubleBuffer(wiring.Component):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -30,7 +30,7 @@ from boards.devices import Resources
 from hwgen.accumulator import accumulator_shape
 from hwgen.accelerator import dma_units
 from hwgen.buffers import bank_shape
-from hwgen.config import _SCHEMA, AcceleratorConfig, Template, _Choice, _Choices
+from hwgen.config import AcceleratorConfig, Template, config_fields
 from hwgen.dma import segment_queue_memories as dma_queue_memories
 from hwgen.isa import PAYLOADS, Opcode, VecOp
 from hwgen.layout import ACC_BYTES, bank_bytes
@@ -235,19 +235,21 @@ def _template_terms() -> tuple[TemplateTerm, ...]:
     left out), and log2(value / default) of each numeric option (whether it is set, for one
     whose default 0 stands for another option's value)."""
     terms: list[TemplateTerm] = []
-    for option in fields(Template):
-        spec, name = _SCHEMA["template"][option.name]["range"], f"template.{option.name}"
-        if isinstance(spec, _Choice):
-            terms += [TemplateTerm(f"{name}={str(v).lower() if isinstance(v, bool) else v}", option.name, v)
-                      for v in spec.allowed if v != option.default]
-        elif isinstance(spec, _Choices):
-            terms.append(TemplateTerm(f"{name} (names added to or left out of the default)", option.name,
-                                      measure=lambda v, d=option.default: len(set(v) ^ set(d))))
-        elif option.default == 0:  # 0 takes another option's value: whether it is set
-            terms.append(TemplateTerm(f"{name} (set)", option.name, measure=lambda v: v != 0))
+    for spec in config_fields():
+        if spec.section != "template":
+            continue
+        name, option = spec.path, spec.name
+        if spec.choices is not None:
+            terms += [TemplateTerm(f"{name}={str(v).lower() if isinstance(v, bool) else v}", option, v)
+                      for v in spec.choices if v != spec.default]
+        elif spec.is_list:
+            terms.append(TemplateTerm(f"{name} (names added to or left out of the default)", option,
+                                      measure=lambda v, d=spec.default: len(set(v) ^ set(d))))
+        elif spec.default == 0:  # 0 takes another option's value: whether it is set
+            terms.append(TemplateTerm(f"{name} (set)", option, measure=lambda v: v != 0))
         else:
-            terms.append(TemplateTerm(f"{name} (log2 of value / {option.default})", option.name,
-                                      measure=lambda v, d=option.default: math.log2(v / d)))
+            terms.append(TemplateTerm(f"{name} (log2 of value / {spec.default})", option,
+                                      measure=lambda v, d=spec.default: math.log2(v / d)))
     return tuple(terms)
 
 
