@@ -13,7 +13,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from hwgen.buffers import DoubleBuffer, bank_shape
+from hwgen.buffers import DoubleBuffer
 from hwgen.compute_unit import ComputeUnit
 from hwgen.config import AcceleratorConfig
 from hwgen.dma import Dma, DmaParams
@@ -21,38 +21,11 @@ from hwgen.dma_units import (LOAD_TARGETS, DescriptorReader, DmaArbiter, Transfe
                               descriptor_halfwords, descriptor_table_params, dma_params, load_targets, read_field_bits)
 from hwgen.program_walk import check_program
 from hwgen.isa import Opcode
-from hwgen.layout import bank_bytes
 from hwgen.memory_port import MemoryPort
 from hwgen.program import Program
 from hwgen.sequencer import (COUNTERS_LAYOUT, DESCRIPTOR_BASE, HALFWORDS, Sequencer, program_write_signature,
                              runs_in_place)
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
-from hwgen.conv_steps import FIELD_BITS
-from common.errors import ConfigError
-
-
-def check_generatable(config: AcceleratorConfig) -> None:
-    """Hardware generation needs power-of-two array dimensions and buffer words at least a bus wide."""
-    pe = config.pe
-    for name in ("rows", "cols", "simd"):
-        value = getattr(pe, name)
-        if value & (value - 1):
-            raise ConfigError(f"pe.{name}: {value} must be a power of two to generate hardware")
-    if pe.simd > pe.rows:
-        raise ConfigError(f"pe.simd: {pe.simd} must not exceed pe.rows ({pe.rows}) to generate hardware")
-    if config.template.param_bank_channels < pe.rows:
-        raise ConfigError(f"template.param_bank_channels: {config.template.param_bank_channels} must be at least "
-                          f"pe.rows ({pe.rows}) to generate hardware")
-    pixels = bank_bytes(config, "input") // pe.simd
-    if config.template.address_steps == "compiler" and pixels > 1 << FIELD_BITS:
-        raise ConfigError(f"template.address_steps: compiler needs input banks of at most 2**{FIELD_BITS} pixels "
-                          f"(the CONVCFG step fields); this one has {pixels}: use hardware or a smaller input buffer")
-    bus = config.dram.bus_width_bits // 8
-    for kind in LOAD_TARGETS.values():
-        word, _ = bank_shape(config, kind)
-        if word < bus:
-            raise ConfigError(f"dram.bus_width_bits: {config.dram.bus_width_bits} is wider than the {kind} "
-                              f"buffer word ({word * 8} bits); use a narrower bus or larger pe dimensions")
 
 
 def load_dma_params(config: AcceleratorConfig, table: DmaParams) -> DmaParams:
@@ -83,7 +56,6 @@ class Accelerator(wiring.Component):
     """Runs its program when `start` pulses; `done` rises when the program has finished."""
 
     def __init__(self, config: AcceleratorConfig, program: Program):
-        check_generatable(config)
         check_program(program, config)
         self.config = config
         self.program = program

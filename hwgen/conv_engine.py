@@ -70,22 +70,6 @@ from hwgen.conv_steps import steps_layout
 PARAM_RECORD = data.StructLayout({"bias": signed(32), "multiplier": unsigned(16), "shift": unsigned(8), "spare": 8})
 
 
-def check_config(config: AcceleratorConfig) -> None:
-    """The engine's assumptions on the configuration (ValueError names the field)."""
-    pe, widths = config.pe, config.widths
-    for name in ("rows", "cols", "simd"):
-        value = getattr(pe, name)
-        if value & (value - 1):
-            raise ValueError(f"pe.{name}: {value} is not a power of two")
-    for name, bits in (("activation", 8), ("weight", 8), ("accumulator", 8 * ACC_BYTES)):
-        if getattr(widths, name) != bits:
-            raise ValueError(f"widths.{name}: {getattr(widths, name)} bits; the engine needs {bits}")
-    for buffer, word in (("input", 2 * pe.cols * pe.simd), ("weight", pe.rows * pe.simd), ("acc", ACC_BYTES * pe.rows)):
-        if bank_bytes(config, buffer) % word:
-            raise ValueError(f"buffers.{buffer}: a bank of {bank_bytes(config, buffer)} bytes is not a whole "
-                             f"number of {word}-byte words")
-
-
 def cycle_count(config: AcceleratorConfig, conv: dict, convcfg: dict) -> int:
     """Cycles of one CONV from the accepting cycle to the first cycle `idle` is high again."""
     pe = config.pe
@@ -102,7 +86,6 @@ class ConvEngine(wiring.Component):
     `steps`. See the module docstring for ports and timing."""
 
     def __init__(self, config: AcceleratorConfig) -> None:
-        check_config(config)
         self.config = config
         self.rows, self.cols, self.simd = config.pe.rows, config.pe.cols, config.pe.simd
         self._array = PEArray(config, idle_zero=is_serial(config))

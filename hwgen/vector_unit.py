@@ -135,12 +135,6 @@ def vec_cycles(config: AcceleratorConfig, vec: Instruction, convcfg: Instruction
     return busy_cycles(config, outputs, reads_per_output(vec, convcfg) * spacing)
 
 
-def _log2(name: str, value: int) -> int:
-    if value & (value - 1):
-        raise ValueError(f"{name}: {value} is not a power of two (required by the vector unit)")
-    return exact_log2(value)
-
-
 class VectorUnit(wiring.Component):
     """Executes VEC commands from `cmd` with the CONVCFG on `convcfg` and its pointer steps
     (`hwgen.conv_steps`, `pixel_bits` wide) on `steps` (both held stable by the caller while a command
@@ -154,11 +148,7 @@ class VectorUnit(wiring.Component):
 
     def __init__(self, config: AcceleratorConfig) -> None:
         pe = config.pe
-        self._log_rows, self._log_cols = _log2("pe.rows", pe.rows), _log2("pe.cols", pe.cols)
-        self._log_simd = _log2("pe.simd", pe.simd)
-        if pe.simd > pe.rows:
-            raise ValueError(f"pe.simd: {pe.simd} exceeds pe.rows = {pe.rows} (a pixel's S results must fit "
-                             "one accumulator word)")
+        self._log_rows, self._log_cols, self._log_simd = exact_log2(pe.rows), exact_log2(pe.cols), exact_log2(pe.simd)
         self.simd = pe.simd
         self.config = config
         input_word, param_word, acc_word = pe.cols * pe.simd, pe.rows * PARAM_BYTES, pe.rows * ACC_BYTES
