@@ -12,7 +12,7 @@ from boards.main_memory import MainMemory, check_size, word_bytes
 from boards.protocol import FRAME_GAP_BYTE_TIMES, DeviceInfo, build_id
 from boards.uart import FRAME_BITS, UartRx, UartTx, baud_divisor
 from hwgen.accelerator import Accelerator
-from hwgen.config import AcceleratorConfig
+from hwgen.config import AcceleratorConfig, Counters
 from hwgen.memory_port import MemoryPort
 from planner.compile.network import CompiledNetwork
 from common.errors import ConfigError
@@ -64,7 +64,7 @@ class SocCore(wiring.Component):
         m.submodules.uart_rx = uart_rx = UartRx(self.divisor)
         m.submodules.uart_tx = uart_tx = UartTx(self.divisor)
         gap_cycles = FRAME_GAP_BYTE_TIMES * FRAME_BITS * self.divisor
-        queue_counters = self.config.template.counters == "all"
+        queue_counters = self.config.template.counters == Counters.ALL
         m.submodules.bridge = bridge = Bridge(self.info, gap_cycles, word_bytes(accelerator.port.signature),
                                               program_memory="program_write" in accelerator.signature.members,
                                               queue_counters=queue_counters)

@@ -15,7 +15,7 @@ from amaranth.utils import exact_log2
 
 from hwgen.buffers import DoubleBuffer
 from hwgen.compute_unit import ComputeUnit
-from hwgen.config import AcceleratorConfig
+from hwgen.config import AcceleratorConfig, DmaSharing, ProgramMemory
 from hwgen.dma import Dma, DmaParams
 from hwgen.dma_units import (LOAD_TARGETS, DescriptorReader, DmaArbiter, TransferUnit, assign_descriptor,
                               descriptor_halfwords, descriptor_table_params, dma_params, load_targets, read_field_bits)
@@ -40,7 +40,7 @@ def dma_units(config: AcceleratorConfig) -> list[DmaParams]:
     """The parameters of the accelerator's DMAs: the load DMA, and the store DMA unless
     `template.dma` is shared."""
     loads = load_dma_params(config, descriptor_table_params(config))
-    return [loads] if config.template.dma == "shared" else [loads, dma_params(config, "acc")]
+    return [loads] if config.template.dma == DmaSharing.SHARED else [loads, dma_params(config, "acc")]
 
 
 def program_regions(program: Program, config: AcceleratorConfig) -> list[tuple[int, list[int]]]:
@@ -64,7 +64,7 @@ class Accelerator(wiring.Component):
             "start": In(1), "done": Out(1), "busy": Out(1),
             "counters": Out(COUNTERS_LAYOUT),
         }
-        if config.template.program_memory == "spram":
+        if config.template.program_memory == ProgramMemory.SPRAM:
             members["program_write"] = In(program_write_signature(SPRAM_WORDS, SPRAM_BITS))
         super().__init__(members)
 
@@ -80,7 +80,7 @@ class Accelerator(wiring.Component):
 
         params = {kind: dma_params(config, kind) for kind in LOAD_TARGETS.values()}  # the acc buffer's: stores
         table = descriptor_table_params(config)
-        spram = config.template.program_memory == "spram"
+        spram = config.template.program_memory == ProgramMemory.SPRAM
         descriptors = None if spram else self.program.descriptors
         m.submodules.load_unit = load_unit = TransferUnit(table, descriptors, Opcode.LOAD,
                                                           in_place=runs_in_place(config.template, "load"))
@@ -109,7 +109,7 @@ class Accelerator(wiring.Component):
         # With `template.dma: shared` it runs the stores too, the units taking turns (stores first).
         load_params, *store_params = dma_units(config)
         m.submodules.load_dma = load = Dma(load_params)
-        shared = config.template.dma == "shared"
+        shared = config.template.dma == DmaSharing.SHARED
         if shared:
             m.submodules.dma_arbiter = arbiter = DmaArbiter(table, 2, common_entry=spram)
             for client, unit in enumerate((store_unit, load_unit)):

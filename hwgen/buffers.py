@@ -26,7 +26,7 @@ from amaranth.lib.memory import Memory, ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from hwgen.config import FILLED_BUFFERS, AcceleratorConfig
+from hwgen.config import FILLED_BUFFERS, AcceleratorConfig, PartialSums
 from hwgen.layout import bank_bytes, word_bytes
 from hwgen.spram import SinglePortBank
 
@@ -42,7 +42,7 @@ def buffer_flow(config: AcceleratorConfig, kind: str) -> str:
     (`template.partial_sums: none`), else `both`."""
     if kind in FILLED_BUFFERS:
         return "load"
-    return "store" if config.template.partial_sums == "none" else "both"
+    return "store" if config.template.partial_sums == PartialSums.NONE else "both"
 
 
 def bank_shape(config: AcceleratorConfig, kind: str) -> tuple[int, int]:

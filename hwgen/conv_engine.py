@@ -56,7 +56,7 @@ from amaranth.lib.memory import ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
-from hwgen.config import AcceleratorConfig
+from hwgen.config import AcceleratorConfig, AddressSteps, PartialSums
 from hwgen.delay_queue import delay_queue
 from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Opcode
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
@@ -101,7 +101,7 @@ class ConvEngine(wiring.Component):
         def read(depth: int, word_bytes: int) -> In:
             return In(ReadPort.Signature(addr_width=ceil_log2(depth), shape=unsigned(8 * word_bytes)))
 
-        self.partial_sums = config.template.partial_sums == "kept"
+        self.partial_sums = config.template.partial_sums == PartialSums.KEPT
         members = {"post": Out(shared_signature(config).flip())} if self._post is None else {}
         if self.partial_sums:
             members["acc_read"] = read(bank_bytes(config, "acc") // (ACC_BYTES * R), ACC_BYTES * R)
@@ -150,7 +150,7 @@ class ConvEngine(wiring.Component):
         plane = self.steps.plane  # one input channel group
         set_records = Signal(self.acc_bits)   # records of a full pixel set (C pixels)
         last_records = Signal(self.acc_bits)  # records of the last pixel set of a row
-        if self.config.template.address_steps == "compiler":  # last_group_cols <= C: a few adders
+        if self.config.template.address_steps == AddressSteps.COMPILER:  # last_group_cols <= C: a few adders
             last_records_product = shift_add(new.oc_groups, new.last_group_cols[:ceil_log2(C + 1)])
         else:
             last_records_product = new.last_group_cols * new.oc_groups

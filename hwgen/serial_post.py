@@ -41,7 +41,7 @@ from amaranth.lib import data, wiring
 from amaranth.utils import ceil_log2, exact_log2
 
 from hwgen.accumulator import accumulator_shape
-from hwgen.config import AcceleratorConfig
+from hwgen.config import AcceleratorConfig, PartialSums, Postprocess
 from hwgen.pe import register
 from hwgen.postprocess import LATENCY, LAYER, NARROW_BITS, PostProcess, clamp, postprocess_signature
 from common.errors import PlanningError
@@ -79,7 +79,7 @@ def serial_latency(lanes: int) -> int:
 
 def is_serial(config: AcceleratorConfig) -> bool:
     """Whether the engines share one serial lane (`template.postprocess: serial`)."""
-    return config.template.postprocess == "serial"
+    return config.template.postprocess == Postprocess.SERIAL
 
 
 def beat_interval(config: AcceleratorConfig) -> int:
@@ -125,7 +125,7 @@ def shared_acc_shape(config: AcceleratorConfig) -> Shape:
 def post_result_shape(config: AcceleratorConfig) -> Shape:
     """The conv engine's requantization results: int32 for the raw partial sums
     (`template.partial_sums: kept`), else int8."""
-    return signed(32) if config.template.partial_sums == "kept" else signed(8)
+    return signed(32) if config.template.partial_sums == PartialSums.KEPT else signed(8)
 
 
 def shared_signature(config: AcceleratorConfig) -> wiring.Signature:

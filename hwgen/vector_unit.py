@@ -48,7 +48,7 @@ from amaranth.lib.memory import ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
-from hwgen.config import AcceleratorConfig
+from hwgen.config import AcceleratorConfig, VectorProducts
 from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Instruction, Opcode, VecOp
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
 from hwgen.pe import register
@@ -113,7 +113,7 @@ def reads_per_output(vec: Instruction, convcfg: Instruction) -> int:
 def read_spacing(config: AcceleratorConfig, window: bool) -> int:
     """Cycles between the reads of a window (MAX, SUM) or a COPY / ADD output: `DIGITS` for the
     latter with serial products, else 1."""
-    return DIGITS if config.template.vector_products == "serial" and not window else 1
+    return DIGITS if config.template.vector_products == VectorProducts.SERIAL and not window else 1
 
 
 def busy_cycles(config: AcceleratorConfig, outputs: int, slots: int) -> int:
@@ -265,7 +265,7 @@ class VectorUnit(wiring.Component):
         first = Signal(init=1)
         window_last = at_last["kh"] & at_last["kw"] & at_last["operand"]
         go = running  # a read this cycle
-        serial_products = self.config.template.vector_products == "serial" and scaled
+        serial_products = self.config.template.vector_products == VectorProducts.SERIAL and scaled
         # serial products: COPY / ADD reads DIGITS cycles apart; the shared lane: windows start
         # at least `interval` cycles apart
         pauses = ([(Signal(range(DIGITS), name="read_pause"), Const(1), Mux(window, 0, DIGITS - 1))]

@@ -30,7 +30,8 @@ from boards.devices import Resources
 from hwgen.accumulator import accumulator_shape
 from hwgen.accelerator import dma_units
 from hwgen.buffers import bank_shape
-from hwgen.config import AcceleratorConfig, Template, config_fields
+from hwgen.config import (AcceleratorConfig, AddressSteps, Postprocess, ProgramMemory, SegmentFifos, Template,
+                          VectorProducts, config_fields)
 from hwgen.dma import segment_queue_memories as dma_queue_memories
 from hwgen.isa import PAYLOADS, Opcode, VecOp
 from hwgen.layout import ACC_BYTES, bank_bytes
@@ -131,7 +132,7 @@ def multipliers(config: AcceleratorConfig) -> tuple[Multiplier, ...]:
     template = config.template
     found = [Multiplier("PE lane (x - zx) * w", widths.activation + 1, widths.weight,
                         widths.activation + widths.weight + 1, True, R * C * S, primitive=True)]
-    if template.postprocess == "lanes":  # the serial lane (hwgen.serial_post) is shift-add
+    if template.postprocess == Postprocess.LANES:  # the serial lane (hwgen.serial_post) is shift-add
         found += [
             Multiplier("convolution requantisation, low partial", *low, R),
             Multiplier("convolution requantisation, high partial", conv_high, coefficient,
@@ -140,10 +141,10 @@ def multipliers(config: AcceleratorConfig) -> tuple[Multiplier, ...]:
             Multiplier("vector unit requantisation, high partial", vec_high, coefficient, vec_high + coefficient,
                        True, S),
         ]
-    if template.vector_products == "dsp" and ops & {VecOp.ADD, VecOp.COPY}:  # serial: shift-add
+    if template.vector_products == VectorProducts.DSP and ops & {VecOp.ADD, VecOp.COPY}:  # serial: shift-add
         found.append(Multiplier("vector unit (x - zx) * multiplier", widths.activation + 1, coefficient,
                                 widths.activation + coefficient, True, S))
-    if template.address_steps == "hardware":  # compiler steps: fields and shift-adds
+    if template.address_steps == AddressSteps.HARDWARE:  # compiler steps: fields and shift-adds
         found += [
             Multiplier("conv last-set records", *groups, min(sum(groups), records), False),
             # hwgen.conv_steps: the CONVCFG pointer steps, each product into a `bits`-wide register
@@ -178,7 +179,7 @@ def segment_queue_memories(config: AcceleratorConfig, family: str) -> list[tuple
     (`hwgen.dma.segment_queue_memories`) on `family`. The pointer walker's `BlockRamQueue` asks
     for block RAM everywhere; other queues are in LUT RAM on families with distributed RAM. With
     `template.segment_fifos: registers` there is none."""
-    if config.template.segment_fifos == "registers":
+    if config.template.segment_fifos == SegmentFifos.REGISTERS:
         return []
     return [memory for params in dma_units(config) for memory in dma_queue_memories(params)
             if params.walker == "pointer" or family not in DISTRIBUTED_RAM_FAMILIES]
@@ -204,7 +205,7 @@ def memory_counts(config: AcceleratorConfig, family: str) -> tuple[int, int]:
             bram += banks * _rams(8 * word, depth // halves, shapes)
     queues = segment_queue_memories(config, family)
     bram += sum(_rams(bits, words, WHOLE_WORD_SHAPES[family]) for bits, words in queues)
-    if config.template.program_memory == "spram":
+    if config.template.program_memory == ProgramMemory.SPRAM:
         if family == SPRAM_FAMILY:
             spram += 1
         else:
