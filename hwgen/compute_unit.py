@@ -59,7 +59,8 @@ class ComputeUnit(wiring.Component):
         m.submodules.conv = conv = ConvEngine(self.config)
         m.submodules.vec = vec = VectorUnit(self.config)
         assert conv.pixel_bits == vec.pixel_bits
-        m.submodules.steps = steps = ConvSteps(conv.pixel_bits, self.config.template.address_steps == AddressSteps.COMPILER)
+        compiler_steps = self.config.template.address_steps == AddressSteps.COMPILER
+        m.submodules.steps = steps = ConvSteps(conv.pixel_bits, compiler_steps)
         convcfg = Signal(INSTRUCTION_LAYOUT)
         running_vec = Signal()
         banks = Signal(4)

@@ -39,7 +39,8 @@ def compiler_fields(template: Template, stride: int, in_rows: int, in_row_pitch:
 
 def unread_fields(template: Template) -> frozenset[str]:
     """CONVCFG fields the hardware of `template` never reads."""
-    return frozenset({"in_rows"} if template.address_steps == AddressSteps.COMPILER else {"plane_step", "flat_plane_step"})
+    compiler = template.address_steps == AddressSteps.COMPILER
+    return frozenset({"in_rows"} if compiler else {"plane_step", "flat_plane_step"})
 
 
 def steps_layout(bits: int) -> data.StructLayout:

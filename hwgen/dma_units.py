@@ -52,7 +52,8 @@ def dma_params(config: AcceleratorConfig, kind: str) -> DmaParams:
     template = config.template
     compact = {} if template.dma == DmaSharing.SEPARATE else {
         "walker": "pointer", "count_width": ceil_log2(word * depth) + 1, "coord_width": COORD_BITS,
-        "narrow_queues": True, "entry_held": template.dma_descriptor == DmaDescriptor.READER, "outer_dims": template.dma_loops}
+        "narrow_queues": True, "entry_held": template.dma_descriptor == DmaDescriptor.READER,
+        "outer_dims": template.dma_loops}
     return DmaParams(bus_bytes=config.dram.bus_width_bits // 8, burst_beats=config.dram.burst_beats,
                      buf_word_bytes=word, buf_depth=depth, addr_width=template.dram_address_bits,
                      segment_fifos=template.segment_fifos, timing_registers=template.timing_registers,

@@ -41,7 +41,7 @@ from amaranth.lib import data, wiring
 from amaranth.utils import ceil_log2, exact_log2
 
 from hwgen.accumulator import accumulator_shape
-from hwgen.config import AcceleratorConfig, PartialSums, Postprocess
+from hwgen.config import AcceleratorConfig, PartialSums, Postprocess, VectorOp
 from hwgen.pe import register
 from hwgen.postprocess import LATENCY, LAYER, NARROW_BITS, PostProcess, clamp, postprocess_signature
 from common.errors import PlanningError
@@ -63,7 +63,7 @@ NORMALIZED_SUM_BITS = NARROW_BITS + SHIFTS[-1] - (MULTIPLIER_BITS - 1)
 """The `acc + bias` bits a lane with normalized multipliers multiplies: `|sum| >= 2**23` with
 `m >= 2**15` and a shift of at most 30 gives `|quotient| >= 2**8`, beyond the int8 clamp
 whatever the zero point."""
-UNNORMALIZED_OPS = frozenset({"add", "copy"})
+UNNORMALIZED_OPS = frozenset({VectorOp.ADD, VectorOp.COPY})
 """The vector operations whose requantization multiplier is 1 (`planner.quant.layer_quant`)."""
 
 

@@ -385,7 +385,7 @@ def layer_totals(shape: ConvShape, config: AcceleratorConfig, tables: SumTables,
                          tiles_out * (visits - 1), tiles_out * visits)
     loads = tables.input_dma * r_in + tables.weight_dma * r_w + (visits - 1) * tables.partial_dma
     stores = tables.result_dma + (visits - 1) * tables.partial_dma
-    if config.template.dma == DmaSharing.SHARED:  # one DMA: loads and stores one after another (a store holds it after its offer)
+    if config.template.dma == DmaSharing.SHARED:  # one DMA: loads and stores in turn (a store holds it from its offer)
         transfers = loads + stores - tables.first_load - tables.last_store - (tiles_out * visits - 1) * offer_cycles(config)
     else:
         transfers = np.maximum(loads - tables.first_load, stores - tables.last_store)

@@ -228,7 +228,8 @@ def trips(shape: ConvShape, schedule: Schedule) -> dict[str, int]:
 def minimal_buffers(shape: ConvShape, config: AcceleratorConfig) -> Footprint:
     """Smallest buffer sizes (both banks) that admit the smallest schedule (all tiles 1, or
     without partial sums the whole IC)."""
-    fp = footprint(shape, Schedule(1, 1 if config.template.partial_sums == PartialSums.KEPT else shape.ic, 1, 1), config)
+    ic = 1 if config.template.partial_sums == PartialSums.KEPT else shape.ic
+    fp = footprint(shape, Schedule(1, ic, 1, 1), config)
     return Footprint(2 * fp.input, 2 * fp.weight, 2 * fp.output)
 
 

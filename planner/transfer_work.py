@@ -122,7 +122,8 @@ def transfer_cycles(load: bool, steps, fill_steps, beats, config: AcceleratorCon
     dram = config.dram
     beats_per_cycle = dram.beats_per_cycle
     port_use = np.asarray(beats) / beats_per_cycle
-    saving = np.where(np.asarray(beats) > 0, SHARED_START_SAVING if config.template.dma == DmaSharing.SHARED else 0, 0) * transfers
+    start_saving = SHARED_START_SAVING if config.template.dma == DmaSharing.SHARED else 0
+    saving = np.where(np.asarray(beats) > 0, start_saving, 0) * transfers
     if load:
         latency = np.where(np.asarray(beats) > 0, dram.latency_cycles, 0) * transfers
         fixed = (LOAD_START_CYCLES + lookup_cycles(config)) * transfers + latency - saving

@@ -2,7 +2,7 @@
 
 Members compare equal to their names (`ProgramMemory.SPRAM == "spram"`) and print as them, so
 YAML, tables and file names see plain strings; code compares with the members, where a
-misspelt name is an `AttributeError` (`tests/test_config_options.py` refuses a string).
+misspelt name is an `AttributeError` (`tests/test_option_literals.py` refuses a string).
 """
 from __future__ import annotations
 
