@@ -9,10 +9,20 @@ field (`FieldSpec`) for the design-space sweeps and for `docs/config.md`, genera
 (`hwgen.config.options`), and code compares with their members.
 """
 from hwgen.config.kinds import plain
-from hwgen.config.loading import CONFIG_DIR, DEFAULT_CONFIG, config_from_dict, config_path, load_config, read_yaml, validated
+from hwgen.config.loading import (CONFIG_DIR, DEFAULT_CONFIG, config_from_dict, config_path, load_config, read_yaml,
+                                  validated)
 from hwgen.config.model import AcceleratorConfig, config_fields, field_spec
 from hwgen.config.options import (FILLED_BUFFERS, MERGEABLE_BUFFERS, SPRAM_BUFFERS, VECTOR_OPS, AddressSteps,
                                   BankBuffer, Command, Counters, DmaDescriptor, DmaSharing, PartialSums, Postprocess,
                                   ProgramMemory, QueueFields, QueueKinds, SegmentFifos, VectorOp, VectorProducts)
 from hwgen.config.sections import MULTIPLIER_BITS, Buffers, Dram, Energy, PEArray, Template, Widths
 from hwgen.config.spec import FieldSpec
+
+__all__ = [
+    "AcceleratorConfig", "PEArray", "Widths", "Buffers", "Dram", "Energy", "Template", "MULTIPLIER_BITS",
+    "config_from_dict", "load_config", "read_yaml", "config_path", "validated", "CONFIG_DIR", "DEFAULT_CONFIG",
+    "FieldSpec", "config_fields", "field_spec", "plain",
+    "AddressSteps", "BankBuffer", "Command", "Counters", "DmaDescriptor", "DmaSharing", "PartialSums", "Postprocess",
+    "ProgramMemory", "QueueFields", "QueueKinds", "SegmentFifos", "VectorOp", "VectorProducts",
+    "FILLED_BUFFERS", "MERGEABLE_BUFFERS", "SPRAM_BUFFERS", "VECTOR_OPS",
+]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 from common.errors import ConfigError
@@ -74,7 +75,7 @@ class Choice:
 
     names: type[StrEnum]
 
-    @property
+    @cached_property
     def choices(self) -> tuple[StrEnum, ...]:
         return tuple(self.names)
 

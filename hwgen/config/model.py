@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Iterator, get_type_hints
+from functools import cache
+from types import MappingProxyType
+from typing import Any, Iterator, Mapping, get_type_hints
 
 from hwgen.config.kinds import Number, Text, plain
 from hwgen.config.rules import RULES
 from hwgen.config.sections import Buffers, Dram, Energy, PEArray, Template, Widths
 from hwgen.config.spec import FieldSpec, Section, setting
+
+
+FULL_TEMPLATE = Template()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,7 +30,7 @@ class AcceleratorConfig(Section):
     buffers: Buffers
     dram: Dram
     energy: Energy
-    template: Template = Template()
+    template: Template = FULL_TEMPLATE
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -36,7 +41,7 @@ class AcceleratorConfig(Section):
         """The YAML-shaped dictionary (round-trips through `config_from_dict`)."""
         out: dict[str, Any] = {spec.name: getattr(self, spec.name) for spec in self.settings()}
         for name, section in sections().items():
-            if name != "template" or self.template != Template():  # the full template's configs keep their shape
+            if name != "template" or self.template != FULL_TEMPLATE:  # the full template's configs keep their shape
                 out[name] = {spec.name: _yaml(getattr(getattr(self, name), spec.name)) for spec in section.settings()}
         return out
 
@@ -46,10 +51,11 @@ def _yaml(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
-def sections() -> dict[str, type[Section]]:
+@cache
+def sections() -> Mapping[str, type[Section]]:
     """The sections of a configuration by YAML key, in order."""
-    return {name: kind for name, kind in get_type_hints(AcceleratorConfig).items()
-            if isinstance(kind, type) and issubclass(kind, Section)}
+    return MappingProxyType({name: kind for name, kind in get_type_hints(AcceleratorConfig).items()
+                             if isinstance(kind, type) and issubclass(kind, Section)})
 
 
 def config_fields() -> Iterator[FieldSpec]:

@@ -4,7 +4,8 @@ construction, the design-space sweeps and `docs/config.md` all read these declar
 from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields, replace
-from typing import Any, ClassVar, Iterator
+from functools import cache, cached_property
+from typing import Any, ClassVar
 
 from hwgen.config.kinds import Choice, Kind, Names, OneOf
 
@@ -26,12 +27,12 @@ class FieldSpec:
     default_doc: str = ""
     rules: tuple[str, ...] = ()
 
-    @property
+    @cached_property
     def section(self) -> str:
         """The YAML section (`pe`, ..., `template`), empty at the top level."""
         return self.path.rpartition(".")[0]
 
-    @property
+    @cached_property
     def name(self) -> str:
         return self.path.rpartition(".")[2]
 
@@ -77,8 +78,8 @@ class Section:
             object.__setattr__(self, spec.name, spec.check(getattr(self, spec.name)))
 
     @classmethod
-    def settings(cls) -> Iterator[FieldSpec]:
+    @cache
+    def settings(cls) -> tuple[FieldSpec, ...]:
         """The `FieldSpec` of each setting, with its path."""
-        for item in fields(cls):
-            if SPEC in item.metadata:
-                yield replace(item.metadata[SPEC], path=f"{cls.key}.{item.name}" if cls.key else item.name)
+        return tuple(replace(item.metadata[SPEC], path=f"{cls.key}.{item.name}" if cls.key else item.name)
+                     for item in fields(cls) if SPEC in item.metadata)
