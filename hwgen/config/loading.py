@@ -49,7 +49,9 @@ def config_from_dict(data: dict, source: str = "<dict>") -> AcceleratorConfig:
     unknown = set(data) - set(allowed)
     if unknown:
         raise ConfigError(f"{sorted(unknown)[0]}: unknown field; allowed: {', '.join(allowed)}")
-    top = _settings({**data, "name": data.get("name") or Path(source).stem}, AcceleratorConfig)
+    if data.get("name", "") == "":  # no name: the file's
+        data = {**data, "name": Path(source).stem}
+    top = _settings(data, AcceleratorConfig)
     pe, widths, buffers, dram = (section(**_settings(data, section)) for section in (PEArray, Widths, Buffers, Dram))
     energy = Energy(**_settings(data, Energy, default_energy(buffers.input_bank, buffers.weight_bank,
                                                              buffers.output_bank, widths.accumulator)))
