@@ -18,7 +18,7 @@ from boards.implement import FlowProducts, implement
 from boards.platforms import Board
 from boards.report import BuildReport, parse_reports
 from boards.soc import SocCore
-from hwgen.config import AcceleratorConfig
+from hwgen.config import AcceleratorConfig, ProgramMemory
 from planner.compile.network import CompiledNetwork
 
 SPRAM_BYTES = 4 * 32 * 1024
@@ -38,7 +38,7 @@ def memory_bytes(board: Board, image_bytes: int, config: AcceleratorConfig | Non
     or block RAM sized to the ECP5 device."""
     dev = board.device_info
     if dev.totals.spram:
-        program = config is not None and config.template.program_memory == "spram"
+        program = config is not None and config.template.program_memory == ProgramMemory.SPRAM
         return SPRAM_BYTES - (SPRAM_BYTES // dev.totals.spram if program else 0)
     size = 1 << ((dev.bram_bytes // 4).bit_length() - 1)
     while size < image_bytes:

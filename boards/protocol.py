@@ -17,7 +17,7 @@ from enum import IntEnum
 from amaranth.lib import data
 from amaranth.lib.crc import catalog
 
-from hwgen.config import AcceleratorConfig
+from hwgen.config import AcceleratorConfig, ProgramMemory
 from hwgen.program import Program
 from hwgen.sequencer import COUNTERS_LAYOUT
 from common.errors import HwgenError
@@ -127,7 +127,7 @@ def build_id(program: Program, config: AcceleratorConfig) -> int:
     the host which program a bitstream's ROM holds, on which hardware. With a writable (SPRAM)
     program memory the bitstream holds no program, so the id covers the configuration alone
     (the host loads the program)."""
-    spram = config.template.program_memory == "spram"
+    spram = config.template.program_memory == ProgramMemory.SPRAM
     text = json.dumps({"config": config.to_dict()} if spram else {"program": program.to_dict(), "config": config.to_dict()},
                       sort_keys=True)
     return REGION_CRC.compute(text.encode())

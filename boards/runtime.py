@@ -17,6 +17,7 @@ from boards.protocol import (COUNTER_NAMES, CRC_BYTES, HEADER_BYTES, MAGIC, REPL
                              ReplyTimeout, Status)
 from boards.transport import Transport
 from hwgen.accelerator import program_regions
+from hwgen.config import ProgramMemory
 from planner.compile.memory_map import ALIGNMENT, tensor_bytes
 from planner.compile.network import CompiledNetwork
 from planner.compile.packing import activation_from_image, activation_image
@@ -187,7 +188,7 @@ class Runtime:
         image unless the constants are already there (a bitstream carries them in block RAM).
         Returns whether the image was written; an error if it does not read back."""
         self.check_build(compiled)
-        if compiled.config.template.program_memory == "spram":
+        if compiled.config.template.program_memory == ProgramMemory.SPRAM:
             for start, halfwords in program_regions(compiled.program, compiled.config):
                 self.write_program(2 * start, np.array(halfwords, dtype="<u2").tobytes())
         if not force and self.image_loaded(compiled):

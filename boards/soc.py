@@ -11,8 +11,8 @@ from boards.bridge import Bridge
 from boards.main_memory import MainMemory, check_size, word_bytes
 from boards.protocol import FRAME_GAP_BYTE_TIMES, DeviceInfo, build_id
 from boards.uart import FRAME_BITS, UartRx, UartTx, baud_divisor
-from hwgen.accelerator import Accelerator, check_generatable
-from hwgen.config import AcceleratorConfig
+from hwgen.accelerator import Accelerator
+from hwgen.config import AcceleratorConfig, Counters
 from hwgen.memory_port import MemoryPort
 from planner.compile.network import CompiledNetwork
 from common.errors import ConfigError
@@ -23,7 +23,6 @@ def check_soc(config: AcceleratorConfig, compiled: CompiledNetwork, memory_bytes
     if compiled.config != config:
         raise ConfigError(f"the network was compiled for configuration {compiled.config.name!r}, "
                           f"not for {config.name!r}; compile it for the SoC's configuration")
-    check_generatable(config)
     check_size(MemoryPort.from_config(config.dram), memory_bytes)
     if memory_bytes > 1 << config.template.dram_address_bits:
         raise ConfigError(f"main memory of {memory_bytes} bytes is beyond the {config.template.dram_address_bits}-bit "
@@ -65,7 +64,7 @@ class SocCore(wiring.Component):
         m.submodules.uart_rx = uart_rx = UartRx(self.divisor)
         m.submodules.uart_tx = uart_tx = UartTx(self.divisor)
         gap_cycles = FRAME_GAP_BYTE_TIMES * FRAME_BITS * self.divisor
-        queue_counters = self.config.template.counters == "all"
+        queue_counters = self.config.template.counters == Counters.ALL
         m.submodules.bridge = bridge = Bridge(self.info, gap_cycles, word_bytes(accelerator.port.signature),
                                               program_memory="program_write" in accelerator.signature.members,
                                               queue_counters=queue_counters)

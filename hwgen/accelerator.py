@@ -13,46 +13,19 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from hwgen.buffers import DoubleBuffer, bank_shape
+from hwgen.buffers import DoubleBuffer
 from hwgen.compute_unit import ComputeUnit
-from hwgen.config import AcceleratorConfig
+from hwgen.config import AcceleratorConfig, DmaSharing, ProgramMemory
 from hwgen.dma import Dma, DmaParams
-from hwgen.dma_units import (LOAD_TARGETS, DescriptorReader, DmaArbiter, TransferUnit, assign_descriptor,
+from hwgen.dma_units import (DescriptorReader, DmaArbiter, TransferUnit, assign_descriptor,
                               descriptor_halfwords, descriptor_table_params, dma_params, load_targets, read_field_bits)
 from hwgen.program_walk import check_program
 from hwgen.isa import Opcode
-from hwgen.layout import bank_bytes
 from hwgen.memory_port import MemoryPort
 from hwgen.program import Program
 from hwgen.sequencer import COUNTERS_LAYOUT, DESCRIPTOR_BASE, Sequencer, program_write_signature, runs_in_place
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
 from hwgen.timing import HALFWORDS
-from hwgen.conv_steps import FIELD_BITS
-from common.errors import ConfigError
-
-
-def check_generatable(config: AcceleratorConfig) -> None:
-    """Hardware generation needs power-of-two array dimensions and buffer words at least a bus wide."""
-    pe = config.pe
-    for name in ("rows", "cols", "simd"):
-        value = getattr(pe, name)
-        if value & (value - 1):
-            raise ConfigError(f"pe.{name}: {value} must be a power of two to generate hardware")
-    if pe.simd > pe.rows:
-        raise ConfigError(f"pe.simd: {pe.simd} must not exceed pe.rows ({pe.rows}) to generate hardware")
-    if config.template.param_bank_channels < pe.rows:
-        raise ConfigError(f"template.param_bank_channels: {config.template.param_bank_channels} must be at least "
-                          f"pe.rows ({pe.rows}) to generate hardware")
-    pixels = bank_bytes(config, "input") // pe.simd
-    if config.template.address_steps == "compiler" and pixels > 1 << FIELD_BITS:
-        raise ConfigError(f"template.address_steps: compiler needs input banks of at most 2**{FIELD_BITS} pixels "
-                          f"(the CONVCFG step fields); this one has {pixels}: use hardware or a smaller input buffer")
-    bus = config.dram.bus_width_bits // 8
-    for kind in LOAD_TARGETS.values():
-        word, _ = bank_shape(config, kind)
-        if word < bus:
-            raise ConfigError(f"dram.bus_width_bits: {config.dram.bus_width_bits} is wider than the {kind} "
-                              f"buffer word ({word * 8} bits); use a narrower bus or larger pe dimensions")
 
 
 def load_dma_params(config: AcceleratorConfig, table: DmaParams) -> DmaParams:
@@ -67,7 +40,7 @@ def dma_units(config: AcceleratorConfig) -> list[DmaParams]:
     """The parameters of the accelerator's DMAs: the load DMA, and the store DMA unless
     `template.dma` is shared."""
     loads = load_dma_params(config, descriptor_table_params(config))
-    return [loads] if config.template.dma == "shared" else [loads, dma_params(config, "acc")]
+    return [loads] if config.template.dma == DmaSharing.SHARED else [loads, dma_params(config, "acc")]
 
 
 def program_regions(program: Program, config: AcceleratorConfig) -> list[tuple[int, list[int]]]:
@@ -83,7 +56,6 @@ class Accelerator(wiring.Component):
     """Runs its program when `start` pulses; `done` rises when the program has finished."""
 
     def __init__(self, config: AcceleratorConfig, program: Program):
-        check_generatable(config)
         check_program(program, config)
         self.config = config
         self.program = program
@@ -92,7 +64,7 @@ class Accelerator(wiring.Component):
             "start": In(1), "done": Out(1), "busy": Out(1),
             "counters": Out(COUNTERS_LAYOUT),
         }
-        if config.template.program_memory == "spram":
+        if config.template.program_memory == ProgramMemory.SPRAM:
             members["program_write"] = In(program_write_signature(SPRAM_WORDS, SPRAM_BITS))
         super().__init__(members)
 
@@ -127,7 +99,7 @@ class Accelerator(wiring.Component):
         memory, a descriptor reader serving the transfer units, stores first)."""
         config = self.config
         table = descriptor_table_params(config)
-        spram = config.template.program_memory == "spram"
+        spram = config.template.program_memory == ProgramMemory.SPRAM
         descriptors = None if spram else self.program.descriptors
         m.submodules.load_unit = load_unit = TransferUnit(table, descriptors, Opcode.LOAD,
                                                           in_place=runs_in_place(config.template, "load"))
@@ -155,8 +127,9 @@ class Accelerator(wiring.Component):
         config = self.config
         table = descriptor_table_params(config)
         m.submodules.load_dma = load = Dma(dma_units(config)[0])
-        if config.template.dma == "shared":
-            m.submodules.dma_arbiter = arbiter = DmaArbiter(table, 2, common_entry=config.template.program_memory == "spram")
+        if config.template.dma == DmaSharing.SHARED:
+            spram = config.template.program_memory == ProgramMemory.SPRAM
+            m.submodules.dma_arbiter = arbiter = DmaArbiter(table, 2, common_entry=spram)
             for client, unit in enumerate((store_unit, load_unit)):
                 m.d.comb += [arbiter.desc[client].eq(unit.desc), arbiter.desc_valid[client].eq(unit.desc_valid),
                              unit.desc_ready.eq(arbiter.desc_ready[client]), unit.done.eq(arbiter.done[client])]
@@ -193,7 +166,7 @@ class Accelerator(wiring.Component):
         m.d.comb += acc.dma_read_bank.eq(store_unit.bank)
         if acc.flow == "both":
             m.d.comb += acc.dma_read_active.eq(store_unit.active)
-        if config.template.dma == "shared":
+        if config.template.dma == DmaSharing.SHARED:
             store = load
             bus = config.dram.bus_width_bits // 8
             lanes = exact_log2(dma_params(config, "acc").buf_word_bytes // bus)

@@ -26,8 +26,8 @@ from amaranth.lib.memory import Memory, ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from hwgen.config import FILLED_BUFFERS, AcceleratorConfig
-from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
+from hwgen.config import FILLED_BUFFERS, AcceleratorConfig, PartialSums
+from hwgen.layout import bank_bytes, word_bytes
 from hwgen.spram import SinglePortBank
 
 
@@ -42,21 +42,13 @@ def buffer_flow(config: AcceleratorConfig, kind: str) -> str:
     (`template.partial_sums: none`), else `both`."""
     if kind in FILLED_BUFFERS:
         return "load"
-    return "store" if config.template.partial_sums == "none" else "both"
+    return "store" if config.template.partial_sums == PartialSums.NONE else "both"
 
 
 def bank_shape(config: AcceleratorConfig, kind: str) -> tuple[int, int]:
-    """(word bytes, depth) of one bank: `input` words are C*S bytes (one PE-column window),
-    `weight` R*S (one weight word per row), `param` R channel records, `acc` R accumulators
-    (one pixel's output channels)."""
-    pe = config.pe
-    word_bytes = {
-        "input": pe.cols * pe.simd,
-        "weight": pe.rows * pe.simd,
-        "param": pe.rows * PARAM_BYTES,
-        "acc": pe.rows * ACC_BYTES,
-    }[kind]
-    return word_bytes, bank_bytes(config, kind) // word_bytes
+    """(word bytes, depth) of one bank (`hwgen.layout.word_bytes`)."""
+    word = word_bytes(config.pe, kind)
+    return word, bank_bytes(config, kind) // word
 
 
 class DoubleBuffer(wiring.Component):

@@ -17,7 +17,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from hwgen.buffers import bank_shape
-from hwgen.config import AcceleratorConfig
+from hwgen.config import AcceleratorConfig, AddressSteps, PartialSums
 from hwgen.conv_engine import ConvEngine
 from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Opcode
 from hwgen.serial_post import SerialPostProcess, is_serial
@@ -41,7 +41,7 @@ class ComputeUnit(wiring.Component):
 
     def __init__(self, config: AcceleratorConfig):
         self.config = config
-        partial_sums = {"acc_read": _read(config, "acc")} if config.template.partial_sums == "kept" else {}
+        partial_sums = {"acc_read": _read(config, "acc")} if config.template.partial_sums == PartialSums.KEPT else {}
         super().__init__({
             "cmd": In(stream.Signature(INSTRUCTION_LAYOUT)),
             "idle": Out(1),
@@ -56,7 +56,8 @@ class ComputeUnit(wiring.Component):
         m.submodules.conv = conv = ConvEngine(self.config)
         m.submodules.vec = vec = VectorUnit(self.config)
         assert conv.pixel_bits == vec.pixel_bits
-        m.submodules.steps = steps = ConvSteps(conv.pixel_bits, self.config.template.address_steps == "compiler")
+        compiler_steps = self.config.template.address_steps == AddressSteps.COMPILER
+        m.submodules.steps = steps = ConvSteps(conv.pixel_bits, compiler_steps)
         convcfg = Signal(INSTRUCTION_LAYOUT)
         running_vec = Signal()
         banks = Signal(4)

@@ -57,7 +57,7 @@ from amaranth.lib.memory import ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
-from hwgen.config import AcceleratorConfig
+from hwgen.config import AcceleratorConfig, AddressSteps, PartialSums
 from hwgen.delay_queue import delay_queue
 from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Opcode
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
@@ -72,20 +72,6 @@ from hwgen.timing import beat_interval, beat_latency
 PARAM_RECORD = data.StructLayout({"bias": signed(32), "multiplier": unsigned(16), "shift": unsigned(8), "spare": 8})
 
 
-def check_config(config: AcceleratorConfig) -> None:
-    """The engine's assumptions on the configuration (ValueError names the field)."""
-    pe, widths = config.pe, config.widths
-    for name in ("rows", "cols", "simd"):
-        value = getattr(pe, name)
-        if value & (value - 1):
-            raise ValueError(f"pe.{name}: {value} is not a power of two")
-    for name, bits in (("activation", 8), ("weight", 8), ("accumulator", 8 * ACC_BYTES)):
-        if getattr(widths, name) != bits:
-            raise ValueError(f"widths.{name}: {getattr(widths, name)} bits; the engine needs {bits}")
-    for buffer, word in (("input", 2 * pe.cols * pe.simd), ("weight", pe.rows * pe.simd), ("acc", ACC_BYTES * pe.rows)):
-        if bank_bytes(config, buffer) % word:
-            raise ValueError(f"buffers.{buffer}: a bank of {bank_bytes(config, buffer)} bytes is not a whole "
-                             f"number of {word}-byte words")
 
 
 class ConvEngine(wiring.Component):
@@ -94,7 +80,6 @@ class ConvEngine(wiring.Component):
     `steps`. See the module docstring for ports and timing."""
 
     def __init__(self, config: AcceleratorConfig) -> None:
-        check_config(config)
         self.config = config
         self.rows, self.cols, self.simd = config.pe.rows, config.pe.cols, config.pe.simd
         self._array = PEArray(config, idle_zero=is_serial(config))
@@ -110,7 +95,7 @@ class ConvEngine(wiring.Component):
         def read(depth: int, word_bytes: int) -> In:
             return In(ReadPort.Signature(addr_width=ceil_log2(depth), shape=unsigned(8 * word_bytes)))
 
-        self.partial_sums = config.template.partial_sums == "kept"
+        self.partial_sums = config.template.partial_sums == PartialSums.KEPT
         members = {"post": Out(shared_signature(config).flip())} if self._post is None else {}
         if self.partial_sums:
             members["acc_read"] = read(bank_bytes(config, "acc") // (ACC_BYTES * R), ACC_BYTES * R)
@@ -159,7 +144,7 @@ class ConvEngine(wiring.Component):
         plane = self.steps.plane  # one input channel group
         set_records = Signal(self.acc_bits)   # records of a full pixel set (C pixels)
         last_records = Signal(self.acc_bits)  # records of the last pixel set of a row
-        if self.config.template.address_steps == "compiler":  # last_group_cols <= C: a few adders
+        if self.config.template.address_steps == AddressSteps.COMPILER:  # last_group_cols <= C: a few adders
             last_records_product = shift_add(new.oc_groups, new.last_group_cols[:ceil_log2(C + 1)])
         else:
             last_records_product = new.last_group_cols * new.oc_groups

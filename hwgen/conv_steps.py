@@ -18,7 +18,7 @@ from amaranth.hdl import Module, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hwgen.config import Template
+from hwgen.config import AddressSteps, Template
 from hwgen.isa import INSTRUCTION_LAYOUT
 from hwgen.shift_add import shift_add
 
@@ -30,7 +30,7 @@ FIELD_BITS = 16
 def compiler_fields(template: Template, stride: int, in_rows: int, in_row_pitch: int) -> dict[str, int]:
     """The CONVCFG step fields the compiler emits: the products with `address_steps: compiler`,
     none (zero) otherwise."""
-    if template.address_steps != "compiler":
+    if template.address_steps != AddressSteps.COMPILER:
         return {}
     mask = (1 << FIELD_BITS) - 1
     return {"plane_step": in_rows * stride * in_row_pitch & mask, "flat_plane_step": in_rows * in_row_pitch & mask}
@@ -38,7 +38,8 @@ def compiler_fields(template: Template, stride: int, in_rows: int, in_row_pitch:
 
 def unread_fields(template: Template) -> frozenset[str]:
     """CONVCFG fields the hardware of `template` never reads."""
-    return frozenset({"in_rows"} if template.address_steps == "compiler" else {"plane_step", "flat_plane_step"})
+    compiler = template.address_steps == AddressSteps.COMPILER
+    return frozenset({"in_rows"} if compiler else {"plane_step", "flat_plane_step"})
 
 
 def steps_layout(bits: int) -> data.StructLayout:

@@ -30,6 +30,7 @@ from hwgen.dma_descriptor import OUTER_DIMS, Descriptor, DescriptorError, Dim, D
 from hwgen.dma_walker import BASES, PointerWalker, Walker
 from hwgen.memory_port import MemoryPort
 from hwgen.pe import register
+from hwgen.config import SegmentFifos
 
 __all__ = ["OUTER_DIMS", "BlockRamQueue", "Descriptor", "DescriptorError", "Dim", "DmaParams", "Dma", "PointerWalker",
            "Realigner", "Walker"]
@@ -270,7 +271,8 @@ class Dma(wiring.Component):
         source_layout, realign_layout = segment_queue_layouts(p)
         # A FIFO read asynchronously cannot map to block RAM, so `registers` puts it in flip-flops
         # (and lets a segment through a cycle earlier).
-        queue = fifo.SyncFIFO if p.segment_fifos == "registers" else BlockRamQueue if pointer else fifo.SyncFIFOBuffered
+        registers = p.segment_fifos == SegmentFifos.REGISTERS
+        queue = fifo.SyncFIFO if registers else BlockRamQueue if pointer else fifo.SyncFIFOBuffered
         if not pointer:  # the `pointer` walker's runs go straight to the source side
             m.submodules.to_source = to_source = queue(width=source_layout.size, depth=p.queue_depth)
         m.submodules.to_realign = to_realign = queue(width=realign_layout.size, depth=p.queue_depth)

@@ -14,7 +14,7 @@ from amaranth.utils import ceil_log2
 from hwgen.dma import Descriptor, DmaParams
 from hwgen.dma_descriptor import FILLED_FIELDS
 from hwgen.buffers import bank_shape
-from hwgen.config import AcceleratorConfig
+from hwgen.config import AcceleratorConfig, DmaDescriptor, DmaSharing, PartialSums, ProgramMemory
 from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Buffer, Opcode, field_limit
 from hwgen.sequencer import DESCRIPTOR_BASE, MEMORY_READ_SIGNATURE
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
@@ -50,9 +50,10 @@ def dma_params(config: AcceleratorConfig, kind: str) -> DmaParams:
     `template.timing_registers`."""
     word, depth = bank_shape(config, kind)
     template = config.template
-    compact = {} if template.dma == "separate" else {
+    compact = {} if template.dma == DmaSharing.SEPARATE else {
         "walker": "pointer", "count_width": ceil_log2(word * depth) + 1, "coord_width": COORD_BITS,
-        "narrow_queues": True, "entry_held": template.dma_descriptor == "reader", "outer_dims": template.dma_loops}
+        "narrow_queues": True, "entry_held": template.dma_descriptor == DmaDescriptor.READER,
+        "outer_dims": template.dma_loops}
     return DmaParams(bus_bytes=config.dram.bus_width_bits // 8, burst_beats=config.dram.burst_beats,
                      buf_word_bytes=word, buf_depth=depth, addr_width=template.dram_address_bits,
                      segment_fifos=template.segment_fifos, timing_registers=template.timing_registers,
@@ -62,7 +63,7 @@ def dma_params(config: AcceleratorConfig, kind: str) -> DmaParams:
 def load_targets(config: AcceleratorConfig) -> dict[Buffer, str]:
     """The buffers a LOAD of `config` may fill: without partial sums (`template.partial_sums:
     none`) not the accumulator buffer."""
-    if config.template.partial_sums == "kept":
+    if config.template.partial_sums == PartialSums.KEPT:
         return LOAD_TARGETS
     return {target: kind for target, kind in LOAD_TARGETS.items() if target != Buffer.ACC}
 
@@ -79,7 +80,7 @@ def read_field_bits(config: AcceleratorConfig) -> dict[str, int]:
     is refused, `hwgen.program_walk.check_program`)."""
     table = descriptor_table_params(config)
     bits = {"dram_offset": table.addr_width, "buf_addr": table.buf_addr_width}
-    if config.template.program_memory == "spram":
+    if config.template.program_memory == ProgramMemory.SPRAM:
         bits["desc"] = ceil_log2(descriptor_capacity(table))
     return bits
 

@@ -49,6 +49,18 @@ def phase_row_pitch(tile_columns: int, stride: int, cols: int) -> int:
     per_phase = -(-tile_columns // stride)
     return (-(-per_phase // cols) + 1) * cols
 
+def word_bytes(pe, buffer: str) -> int:
+    """Bytes of one word of `input` (C*S: one PE-column window), `weight` (R*S: one weight word
+    per row), `param` (R channel records) or `acc` (R accumulators: one pixel's output channels)
+    for the PE array `pe`."""
+    return {
+        "input": pe.cols * pe.simd,
+        "weight": pe.rows * pe.simd,
+        "param": pe.rows * PARAM_BYTES,
+        "acc": pe.rows * ACC_BYTES,
+    }[buffer]
+
+
 def param_bank_channels(config) -> int:
     """Output channels one parameter-buffer bank holds (so at most this many per tile)."""
     return config.template.param_bank_channels

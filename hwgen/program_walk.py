@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from hwgen.config import AcceleratorConfig
+from hwgen.config import AcceleratorConfig, DmaSharing, PartialSums, ProgramMemory
 from hwgen.dma import Descriptor, DescriptorError
 from hwgen.dma_units import descriptor_capacity, descriptor_table_params
 from hwgen.isa import REGISTERS, Buffer, Instruction, Opcode
@@ -51,9 +51,9 @@ def check_program(program: Program, config: AcceleratorConfig) -> None:
     (`hwgen.dma.DmaParams.encode_entry`); no semaphore may exceed `2**template.semaphore_bits - 1`
     in any order of the queues (`hwgen.semaphores`); with `template.partial_sums: none` it may not use partial sums
     (`check_no_partial_sums`)."""
-    if config.template.partial_sums == "none":
+    if config.template.partial_sums == PartialSums.NONE:
         check_no_partial_sums(program, config)
-    if config.template.dma == "shared":  # the compact descriptor layout bounds counts and coordinates
+    if config.template.dma == DmaSharing.SHARED:  # the compact descriptor layout bounds counts and coordinates
         table = descriptor_table_params(config)
         for index, desc in enumerate(program.descriptors):
             try:
@@ -61,7 +61,7 @@ def check_program(program: Program, config: AcceleratorConfig) -> None:
             except DescriptorError as error:
                 raise ProgramDoesNotFit(f"descriptor {index} does not fit the DMA of configuration {config.name!r}: "
                                         f"{error}") from None
-    if config.template.program_memory == "spram":
+    if config.template.program_memory == ProgramMemory.SPRAM:
         capacity = descriptor_capacity(descriptor_table_params(config))
         for what, count, limit in (("instructions", len(program.instructions), SPRAM_INSTRUCTIONS),
                                    ("descriptors", len(program.descriptors), capacity)):

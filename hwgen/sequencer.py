@@ -24,7 +24,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from hwgen.config import Template
+from hwgen.config import Command, Counters, ProgramMemory, QueueFields, QueueKinds, Template
 from hwgen.dispatch_queue import DispatchQueue
 from hwgen.isa import INSTRUCTION_BITS, INSTRUCTION_LAYOUT, OPCODE_BITS, PAYLOADS, REGISTERS, SEMAPHORES, Opcode, Queue
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS, SinglePortBank
@@ -71,7 +71,7 @@ def queue_depth(template: Template, queue: str) -> int:
 def runs_in_place(template: Template, queue: str) -> bool:
     """Whether a queue's unit runs the command at the queue's head in place, popping it when done
     (`template.load_command` / `template.store_command: queue`), instead of keeping a copy."""
-    return {"load": template.load_command, "store": template.store_command}.get(queue) == "queue"
+    return {"load": template.load_command, "store": template.store_command}.get(queue) == Command.QUEUE
 
 
 def program_write_signature(depth: int, width: int = INSTRUCTION_BITS) -> wiring.Signature:
@@ -88,7 +88,7 @@ def command_opcodes(queue: str) -> tuple[Opcode, ...]:
 
 def registered_kinds(template: Template) -> bool:
     """Whether the queues keep each entry's `Kind` beside it (`template.queue_kinds`)."""
-    return template.queue_kinds == "registered"
+    return template.queue_kinds == QueueKinds.REGISTERED
 
 
 def opcode_constants(queue: str, template: Template = Template()) -> dict[int, int]:
@@ -189,7 +189,7 @@ class Sequencer(wiring.Component):
                  template: Template = Template(), field_bits: Mapping[str, int] = MappingProxyType({})):
         self.template = template
         self.field_bits = field_bits
-        self.spram = template.program_memory == "spram"
+        self.spram = template.program_memory == ProgramMemory.SPRAM
         self.program = [] if self.spram else list(program)
         self.depth = SPRAM_INSTRUCTIONS if self.spram else writable_depth or max(len(self.program), 1)
         if len(self.program) > self.depth:
@@ -233,7 +233,7 @@ class Sequencer(wiring.Component):
             loop_left = Array(Signal(16, name=f"loop_left{i}") for i in range(LOOP_DEPTH))
             loop_sp = Signal(range(LOOP_DEPTH + 1))
 
-        fields = {q: used_bits(q, self.template, self.field_bits) if self.template.queue_fields == "used"
+        fields = {q: used_bits(q, self.template, self.field_bits) if self.template.queue_fields == QueueFields.USED
                   else resolved_bits(q) if loops else [(0, INSTRUCTION_BITS)] for q in QUEUES}
         queue_class = functools.partial(DispatchQueue, kinds=len(Kind)) if registered else fifo.SyncFIFOBuffered
         fifos = {q: queue_class(width=sum(stop - start for start, stop in fields[q]),
@@ -273,7 +273,7 @@ class Sequencer(wiring.Component):
         heads = {q: Signal(INSTRUCTION_LAYOUT, name=f"{q}_head") for q in QUEUES}
         for q in QUEUES:
             m.d.comb += Cat(heads[q].as_value()[start:stop] for start, stop in fields[q]).eq(fifos[q].r_data)
-            if self.template.queue_fields == "used":
+            if self.template.queue_fields == QueueFields.USED:
                 m.d.comb += [heads[q].opcode[bit].eq(value)
                              for bit, value in opcode_constants(q, self.template).items()]
         waiting = {q: Signal(name=f"{q}_waiting") for q in QUEUES}
@@ -315,7 +315,7 @@ class Sequencer(wiring.Component):
         m.d.comb += all_idle.eq(Cat(
             *[~fifos[q].r_rdy & getattr(self, f"{q}_idle") & ~issued[q] & ~getattr(self, q).valid for q in QUEUES]
         ).all())
-        all_counters = self.template.counters == "all"
+        all_counters = self.template.counters == Counters.ALL
         kept_counters = self.counters if all_counters else self.counters.cycles
         m.d.comb += [fifos[q].w_data.eq(packed[q]) for q in QUEUES]  # written only with `w_en`
         m.d.comb += [fifos[q].w_kind.eq(instruction_kind(instr.opcode)) for q in QUEUES if registered]

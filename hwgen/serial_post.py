@@ -41,7 +41,7 @@ from amaranth.lib import data, wiring
 from amaranth.utils import ceil_log2, exact_log2
 
 from hwgen.accumulator import accumulator_shape
-from hwgen.config import AcceleratorConfig
+from hwgen.config import AcceleratorConfig, PartialSums, Postprocess, VectorOp
 from hwgen.pe import register
 from hwgen.postprocess import LAYER, NARROW_BITS, PostProcess, clamp, postprocess_signature
 from common.errors import PlanningError
@@ -60,13 +60,13 @@ NORMALIZED_SUM_BITS = NARROW_BITS + SHIFTS[-1] - (MULTIPLIER_BITS - 1)
 """The `acc + bias` bits a lane with normalized multipliers multiplies: `|sum| >= 2**23` with
 `m >= 2**15` and a shift of at most 30 gives `|quotient| >= 2**8`, beyond the int8 clamp
 whatever the zero point."""
-UNNORMALIZED_OPS = frozenset({"add", "copy"})
+UNNORMALIZED_OPS = frozenset({VectorOp.ADD, VectorOp.COPY})
 """The vector operations whose requantization multiplier is 1 (`planner.quant.layer_quant`)."""
 
 
 def is_serial(config: AcceleratorConfig) -> bool:
     """Whether the engines share one serial lane (`template.postprocess: serial`)."""
-    return config.template.postprocess == "serial"
+    return config.template.postprocess == Postprocess.SERIAL
 
 
 def normalized_multipliers(config: AcceleratorConfig) -> bool:
@@ -102,7 +102,7 @@ def shared_acc_shape(config: AcceleratorConfig) -> Shape:
 def post_result_shape(config: AcceleratorConfig) -> Shape:
     """The conv engine's requantization results: int32 for the raw partial sums
     (`template.partial_sums: kept`), else int8."""
-    return signed(32) if config.template.partial_sums == "kept" else signed(8)
+    return signed(32) if config.template.partial_sums == PartialSums.KEPT else signed(8)
 
 
 def shared_signature(config: AcceleratorConfig) -> wiring.Signature:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hwgen.config import MULTIPLIER_BITS, AcceleratorConfig
+from hwgen.config import MULTIPLIER_BITS, AcceleratorConfig, Postprocess, ProgramMemory, VectorOp, VectorProducts
 from hwgen.isa import INSTRUCTION_BITS, Instruction, VecOp
 from hwgen.spram import SPRAM_BITS
 
@@ -54,12 +54,12 @@ def serial_latency(lanes: int) -> int:
 def beat_interval(config: AcceleratorConfig) -> int:
     """Cycles an engine leaves between the beats it sends to its requantizer (1: every cycle;
     the shared serial lane's `serial_interval` with `template.postprocess: serial`)."""
-    return serial_interval(config.pe.rows) if config.template.postprocess == "serial" else 1
+    return serial_interval(config.pe.rows) if config.template.postprocess == Postprocess.SERIAL else 1
 
 
 def beat_latency(config: AcceleratorConfig) -> int:
     """Cycles from a beat entering an engine's requantizer to its results."""
-    return serial_latency(config.pe.rows) if config.template.postprocess == "serial" else POSTPROCESS_LATENCY
+    return serial_latency(config.pe.rows) if config.template.postprocess == Postprocess.SERIAL else POSTPROCESS_LATENCY
 
 
 # ---------------------------------------------------------------- compute unit: CONVCFG and CONV
@@ -113,13 +113,13 @@ def accumulate_latency(config: AcceleratorConfig) -> int:
     """Cycles from a window's last read to its post-processing input in the vector unit: read,
     select, subtract, product, accumulate; read, select, accumulate when `template.vector_ops`
     is MAX alone."""
-    return 3 if set(config.template.vector_ops) == {"max"} else 5
+    return 3 if set(config.template.vector_ops) == {VectorOp.MAX} else 5
 
 
 def read_spacing(config: AcceleratorConfig, window: bool) -> int:
     """Cycles between the vector unit's reads of a window (MAX, SUM) or of a COPY / ADD output:
     `DIGITS` for the latter with `template.vector_products: serial`, else 1."""
-    return DIGITS if config.template.vector_products == "serial" and not window else 1
+    return DIGITS if config.template.vector_products == VectorProducts.SERIAL and not window else 1
 
 
 def vec_busy_cycles(config: AcceleratorConfig, outputs: int, slots: int) -> int:
@@ -161,7 +161,7 @@ DONE_CYCLES = 2
 def fetch_state_cycles(config: AcceleratorConfig) -> int:
     """Cycles of the sequencer's FETCH state: 1 from a ROM, one per halfword from an SPRAM
     program memory. It is also the cycle (after start) of the first instruction's EXECUTE state."""
-    return HALFWORDS if config.template.program_memory == "spram" else 1
+    return HALFWORDS if config.template.program_memory == ProgramMemory.SPRAM else 1
 
 
 def fetch_cycles(config: AcceleratorConfig) -> int:

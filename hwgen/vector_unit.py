@@ -48,7 +48,7 @@ from amaranth.lib.memory import ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
-from hwgen.config import AcceleratorConfig
+from hwgen.config import MULTIPLIER_BITS, AcceleratorConfig, VectorProducts
 from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Opcode, VecOp
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
 from hwgen.pe import register
@@ -56,7 +56,6 @@ from hwgen.postprocess import PostProcess
 from hwgen.serial_post import is_serial, shared_signature
 from hwgen.shift_add import shift_add
 from hwgen.conv_steps import steps_layout
-from hwgen.config import MULTIPLIER_BITS
 from hwgen.timing import DIGIT_BITS, DIGITS, accumulate_latency, address_latency, beat_interval, beat_latency
 
 
@@ -91,10 +90,6 @@ ACC_SHAPE = acc_shape(frozenset(VecOp))
 """The accumulator lane shape of the full unit."""
 
 
-def _log2(name: str, value: int) -> int:
-    if value & (value - 1):
-        raise ValueError(f"{name}: {value} is not a power of two (required by the vector unit)")
-    return exact_log2(value)
 
 
 class VectorUnit(wiring.Component):
@@ -110,11 +105,7 @@ class VectorUnit(wiring.Component):
 
     def __init__(self, config: AcceleratorConfig) -> None:
         pe = config.pe
-        self._log_rows, self._log_cols = _log2("pe.rows", pe.rows), _log2("pe.cols", pe.cols)
-        self._log_simd = _log2("pe.simd", pe.simd)
-        if pe.simd > pe.rows:
-            raise ValueError(f"pe.simd: {pe.simd} exceeds pe.rows = {pe.rows} (a pixel's S results must fit "
-                             "one accumulator word)")
+        self._log_rows, self._log_cols, self._log_simd = exact_log2(pe.rows), exact_log2(pe.cols), exact_log2(pe.simd)
         self.simd = pe.simd
         self.config = config
         input_word, param_word, acc_word = pe.cols * pe.simd, pe.rows * PARAM_BYTES, pe.rows * ACC_BYTES
@@ -231,7 +222,7 @@ class VectorUnit(wiring.Component):
         first = Signal(init=1)
         window_last = at_last["kh"] & at_last["kw"] & at_last["operand"]
         go = running  # a read this cycle
-        serial_products = self.config.template.vector_products == "serial" and scaled
+        serial_products = self.config.template.vector_products == VectorProducts.SERIAL and scaled
         # serial products: COPY / ADD reads DIGITS cycles apart; the shared lane: windows start
         # at least `interval` cycles apart
         pauses = ([(Signal(range(DIGITS), name="read_pause"), Const(1), Mux(window, 0, DIGITS - 1))]

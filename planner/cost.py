@@ -30,7 +30,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from hwgen.config import AcceleratorConfig, Energy
+from hwgen.config import AcceleratorConfig, DmaSharing, Energy
 from hwgen.layout import ACC_BYTES, PARAM_BYTES
 from hwgen.sequencer import queue_depth
 from hwgen.timing import (DONE_CYCLES, conv_busy_cycles, drain_cycles, fetch_cycles, fetch_state_cycles, group_interval,
@@ -374,7 +374,7 @@ def layer_totals(shape: ConvShape, config: AcceleratorConfig, tables: SumTables,
                          tiles_out * (visits - 1), tiles_out * visits)
     loads = tables.input_dma * r_in + tables.weight_dma * r_w + (visits - 1) * tables.partial_dma
     stores = tables.result_dma + (visits - 1) * tables.partial_dma
-    if config.template.dma == "shared":  # one DMA: loads and stores one after another (a store holds it after its offer)
+    if config.template.dma == DmaSharing.SHARED:  # one DMA: loads and stores in turn (a store holds it from its offer)
         transfers = loads + stores - tables.first_load - tables.last_store - (tiles_out * visits - 1) * offer_cycles(config)
     else:
         transfers = np.maximum(loads - tables.first_load, stores - tables.last_store)
@@ -437,7 +437,7 @@ def load_overlap(config: AcceleratorConfig) -> int:
     LOAD's fixed part (start-up, descriptor lookup, memory latency), off the port while the
     store's beats pass (the loads are serial, so no more than one). None with `template.dma:
     shared`, where the loads wait while a store holds the DMA."""
-    if config.template.dma == "shared":
+    if config.template.dma == DmaSharing.SHARED:
         return 0
     fixed, _, _ = transfer_cycles(True, 1, 0, 1, config)
     return int(fixed)
@@ -483,7 +483,7 @@ def _stores(config: AcceleratorConfig, ax: dict, cur: dict, final):
 def store_delay(config: AcceleratorConfig, store, port_use):
     """Cycles by which a store of `store` cycles (fixed part and port) delays the next loads: its
     `port_use`, or with `template.dma: shared` the time it holds the DMA (all but the offer)."""
-    return store - offer_cycles(config) if config.template.dma == "shared" else port_use
+    return store - offer_cycles(config) if config.template.dma == DmaSharing.SHARED else port_use
 
 
 def step_arrays(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig) -> Steps:

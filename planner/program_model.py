@@ -36,7 +36,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from hwgen.config import AcceleratorConfig
+from hwgen.config import AcceleratorConfig, DmaDescriptor, DmaSharing
 from hwgen.dma import Descriptor
 from hwgen.program_walk import Dispatched, ProgramError, check_program, dispatched
 from hwgen.isa import SEMAPHORES, Opcode, Queue
@@ -97,7 +97,7 @@ def _flow(step: Dispatched, config: AcceleratorConfig) -> tuple[_Flow, TransferW
                                                                  work.beats, config))
     queue = Queue.LOAD if step.desc.load else Queue.STORE
     demand = port_use / port if port else 0.0
-    if config.template.dma == "shared":  # it waits for the DMA after the offer
+    if config.template.dma == DmaSharing.SHARED:  # it waits for the DMA after the offer
         offer = float(offer_cycles(config))
         return _Flow(-1, queue, fixed - offer, port, demand, offer, holds=False), work
     return _Flow(-1, queue, fixed, port, demand), work
@@ -126,7 +126,7 @@ class _Replay:
         self.next_fetch = float(fetch_state_cycles(config))
         self.fetch_cycles = fetch_cycles(config)
         self.stolen = lookup_halfwords(config)  # fetch cycles per lookup
-        self.lookup_on_grant = config.template.dma_descriptor == "reader"  # else on issue
+        self.lookup_on_grant = config.template.dma_descriptor == DmaDescriptor.READER  # else on issue
         self.fifos: dict[Queue, deque[tuple[float, Dispatched]]] = {q: deque() for q in Queue}
         self.depth = {q: queue_depth(config.template, q.name.lower()) for q in Queue}
         self.head_delay = {q: head_delay(self.depth[q]) for q in Queue}

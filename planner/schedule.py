@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hwgen.config import AcceleratorConfig
+from hwgen.config import AcceleratorConfig, PartialSums
 from hwgen.isa import Opcode, field_limit
 from hwgen.layout import param_bank_channels, partial_sums_offset, phase_row_pitch
 from common.errors import PlanningError
@@ -142,7 +142,7 @@ def tile_bytes(shape: ConvShape, oc, ic, oh, ow, config: AcceleratorConfig):
         in_groups = (oc_pad // pe.rows - 1) * pe.rows // pe.simd + ic_groups
     else:
         ic_groups = in_groups = ceil_div(np.minimum(ic, shape.ic), pe.simd)
-    if config.template.partial_sums == "kept":  # int32 sums after room for one pixel set's int8 results
+    if config.template.partial_sums == PartialSums.KEPT:  # int32 sums after room for one pixel set's int8 results
         output = oh_t * ow_t * oc_pad * w.accumulator_bytes + partial_sums_offset(pe.cols, oc_pad // pe.rows, pe.rows)
     else:  # int8 results only
         output = oh_t * ow_t * oc_pad * w.activation_bytes
@@ -179,7 +179,7 @@ def fits_instructions(shape: ConvShape, oc, ic, oh, ow, config: AcceleratorConfi
 def whole_reduction(shape: ConvShape, ic, config: AcceleratorConfig):
     """Whether IC tiles of this size suit the configuration's CONVs: any with partial sums
     (`template.partial_sums: kept`), else only the whole reduction (element-wise)."""
-    return True if config.template.partial_sums == "kept" else np.minimum(ic, shape.ic) >= shape.ic
+    return True if config.template.partial_sums == PartialSums.KEPT else np.minimum(ic, shape.ic) >= shape.ic
 
 
 def legal_tiles(shape: ConvShape, oc, ic, oh, ow, config: AcceleratorConfig):
@@ -228,7 +228,8 @@ def trips(shape: ConvShape, schedule: Schedule) -> dict[str, int]:
 def minimal_buffers(shape: ConvShape, config: AcceleratorConfig) -> Footprint:
     """Smallest buffer sizes (both banks) that admit the smallest schedule (all tiles 1, or
     without partial sums the whole IC)."""
-    fp = footprint(shape, Schedule(1, 1 if config.template.partial_sums == "kept" else shape.ic, 1, 1), config)
+    ic = 1 if config.template.partial_sums == PartialSums.KEPT else shape.ic
+    fp = footprint(shape, Schedule(1, ic, 1, 1), config)
     return Footprint(2 * fp.input, 2 * fp.weight, 2 * fp.output)
 
 
@@ -237,7 +238,7 @@ def unplannable(name: str, shape: ConvShape, config: AcceleratorConfig) -> Plann
     need, b = minimal_buffers(shape, config), config.buffers
     parts = [f"{tensor} buffer needs >= {getattr(need, tensor)} B (has {getattr(b, tensor + '_bytes')})"
              for tensor in TENSORS if getattr(need, tensor) > getattr(b, tensor + "_bytes")]
-    if config.template.partial_sums == "none":
+    if config.template.partial_sums == PartialSums.NONE:
         parts = [f"with template.partial_sums: none all {shape.ic} input channels are one tile (the whole "
                  f"reduction in one CONV)", *(parts or ["the CONV fields cannot express it (docs/isa.md)"]),
                  "allowed: template.partial_sums: kept, or larger buffers"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hwgen.config import AcceleratorConfig
+from hwgen.config import AcceleratorConfig, DmaDescriptor, DmaSharing, ProgramMemory
 from hwgen.dma import Descriptor
 from hwgen.dma_units import descriptor_table_params, entry_halfwords
 from hwgen.timing import LOAD_START_CYCLES, LOOKUP_CYCLES, OFFER_CYCLES, SHARED_START_SAVING, STORE_START_CYCLES
@@ -24,7 +24,7 @@ def offer_cycles(config: AcceleratorConfig) -> int:
     descriptor looked up): with `template.dma: shared` the unit waits there while the DMA runs
     the other unit's transfer. With `template.dma_descriptor: reader` the descriptor reader is
     held until the DMA is done, so the lookup waits too: it is part of the DMA's time."""
-    if config.template.dma_descriptor == "reader":
+    if config.template.dma_descriptor == DmaDescriptor.READER:
         return OFFER_CYCLES
     return OFFER_CYCLES + lookup_cycles(config)
 
@@ -32,7 +32,7 @@ def offer_cycles(config: AcceleratorConfig) -> int:
 def lookup_cycles(config: AcceleratorConfig) -> int:
     """Cycles a LOAD or STORE spends reading its descriptor: 0 from the descriptor ROM; from
     the SPRAM program memory, a cycle per halfword of the entry plus `LOOKUP_CYCLES`."""
-    if config.template.program_memory != "spram":
+    if config.template.program_memory != ProgramMemory.SPRAM:
         return 0
     return lookup_halfwords(config) + LOOKUP_CYCLES
 
@@ -40,7 +40,7 @@ def lookup_cycles(config: AcceleratorConfig) -> int:
 def lookup_halfwords(config: AcceleratorConfig) -> int:
     """Halfwords a LOAD or STORE reads from the SPRAM program memory for its descriptor (0 from
     the descriptor ROM): the fetch stage loses as many cycles to each lookup that overlaps it."""
-    if config.template.program_memory != "spram":
+    if config.template.program_memory != ProgramMemory.SPRAM:
         return 0
     return entry_halfwords(descriptor_table_params(config))
 
@@ -117,7 +117,8 @@ def transfer_cycles(load: bool, steps, fill_steps, beats, config: AcceleratorCon
     dram = config.dram
     beats_per_cycle = dram.beats_per_cycle
     port_use = np.asarray(beats) / beats_per_cycle
-    saving = np.where(np.asarray(beats) > 0, SHARED_START_SAVING if config.template.dma == "shared" else 0, 0) * transfers
+    start_saving = SHARED_START_SAVING if config.template.dma == DmaSharing.SHARED else 0
+    saving = np.where(np.asarray(beats) > 0, start_saving, 0) * transfers
     if load:
         latency = np.where(np.asarray(beats) > 0, dram.latency_cycles, 0) * transfers
         fixed = (LOAD_START_CYCLES + lookup_cycles(config)) * transfers + latency - saving

@@ -1,8 +1,13 @@
 """AcceleratorConfig loading and validation."""
+import re
+from dataclasses import replace
+from unittest import mock
+
 import pytest
 import yaml
 
-from hwgen.config import CONFIG_DIR, config_from_dict, load_config
+from hwgen.config import (CONFIG_DIR, BankBuffer, DmaSharing, ProgramMemory, QueueFields, Template, VectorOp,
+                          config_fields, config_from_dict, field_spec, load_config)
 from common.errors import ConfigError
 
 SHIPPED = ("default", "ice40up5k", "ecp5-85f", "setup_a", "setup_b", "icebreaker")
@@ -190,3 +195,79 @@ def test_dma_loops_below_four_need_the_shared_dma():
         config_from_dict(data)
     data["template"] = {"dma": "shared", "dma_loops": 1}
     assert config_from_dict(data).template.dma_loops == 1
+
+
+@pytest.mark.parametrize("change, needle", [
+    ({"widths": {"activation": 16, "weight": 8, "accumulator": 32}}, "widths.activation: 16 is not allowed; expected 8"),
+    ({"widths": {"activation": 8, "weight": 8, "accumulator": 16}}, "widths.accumulator: 16 is not allowed; expected 32"),
+    ({"pe": {"rows": 3, "cols": 4, "simd": 2}}, "pe.rows: 3 must be a power of two"),
+    ({"pe": {"rows": 8, "cols": 3, "simd": 2}}, "pe.cols: 3 must be a power of two"),
+    ({"pe": {"rows": 2, "cols": 4, "simd": 4}}, "pe.simd: 4 must not exceed pe.rows (2)"),
+    ({"buffers": {"input_bytes": 1001, "weight_bytes": 4096, "output_bytes": 4096}},
+     "buffers.input_bytes: 1001 is not allowed; expected a multiple of 64 (4 * pe.cols * pe.simd"),
+    ({"buffers": {"input_bytes": 4096, "weight_bytes": 4000, "output_bytes": 4096}},
+     "buffers.weight_bytes: 4000 is not allowed; expected a multiple of 64 (2 * pe.rows * pe.simd"),
+    ({"buffers": {"input_bytes": 4096, "weight_bytes": 4096, "output_bytes": 4040}},
+     "buffers.output_bytes: 4040 is not allowed; expected a multiple of 64 (8 * pe.rows"),
+    ({"dram": {"bus_width_bits": 256, "bandwidth_bytes_per_cycle": 2, "latency_cycles": 12, "burst_beats": 8}},
+     "dram.bus_width_bits: 256 is wider than the input buffer word (128 bits); allowed here: a power of two in [8, 128]"),
+    ({"pe": {"rows": 32, "cols": 4, "simd": 4}, "template": {"param_bank_channels": 16}},
+     "template.param_bank_channels: 16 must be at least pe.rows (32); allowed here: a power of two in [32, 1024]"),
+    ({"buffers": {"input_bytes": 1 << 20, "weight_bytes": 4096, "output_bytes": 4096},
+      "template": {"address_steps": "compiler"}},
+     "template.address_steps: 'compiler' needs input banks of at most 65536 pixels .* has 131072"),
+    ({"buffers": {"input_bytes": 1 << 21, "weight_bytes": 4096, "output_bytes": 4096, "spram": ["input"]}},
+     "buffers.spram: 'input' is not allowed here: an SPRAM bank holds at most 16384 words .* 32768 words of 128 bits; "
+     "allowed here: weight"),
+])
+def test_what_generation_needs_is_refused_at_load(change, needle):
+    """Every configuration that loads can be generated: what generation needs (the engines'
+    int8 / int32 widths, power-of-two arrays with S <= R, banks of whole words, buffer words at
+    least a bus wide, parameter banks of a tile's rows, CONVCFG step fields, SPRAM banks) is
+    one ConfigError at load naming the field, the value and what is allowed."""
+    data = {**base(), **change}
+    with pytest.raises(ConfigError, match=".*".join(map(re.escape, needle.split(" .* ")))):
+        config_from_dict(data)
+
+
+def test_each_rule_refuses_something_the_fields_allow():
+    """The rules are not vacuous: the shipped configs pass them all, and without them the
+    configurations of the previous test load."""
+    for name in SHIPPED:
+        load_config(name)
+    data = {**base(), "pe": {"rows": 2, "cols": 4, "simd": 4}}
+    with pytest.raises(ConfigError, match=r"^pe\.simd: "):
+        config_from_dict(data)
+    with mock.patch("hwgen.config.model.RULES", []):
+        assert config_from_dict(data).pe.simd == 4
+
+
+def test_options_are_enumeration_members_and_strings_coerce():
+    """A template built in code with strings holds the enumeration members (equal to the strings);
+    an unknown string is a ConfigError naming the option."""
+    template = Template(queue_fields="used", program_memory="spram", merged_banks=["input"], vector_ops=("max",))
+    assert template.queue_fields is QueueFields.USED and template.program_memory is ProgramMemory.SPRAM
+    assert template.merged_banks == (BankBuffer.INPUT,) and template.vector_ops == (VectorOp.MAX,)
+    assert template == Template(queue_fields=QueueFields.USED, program_memory="spram", merged_banks=("input",),
+                                vector_ops=["max"])
+    assert str(QueueFields.USED) == f"{QueueFields.USED}" == "used"
+    assert replace(template, dma="shared").dma is DmaSharing.SHARED
+    with pytest.raises(ConfigError, match=r"template\.queue_fields: 'usd' is not allowed; expected one of: all, used"):
+        Template(queue_fields="usd")
+    config = load_config("icebreaker")
+    assert yaml.safe_load(yaml.safe_dump(config.to_dict())) == config.to_dict()
+    assert all(type(v) in (str, bool, int) for v in config.to_dict()["template"].values() if not isinstance(v, list))
+
+
+def test_field_specs_are_public_and_check_one_value():
+    """The sweep's API: every field with its path, kind, doc and default; one value checked alone."""
+    specs = {spec.path: spec for spec in config_fields()}
+    assert list(specs)[:5] == ["name", "device", "board", "clock_mhz", "pe.rows"]
+    assert {spec.section for spec in specs.values()} == {"", "pe", "widths", "buffers", "dram", "energy", "template"}
+    assert all(spec.doc and "\n" not in spec.doc for spec in specs.values())
+    assert field_spec("template.dma").choices == (DmaSharing.SEPARATE, DmaSharing.SHARED)
+    assert field_spec("template.merged_banks").is_list and field_spec("pe.simd").check(4) == 4
+    assert field_spec("template.dma").check("shared") is DmaSharing.SHARED
+    assert "at least `pe.rows`" in field_spec("template.param_bank_channels").allowed()
+    with pytest.raises(ConfigError, match=r"pe\.simd: 3 is not allowed; expected a power of two in \[1, 256\]"):
+        field_spec("pe.simd").check(3)

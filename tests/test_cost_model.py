@@ -12,15 +12,7 @@ CONV3_1 = ConvShape(256, 128, 56, 56, 56, 56, 3, 3, 1, 1, 1, 1, False)
 WE1 = Schedule(56, 65, 16, 56)
 
 
-@pytest.fixture(scope="module")
-def setup_b_fp32():
-    """Setup B with 32-bit elements everywhere: buffers of 131,072 / 65,536 / 131,072 elements."""
-    data = load_config("setup_b").to_dict()
-    data["widths"] = {"activation": 32, "weight": 32, "accumulator": 32}
-    return config_from_dict(data)
-
-
-def test_we1_input_tiles(setup_b_fp32):
+def test_we1_input_tiles():
     tiles = tensor_tiles(CONV3_1, WE1, "input")
     assert [t.offset for t in tiles] == [0, 840, 1736, 2632, 203840, 204680, 205576, 206472]
     assert [t.shape for t in tiles[:4]] == [(65, 17, 56), (65, 18, 56), (65, 18, 56), (65, 9, 56)]
@@ -38,17 +30,18 @@ def test_we1_weight_and_output_tiles():
     assert outputs[-1].shape[0] == 32 and len(outputs) == 20
 
 
-def test_we1_footprint_in_the_hardware_layout(setup_b_fp32):
+def test_we1_footprint_in_the_hardware_layout():
     """The reference's WE1 tile holds 65520 input, 32760 weight and 50176 output elements; in
-    the accelerator's buffers (setup B: 32 rows, 1 column, 32 lanes) the same tile also occupies
-    the padding of whole channel groups, whole PE rows and one spare word per phase row."""
-    fp = footprint(CONV3_1, WE1, setup_b_fp32)
+    the accelerator's buffers (setup B: 32 rows, 1 column, 32 lanes; int8 inputs and weights,
+    int32 partial sums) the same tile also occupies the padding of whole channel groups, whole PE
+    rows and one spare word per phase row."""
+    fp = footprint(CONV3_1, WE1, load_config("setup_b"))
     rows, cols = (16 - 1) + 3, (56 - 1) + 3  # halo of a 3x3 window
     pitch = cols + 1  # pixels per phase row: whole 1-column words plus one spare word
     ic_groups, oc_padded = 3, 64  # ceil(65 / 32) groups of 32 lanes; 56 channels padded to 2 x 32 rows
     assert (65 * rows * 56, 56 * 65 * 9, 56 * 16 * 56) == (65520, 32760, 50176)
-    assert fp.input == ic_groups * rows * pitch * 32 * 4
-    assert fp.weight == oc_padded * ic_groups * 32 * 9 * 4
+    assert fp.input == ic_groups * rows * pitch * 32
+    assert fp.weight == oc_padded * ic_groups * 32 * 9
     partial_offset = 4 * 32  # int32 sums start one 32-row int32 word in: room for 1 column x 2 groups of int8
     assert fp.output == 16 * 56 * oc_padded * 4 + partial_offset and fp.channels == oc_padded
 

@@ -12,7 +12,7 @@ from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
 
 from hwgen.config import AcceleratorConfig, config_from_dict
-from hwgen.conv_engine import ConvEngine, check_config
+from hwgen.conv_engine import ConvEngine
 from hwgen.isa import Buffer, Instruction, Opcode
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes, input_offset, partial_sums_offset, phase_row_pitch
 from hwgen.program import Program
@@ -184,7 +184,7 @@ SMALL = make_config(2, 2, 2)
 SERIAL = {"postprocess": "serial"}
 
 
-@pytest.mark.parametrize("rows, cols, simd, count", [(2, 2, 2, 40), (2, 4, 4, 20), (4, 2, 2, 20), (2, 1, 4, 10)])
+@pytest.mark.parametrize("rows, cols, simd, count", [(2, 2, 2, 40), (4, 4, 4, 20), (4, 2, 2, 20), (4, 1, 4, 10)])
 def test_random_convolutions(rows: int, cols: int, simd: int, count: int) -> None:
     config = make_config(rows, cols, simd)
     rng = np.random.default_rng(rows * 100 + cols * 10 + simd)
@@ -305,16 +305,8 @@ def test_steady_state_throughput(capsys) -> None:
 def test_in_place_requantization_with_many_oc_groups() -> None:
     """Four columns and up to sixteen oc groups, partial sums rewritten as int8 in place: the
     partial-sum offset keeps every sum intact until it is read."""
-    config = make_config(2, 4, 4)
+    config = make_config(2, 4, 2)
     rng = np.random.default_rng(21)
     cases = [random_case(config, rng, kernel_h=1, kernel_w=1, stride=1, oc_groups=groups, ic_groups=1, out_rows=2,
                          ow_groups=2, init_from_acc=1, requantize=1, depthwise=0) for groups in (3, 8, 12, 16)]
     check(config, cases)
-
-
-@pytest.mark.parametrize("field, change", [("pe.cols", {"pe": {"rows": 2, "cols": 3, "simd": 2}}),
-                                           ("widths.accumulator", {"widths": {"activation": 8, "weight": 8, "accumulator": 16}})])
-def test_rejects_unsupported_configs(field: str, change: dict) -> None:
-    config = config_from_dict({**SMALL.to_dict(), **change})
-    with pytest.raises(ValueError, match=field.replace(".", r"\.")):
-        check_config(config)

@@ -90,8 +90,8 @@ def test_latency_is_four_plus_tree_depth(simd: int, latency: int, input_register
     assert run_pe(dut, cycles) == [(latency, -9 * simd)]
 
 
-TINY = {"clock_mhz": 10, "pe": {"rows": 2, "cols": 3, "simd": 4},
-        "widths": {"activation": 8, "weight": 8, "accumulator": 16},
+TINY = {"clock_mhz": 10, "pe": {"rows": 4, "cols": 2, "simd": 4},
+        "widths": {"activation": 8, "weight": 8, "accumulator": 32},
         "buffers": {"input_bytes": 64, "weight_bytes": 64, "output_bytes": 64},
         "dram": {"bus_width_bits": 8, "bandwidth_bytes_per_cycle": 1, "latency_cycles": 1, "burst_beats": 1}}
 

@@ -175,12 +175,6 @@ def check(config: AcceleratorConfig, cases: list[Case]) -> None:
         assert cycles == vec_cycles(config, case.vec, case.convcfg), f"{case.convcfg} / {case.vec}"
 
 
-@pytest.mark.parametrize("pe, field", [((3, 2, 2), "pe.rows"), ((4, 3, 2), "pe.cols"), ((2, 2, 4), "pe.simd")])
-def test_rejects_unsupported_configs(pe: tuple[int, int, int], field: str) -> None:
-    with pytest.raises(ValueError, match=field):
-        VectorUnit(make_config(*pe))
-
-
 @pytest.mark.parametrize("rows, cols, simd, seed, template", [(4, 2, 2, 0, {}), (4, 2, 4, 1, {}), (2, 1, 2, 2, {}),
                                                               (8, 4, 2, 3, {}), (2, 2, 2, 4, COMPACT),
                                                               (4, 2, 2, 5, COMPACT), (2, 2, 2, 6, MAX_ONLY),

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from boards.devices import Device, Resources, device as find_device
-from hwgen.accelerator import check_generatable
 from hwgen.config import AcceleratorConfig, config_from_dict
 from common.errors import ConfigError, PlanningError
 from planner.frontend import load_network
@@ -101,7 +100,6 @@ def evaluate_point(task: Task) -> dict:
     start = time.perf_counter()
     try:
         config = config_from_dict(task.config, f"point {task.index}")
-        check_generatable(config)
     except ConfigError as error:
         return record(task, INFEASIBLE, f"config: {error}")
     try:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -30,7 +30,8 @@ from boards.devices import Resources
 from hwgen.accumulator import accumulator_shape
 from hwgen.accelerator import dma_units
 from hwgen.buffers import bank_shape
-from hwgen.config import _SCHEMA, AcceleratorConfig, Template, _Choice, _Choices
+from hwgen.config import (AcceleratorConfig, AddressSteps, Postprocess, ProgramMemory, SegmentFifos, Template,
+                          VectorProducts, config_fields)
 from hwgen.dma import segment_queue_memories as dma_queue_memories
 from hwgen.isa import PAYLOADS, Opcode, VecOp
 from hwgen.layout import ACC_BYTES, bank_bytes
@@ -131,7 +132,7 @@ def multipliers(config: AcceleratorConfig) -> tuple[Multiplier, ...]:
     template = config.template
     found = [Multiplier("PE lane (x - zx) * w", widths.activation + 1, widths.weight,
                         widths.activation + widths.weight + 1, True, R * C * S, primitive=True)]
-    if template.postprocess == "lanes":  # the serial lane (hwgen.serial_post) is shift-add
+    if template.postprocess == Postprocess.LANES:  # the serial lane (hwgen.serial_post) is shift-add
         found += [
             Multiplier("convolution requantisation, low partial", *low, R),
             Multiplier("convolution requantisation, high partial", conv_high, coefficient,
@@ -140,10 +141,10 @@ def multipliers(config: AcceleratorConfig) -> tuple[Multiplier, ...]:
             Multiplier("vector unit requantisation, high partial", vec_high, coefficient, vec_high + coefficient,
                        True, S),
         ]
-    if template.vector_products == "dsp" and ops & {VecOp.ADD, VecOp.COPY}:  # serial: shift-add
+    if template.vector_products == VectorProducts.DSP and ops & {VecOp.ADD, VecOp.COPY}:  # serial: shift-add
         found.append(Multiplier("vector unit (x - zx) * multiplier", widths.activation + 1, coefficient,
                                 widths.activation + coefficient, True, S))
-    if template.address_steps == "hardware":  # compiler steps: fields and shift-adds
+    if template.address_steps == AddressSteps.HARDWARE:  # compiler steps: fields and shift-adds
         found += [
             Multiplier("conv last-set records", *groups, min(sum(groups), records), False),
             # hwgen.conv_steps: the CONVCFG pointer steps, each product into a `bits`-wide register
@@ -178,7 +179,7 @@ def segment_queue_memories(config: AcceleratorConfig, family: str) -> list[tuple
     (`hwgen.dma.segment_queue_memories`) on `family`. The pointer walker's `BlockRamQueue` asks
     for block RAM everywhere; other queues are in LUT RAM on families with distributed RAM. With
     `template.segment_fifos: registers` there is none."""
-    if config.template.segment_fifos == "registers":
+    if config.template.segment_fifos == SegmentFifos.REGISTERS:
         return []
     return [memory for params in dma_units(config) for memory in dma_queue_memories(params)
             if params.walker == "pointer" or family not in DISTRIBUTED_RAM_FAMILIES]
@@ -204,7 +205,7 @@ def memory_counts(config: AcceleratorConfig, family: str) -> tuple[int, int]:
             bram += banks * _rams(8 * word, depth // halves, shapes)
     queues = segment_queue_memories(config, family)
     bram += sum(_rams(bits, words, WHOLE_WORD_SHAPES[family]) for bits, words in queues)
-    if config.template.program_memory == "spram":
+    if config.template.program_memory == ProgramMemory.SPRAM:
         if family == SPRAM_FAMILY:
             spram += 1
         else:
@@ -235,19 +236,21 @@ def _template_terms() -> tuple[TemplateTerm, ...]:
     left out), and log2(value / default) of each numeric option (whether it is set, for one
     whose default 0 stands for another option's value)."""
     terms: list[TemplateTerm] = []
-    for option in fields(Template):
-        spec, name = _SCHEMA["template"][option.name]["range"], f"template.{option.name}"
-        if isinstance(spec, _Choice):
-            terms += [TemplateTerm(f"{name}={str(v).lower() if isinstance(v, bool) else v}", option.name, v)
-                      for v in spec.allowed if v != option.default]
-        elif isinstance(spec, _Choices):
-            terms.append(TemplateTerm(f"{name} (names added to or left out of the default)", option.name,
-                                      measure=lambda v, d=option.default: len(set(v) ^ set(d))))
-        elif option.default == 0:  # 0 takes another option's value: whether it is set
-            terms.append(TemplateTerm(f"{name} (set)", option.name, measure=lambda v: v != 0))
+    for spec in config_fields():
+        if spec.section != "template":
+            continue
+        name, option = spec.path, spec.name
+        if spec.choices is not None:
+            terms += [TemplateTerm(f"{name}={str(v).lower() if isinstance(v, bool) else v}", option, v)
+                      for v in spec.choices if v != spec.default]
+        elif spec.is_list:
+            terms.append(TemplateTerm(f"{name} (names added to or left out of the default)", option,
+                                      measure=lambda v, d=spec.default: len(set(v) ^ set(d))))
+        elif spec.default == 0:  # 0 takes another option's value: whether it is set
+            terms.append(TemplateTerm(f"{name} (set)", option, measure=lambda v: v != 0))
         else:
-            terms.append(TemplateTerm(f"{name} (log2 of value / {option.default})", option.name,
-                                      measure=lambda v, d=option.default: math.log2(v / d)))
+            terms.append(TemplateTerm(f"{name} (log2 of value / {spec.default})", option,
+                                      measure=lambda v, d=spec.default: math.log2(v / d)))
     return tuple(terms)
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from hwgen.config import _SCHEMA, _TOP, CONFIG_DIR, _Choices, config_path, read_yaml, validated
+from hwgen.config import config_fields, config_path, field_spec, plain, read_yaml, validated
 from common.errors import ConfigError
 
 SPACE_DIR = Path(__file__).parent.parent / "spaces"
@@ -42,7 +42,7 @@ SWEEPABLE: dict[str, tuple[str, ...]] = {
     "pe": ("rows", "cols", "simd"),
     "buffers": ("input_bytes", "weight_bytes", "output_bytes"),
     "dram": ("bus_width_bits", "bandwidth_bytes_per_cycle", "latency_cycles", "burst_beats"),
-    "template": tuple(_SCHEMA["template"]),
+    "template": tuple(spec.name for spec in config_fields() if spec.section == "template"),
 }
 """Fields a space may sweep, by config section; `clock_mhz` may be swept at the top level too."""
 TOP_LEVEL = ("clock_mhz",)
@@ -130,15 +130,10 @@ def _allowed_fields() -> str:
     return ", ".join([*TOP_LEVEL, *(f"{s}.{n}" for s, names in SWEEPABLE.items() for n in names)])
 
 
-def _spec(field: str):
-    section, _, name = field.rpartition(".")
-    return (_SCHEMA[section][name] if section else _TOP[name])["range"]
-
-
 def _check_value(field: str, value: Any) -> Value:
-    """`value` if the config schema allows it for `field`; SpaceError names both otherwise."""
+    """`value` (a list as a tuple) if the config's field allows it; SpaceError names both otherwise."""
     try:
-        return _spec(field).check(field, value)
+        return plain(field_spec(field).check(value))
     except ConfigError as error:
         raise SpaceError(str(error)) from None
 
@@ -178,7 +173,7 @@ def _expand_range(field: str, spec: dict) -> list[float | int]:
 
 
 def _axis(field: str, spec: Any) -> Axis:
-    if isinstance(_spec(field), _Choices):  # each value is itself a list
+    if field_spec(field).is_list:  # each value is itself a list
         if not isinstance(spec, list) or not spec or not all(isinstance(value, list) for value in spec):
             raise SpaceError(f"{field}: {spec!r} is not allowed; expected a list of values, each a list "
                              f"(e.g. [[], [input, param]])")

@@ -1,0 +1,91 @@
+"""Reading a configuration: a YAML file, or a YAML-shaped mapping, into an `AcceleratorConfig`."""
+from __future__ import annotations
+
+from dataclasses import MISSING
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from common.errors import ConfigError
+from hwgen.config.energy import default_energy
+from hwgen.config.model import AcceleratorConfig, sections
+from hwgen.config.sections import Buffers, Dram, Energy, PEArray, Template, Widths
+from hwgen.config.spec import Section
+
+CONFIG_DIR = Path(__file__).parent.parent / "configs"
+DEFAULT_CONFIG = CONFIG_DIR / "default.yaml"
+
+
+def _settings(data: dict, section: type[Section], computed: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The checked values of `section`'s settings in the mapping `data` (the top level, or its
+    mapping under the section's key), missing ones from their defaults or `computed`."""
+    names = [spec.name for spec in section.settings()]
+    if section.key:
+        data = data.get(section.key, {})
+        if not isinstance(data, dict):
+            raise ConfigError(f"{section.key}: missing or not a mapping; expected keys {', '.join(names)}")
+        unknown = set(data) - set(names)
+        if unknown:
+            raise ConfigError(f"{section.key}.{sorted(unknown)[0]}: unknown field; allowed: {', '.join(names)}")
+    values = {}
+    for spec in section.settings():
+        if spec.name in data:
+            values[spec.name] = spec.check(data[spec.name])
+        elif spec.default is not MISSING:
+            values[spec.name] = spec.default
+        elif computed and spec.name in computed:
+            values[spec.name] = computed[spec.name]
+        else:
+            raise ConfigError(f"{spec.path}: missing; expected {spec.kind.describe()}")
+    return values
+
+
+def config_from_dict(data: dict, source: str = "<dict>") -> AcceleratorConfig:
+    """Validate a YAML-shaped mapping into an `AcceleratorConfig` (ConfigError names the field)."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: top level must be a mapping")
+    allowed = [*(spec.name for spec in AcceleratorConfig.settings()), *sections()]
+    unknown = set(data) - set(allowed)
+    if unknown:
+        raise ConfigError(f"{sorted(unknown)[0]}: unknown field; allowed: {', '.join(allowed)}")
+    if data.get("name", "") == "":  # no name: the file's
+        data = {**data, "name": Path(source).stem}
+    top = _settings(data, AcceleratorConfig)
+    pe, widths, buffers, dram = (section(**_settings(data, section)) for section in (PEArray, Widths, Buffers, Dram))
+    energy = Energy(**_settings(data, Energy, default_energy(buffers.input_bank, buffers.weight_bank,
+                                                             buffers.output_bank, widths.accumulator)))
+    return AcceleratorConfig(**top, pe=pe, widths=widths, buffers=buffers, dram=dram, energy=energy,
+                             template=Template(**_settings(data, Template)))
+
+
+def read_yaml(path: Path, error: type[ConfigError] = ConfigError) -> Any:
+    """The parsed YAML file at `path`; `error` names the file when it is unreadable or not YAML."""
+    try:
+        return yaml.safe_load(path.read_text())
+    except OSError as problem:
+        raise error(f"{path}: cannot read ({problem.strerror})") from problem
+    except yaml.YAMLError as problem:
+        raise error(f"{path}: not valid YAML ({problem})") from problem
+
+
+def config_path(spec: str | Path | None) -> Path:
+    """The file of a config: a path, a bare shipped name (e.g. `ice40up5k`), or the default."""
+    path = DEFAULT_CONFIG if spec is None else Path(spec)
+    if not path.exists() and (CONFIG_DIR / f"{path}.yaml").exists():
+        path = CONFIG_DIR / f"{path}.yaml"
+    return path
+
+
+def validated(data: Any, path: Path) -> AcceleratorConfig:
+    """`config_from_dict` of a file's contents, errors prefixed with the file."""
+    try:
+        return config_from_dict(data, str(path))
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from error
+
+
+def load_config(path: str | Path | None = None) -> AcceleratorConfig:
+    """Load and validate a YAML config; a bare name (e.g. `ice40up5k`) means a shipped config."""
+    path = config_path(path)
+    return validated(read_yaml(path), path)
