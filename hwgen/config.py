@@ -19,7 +19,9 @@ import yaml
 from common.errors import ConfigError
 
 CONFIG_DIR = Path(__file__).parent / "configs"
-DEFAULT_CONFIG = CONFIG_DIR / "default.yaml"
+DEFAULT_NAME = "ulx3s-85f"
+"""The shipped configuration `default` (and a missing --hw) stands for: the ULX3S-85F board's."""
+DEFAULT_CONFIG = CONFIG_DIR / f"{DEFAULT_NAME}.yaml"
 
 # Interstellar Table 5.2 (28 nm, pJ per 16-bit access); halved to get pJ per byte.
 DRAM_PJ_PER_16BIT = 200.0
@@ -445,10 +447,12 @@ def read_yaml(path: Path, error: type[ConfigError] = ConfigError) -> Any:
 
 
 def config_path(spec: str | Path | None) -> Path:
-    """The file of a config: a path, a bare shipped name (e.g. `ice40up5k`), or the default."""
+    """The file of a config: a path, a bare shipped name (e.g. `icebreaker`; `default` is
+    `DEFAULT_NAME`), or the default."""
     path = DEFAULT_CONFIG if spec is None else Path(spec)
-    if not path.exists() and (CONFIG_DIR / f"{path}.yaml").exists():
-        path = CONFIG_DIR / f"{path}.yaml"
+    shipped = CONFIG_DIR / f"{DEFAULT_NAME if str(path) == 'default' else path}.yaml"
+    if not path.exists() and shipped.exists():
+        path = shipped
     return path
 
 
@@ -461,6 +465,6 @@ def validated(data: Any, path: Path) -> AcceleratorConfig:
 
 
 def load_config(path: str | Path | None = None) -> AcceleratorConfig:
-    """Load and validate a YAML config; a bare name (e.g. `ice40up5k`) means a shipped config."""
+    """Load and validate a YAML config; a bare name (e.g. `icebreaker`) means a shipped config."""
     path = config_path(path)
     return validated(read_yaml(path), path)
