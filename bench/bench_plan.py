@@ -82,7 +82,7 @@ def brute_agreement(config_names: list[str], networks, jobs: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--brute", nargs="*", default=[], metavar="CFG", help="configs for the brute-force check")
-    parser.add_argument("--hw", default="ecp5-85f", help="config for timing and e-PlaNNer gains")
+    parser.add_argument("--hw", default="default", help="config for timing and e-PlaNNer gains (default: default)")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes for the brute-force check")
     args = parser.parse_args()
     resnet50_timing(args.hw)

@@ -1,7 +1,7 @@
 """Predicted vs measured: every layer of the digits CNN (and the whole network) run on the RTL in
 the Amaranth simulator, against the program timing model and the planner's cost model.
 
-    python bench/bench_prediction.py [--configs default ice40up5k] [--no-network]
+    python bench/bench_prediction.py [--configs default icebreaker] [--no-network]
 
 Prints per layer the measured cycles and DRAM bytes, both predictions and their errors, and
 the worst cycle error of each model.
@@ -26,7 +26,7 @@ from sim.rtl_sim import run_rtl
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--configs", nargs="+", default=["default", "ice40up5k"], help="hardware configurations")
+    parser.add_argument("--configs", nargs="+", default=["default", "icebreaker"], help="hardware configurations")
     parser.add_argument("--no-network", action="store_true", help="skip the whole-network runs")
     args = parser.parse_args()
     net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())

@@ -1,4 +1,4 @@
-"""Simulation speed per engine on the default (ECP5-85F-sized) configuration.
+"""Simulation speed per engine on a hardware configuration (default: `default`, the ulx3s-85f one).
 
 - Simulated cycles per second on the digits CNN for every engine that runs the program: the
   instruction-level simulator (it models no time: the planner's predicted cycles over its run

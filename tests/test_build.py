@@ -12,6 +12,7 @@ from boards.platforms import board
 from cli.main import main
 from hwgen.config import load_config
 from test_pnr_smoke import SMALL
+from hw_configs import data_config
 
 ECP5_BITSTREAM_PREAMBLE = bytes([0xFF, 0x00])  # a comment block, then the 0xBD B3 sync word
 ECP5_SYNC_WORD = bytes([0xBD, 0xB3])
@@ -21,7 +22,7 @@ def test_main_memory_is_the_spram_on_the_up5k_and_sized_to_the_ecp5_device():
     assert memory_bytes(board("icebreaker"), 1000) == SPRAM_BYTES == 4 * 256 * 1024 // 8  # 4 x 256 Kbit
     # the icebreaker configuration's program memory takes one of the four SPRAMs
     assert memory_bytes(board("icebreaker"), 1000, load_config("icebreaker")) == 3 * 256 * 1024 // 8
-    assert memory_bytes(board("icebreaker"), 1000, load_config("ice40up5k")) == SPRAM_BYTES
+    assert memory_bytes(board("icebreaker"), 1000, data_config("ice40up5k")) == SPRAM_BYTES
     # a quarter of the block RAM (56 / 32 DP16KD x 18 Kbit), rounded down to a power of two
     assert memory_bytes(board("ulx3s-25f"), 1000) == 16384  # 56 * 2304 / 4 = 32256
     assert memory_bytes(board("ulx3s-12f"), 1000) == 16384  # 32 * 2304 / 4 = 18432

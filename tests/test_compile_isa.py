@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from compile_helpers import compile_and_run, random_schedules
-from hwgen.config import config_from_dict, load_config
+from hwgen.config import config_from_dict
 from onnx_factory import pattern_models
 from sim.golden.calibration import quantize_network
 from planner.compile.network import compile_network
@@ -16,6 +16,7 @@ from common.errors import PlanningError
 from planner.frontend import load_network
 from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
 from sim.golden import run_quantized
+from hw_configs import data_config
 
 SMALL = config_from_dict({
     "name": "small", "clock_mhz": 50, "pe": {"rows": 2, "cols": 2, "simd": 2},
@@ -23,7 +24,7 @@ SMALL = config_from_dict({
     "buffers": {"input_bytes": 4096, "weight_bytes": 4096, "output_bytes": 4096},
     "dram": {"bus_width_bits": 16, "bandwidth_bytes_per_cycle": 2, "latency_cycles": 4, "burst_beats": 4},
 })
-CONFIGS = {"ecp5-85f": load_config("ecp5-85f"), "small": SMALL}
+CONFIGS = {"ecp5-85f": data_config("ecp5-85f"), "small": SMALL}
 PATTERNS = pattern_models()
 
 

@@ -6,15 +6,16 @@ from unittest import mock
 import pytest
 import yaml
 
-from hwgen.config import (CONFIG_DIR, BankBuffer, DmaSharing, ProgramMemory, QueueFields, Template, VectorOp,
-                          config_fields, config_from_dict, field_spec, load_config)
+from hwgen.config import (CONFIG_DIR, DEFAULT_CONFIG, BankBuffer, DmaSharing, ProgramMemory, QueueFields, Template,
+                          VectorOp, config_fields, config_from_dict, field_spec, load_config)
 from common.errors import ConfigError
+from hw_configs import data_config, data_config_path
 
-SHIPPED = ("default", "ice40up5k", "ecp5-85f", "setup_a", "setup_b", "icebreaker")
+SHIPPED = ("default", *sorted(path.stem for path in CONFIG_DIR.glob("*.yaml")))
 
 
 def base() -> dict:
-    return yaml.safe_load((CONFIG_DIR / "ecp5-85f.yaml").read_text())
+    return yaml.safe_load(data_config_path("ecp5-85f").read_text())
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -24,9 +25,10 @@ def test_shipped_configs_load(name):
     assert config_from_dict(config.to_dict()) == config
 
 
-def test_default_is_the_ecp5_one():
-    default, ecp5 = load_config(), load_config("ecp5-85f")
-    assert default.to_dict() | {"name": "x"} == ecp5.to_dict() | {"name": "x"}
+def test_default_is_the_ulx3s_85f_board_default():
+    """`default` and a missing --hw are the ULX3S-85F board's configuration itself (no copy)."""
+    assert load_config() == load_config("default") == load_config("ulx3s-85f")
+    assert DEFAULT_CONFIG == CONFIG_DIR / "ulx3s-85f.yaml" and not (CONFIG_DIR / "default.yaml").exists()
 
 
 def test_setup_b_buffers_match_table_8_2():
@@ -35,7 +37,7 @@ def test_setup_b_buffers_match_table_8_2():
 
 
 def test_energy_defaults_follow_the_interstellar_table():
-    config = load_config("ice40up5k")
+    config = data_config("ice40up5k")
     assert config.energy.dram_pj_per_byte == 200 / 2  # 200 pJ per 16-bit DRAM access
     assert config.energy.mac_pj == 0.075
     assert config.buffers.output_bank == 32 * 1024
@@ -108,7 +110,7 @@ def test_template_defaults_are_the_full_template_and_keep_old_configs_unchanged(
     """Configs without a `template:` section get the hardware they always had (registers and
     loops, whole-instruction queues, a program ROM, block-RAM segment queues, 1024-channel
     parameter banks) and their dictionaries (hence build ids and cache keys) are unchanged."""
-    config = load_config("ice40up5k")
+    config = data_config("ice40up5k")
     t = config.template
     assert (t.loops_and_registers, t.queue_fields, t.program_memory, t.segment_fifos, t.param_bank_channels,
             t.dma, t.dram_address_bits) == (True, "all", "rom", "memory", 1024, "separate", 32)
@@ -153,7 +155,7 @@ def test_partial_sums_option_and_the_merged_accumulator_buffer():
 
 def test_vector_ops_default_to_all_four_and_reject_unknown_or_none():
     """The full template's vector unit has the four VEC operations of docs/isa.md."""
-    assert load_config("ice40up5k").template.vector_ops == ("max", "sum", "add", "copy")
+    assert data_config("ice40up5k").template.vector_ops == ("max", "sum", "add", "copy")
     assert load_config("icebreaker").template.vector_ops == ("max",)
     data = base()
     data["template"] = {"vector_ops": ["max", "min"]}
@@ -168,7 +170,7 @@ def test_vector_ops_default_to_all_four_and_reject_unknown_or_none():
 def test_dma_descriptor_reader_needs_the_shared_dma_and_the_spram_program_memory():
     """The full template's DMA keeps a copy of its descriptor; `reader` (the iCEBreaker's) only
     where one DMA reads the SPRAM descriptor reader's entry."""
-    assert load_config("ice40up5k").template.dma_descriptor == "copy"
+    assert data_config("ice40up5k").template.dma_descriptor == "copy"
     assert load_config("icebreaker").template.dma_descriptor == "reader"
     for template, culprit in (({"dma": "shared"}, "dma: shared, program_memory: rom"),
                               ({"program_memory": "spram"}, "dma: separate, program_memory: spram")):
@@ -184,7 +186,7 @@ def test_dma_descriptor_reader_needs_the_shared_dma_and_the_spram_program_memory
 
 
 def test_dma_loops_below_four_need_the_shared_dma():
-    assert (load_config("ice40up5k").template.dma_loops, load_config("icebreaker").template.dma_loops) == (4, 3)
+    assert (data_config("ice40up5k").template.dma_loops, load_config("icebreaker").template.dma_loops) == (4, 3)
     data = base()
     data["template"] = {"dma_loops": 2}
     with pytest.raises(ConfigError, match=r"template\.dma_loops: 2 needs template\.dma: shared \(the pointer walker\); "

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from cli.main import main
-from hwgen.config import config_from_dict, load_config
+from hwgen.config import config_from_dict
 from onnx_factory import GraphBuilder
 from sim.golden.calibration import quantize_network
 from planner.frontend import load_network
@@ -27,6 +27,7 @@ from sim.cosim.runner import CosimError, run_cosim, run_cosim_batch
 from sim.cosim.verilator import MIN_VERSION, toolchain
 from sim.golden import run_quantized
 from sim.rtl_sim import run_rtl
+from hw_configs import data_config
 
 SIMULATORS = ("icarus", "verilator")
 STALL, SEED = 0.2, 5
@@ -34,7 +35,7 @@ STALL, SEED = 0.2, 5
 
 def small_digits_config() -> dict:
     """The ECP5-85F configuration with a small array (4x2 PEs, 2 lanes) and 4 KB buffers."""
-    data = load_config("ecp5-85f").to_dict()
+    data = data_config("ecp5-85f").to_dict()
     data["pe"] = {"rows": 4, "cols": 2, "simd": 2}
     data["buffers"].update(input_bytes=4096, weight_bytes=4096, output_bytes=4096)
     return data

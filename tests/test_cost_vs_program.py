@@ -27,6 +27,7 @@ from planner.program_model import predict
 from planner.vector_cost import stream_cost
 from planner.schedule import DIMS, ORDERS, ConvShape, Schedule, granule, is_legal, tile_candidates
 from test_rtl_property import conv_network
+from hw_configs import any_config
 
 CYCLE_RANGE = (0.8, 1.25)  # cost-model cycles / program-model cycles
 
@@ -128,7 +129,7 @@ def test_start_is_the_programs_convcfg_issue(config_name):
     """`cost.start_cycles` (descriptor ROM and SPRAM program memory) is when the program model
     issues the layer's CONVCFG; the ROM's is `cost.START_CYCLES`."""
     net, _ = conv_network(dict(in_c=2, out_c=2, kernel=1, stride=1, pad=0, size=2, groups=1, relu=True, seed=0))
-    config = load_config(config_name)
+    config = any_config(config_name)
     program = predict(compile_network(net, {net.layers[0].name: Schedule(2, 2, 2, 2)}, config).program, config)
     assert [start for _, op, start, _ in program.timeline if op == "CONVCFG"] == [cost.start_cycles(config)]
     assert cost.start_cycles(load_config("default")) == cost.START_CYCLES
@@ -187,7 +188,7 @@ def test_network_plan_bytes_equal_the_compiled_program():
                                ("mobilenetv2", "default")):
         net = load_network(resolve_model(model))
         net = quantize_network(net, builtin_calibration(model, net.input_shape))
-        config = load_config(config_name)
+        config = any_config(config_name)
         plan = plan_network(net, config)
         schedules = {layer.name: layer.schedule for layer in plan.layers if layer.schedule is not None}
         program = predict(compile_network(net, schedules, config).program, config)
@@ -216,7 +217,7 @@ def test_stream_cost_near_the_program(config_name, channels, size):
     model's cycles: with the SPRAM program memory's start-up and, on a shared DMA, stores that
     hold the DMA. (On icebreaker a pool of several tiles is slower than modelled: its 2-deep
     queues keep the next tile's loads from passing the store, docs/cost_model.md.)"""
-    config = load_config(config_name)
+    config = any_config(config_name)
     g = GraphBuilder((1, channels, size, size), seed=0)
     float_net = load_network(g.model(g.node("MaxPool", [g.input_name], kernel_shape=[2, 2], strides=[2, 2])))
     samples = np.random.default_rng(0).standard_normal((4, *float_net.input_shape)).astype(np.float32)

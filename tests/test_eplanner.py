@@ -3,6 +3,7 @@ from hwgen.config import load_config
 from planner.eplanner import interchange, lower_bound, plan_layer
 from planner.schedule import ConvShape, Schedule, is_legal
 from planner.search import search
+from hw_configs import data_config
 
 CONV3_1 = ConvShape(256, 128, 56, 56, 56, 56, 3, 3, 1, 1, 1, 1, False)
 CONV4_2 = ConvShape(512, 512, 28, 28, 28, 28, 3, 3, 1, 1, 1, 1, False)
@@ -31,7 +32,7 @@ def test_we2_initialisation_and_elimination():
 
 
 def test_search_never_loses_to_eplanner_on_latency():
-    config = load_config("ecp5-85f")
+    config = data_config("ecp5-85f")
     for shape in (CONV3_1, ConvShape(64, 3, 224, 224, 112, 112, 7, 7, 2, 2, 3, 3, False),
                   ConvShape(1000, 2048, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, False)):
         macs = shape.oc * shape.ic * shape.oh * shape.ow * shape.kh * shape.kw

@@ -8,9 +8,9 @@ from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
 from hwgen.buffers import DoubleBuffer, bank_shape
-from hwgen.config import load_config
 from hwgen.dma import Descriptor, Dim, Dma, DmaParams
 from sim.memory_model import MemoryModel
+from hw_configs import data_config
 
 WORD, DEPTH = 4, 16
 
@@ -136,7 +136,7 @@ def test_dma_loads_the_dma_bank_then_compute_reads_it() -> None:
 
 
 def test_sizes_from_config() -> None:
-    config = load_config("ice40up5k")  # pe 2x2x2, buffers 32/32/64 KB
+    config = data_config("ice40up5k")  # pe 2x2x2, buffers 32/32/64 KB
     sizes = {kind: bank_shape(config, kind) for kind in ("input", "weight", "param", "acc")}
     assert sizes == {"input": (4, 4096), "weight": (4, 4096), "param": (16, 512), "acc": (8, 4096)}
 

@@ -9,9 +9,10 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from hwgen.accumulator import accumulator_shape, max_magnitude, max_terms
-from hwgen.config import config_from_dict, load_config
+from hwgen.config import config_from_dict
 from hwgen.pe import PE
 from planner.schedule import ConvShape, Schedule, footprint, is_legal
+from hw_configs import any_config, data_config
 
 INT8_CORNERS = np.array([-128, -127, -1, 0, 1, 126, 127])
 
@@ -104,7 +105,7 @@ def worst_sums(config) -> tuple[int, int]:
 
 @pytest.mark.parametrize("name", ["default", "ice40up5k", "setup_a", "setup_b"])
 def test_accumulator_holds_worst_case(name: str) -> None:
-    config = load_config(name)
+    config = any_config(name)
     shape = accumulator_shape(config)
     low, high = worst_sums(config)
     assert -(2 ** (shape.width - 1)) <= low and high < 2 ** (shape.width - 1)
@@ -120,7 +121,7 @@ def test_legal_tiles_stay_within_max_terms(ic: int, kernel: int, size: int, pad:
     """Every tile the planner accepts (`planner.schedule.is_legal`) has at most `max_terms`
     non-zero products per output: its `ic * kh * kw` weights of one output channel and the
     distinct input elements it reads each fit a bank (padded positions contribute 0)."""
-    config = load_config("ice40up5k")
+    config = data_config("ice40up5k")
     out = (size + 2 * pad - kernel) // stride + 1
     assume(out >= 1)
     shape = ConvShape(oc=1, ic=ic, ih=size, iw=size, oh=out, ow=out, kh=kernel, kw=kernel, sh=stride, sw=stride,

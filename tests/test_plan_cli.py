@@ -4,13 +4,13 @@ import json
 import yaml
 
 from cli.main import main
-from hwgen.config import load_config
 from planner.plan import load_plan
+from hw_configs import data_config, data_config_path
 
 
 def test_json_summary(capsys, tmp_path):
     out = tmp_path / "plan.yaml"
-    assert main(["plan", "digits", "--hw", "ice40up5k", "--json", "-o", str(out)]) == 0
+    assert main(["plan", "digits", "--hw", str(data_config_path("ice40up5k")), "--json", "-o", str(out)]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) == {"layers", "total", "planned", "reused"}
     assert set(doc["layers"][0]) == {"name", "tiles", "order", "dram_bytes", "cycles", "utilization", "energy_pj"}
@@ -26,7 +26,7 @@ def test_table_and_objective(capsys):
 
 
 def test_unplannable_layer_exits_with_a_message(capsys, tmp_path):
-    data = load_config("ice40up5k").to_dict()
+    data = data_config("ice40up5k").to_dict()
     data["buffers"] = {"input_bytes": 64, "weight_bytes": 64, "output_bytes": 64}
     cfg = tmp_path / "tiny.yaml"
     cfg.write_text(yaml.safe_dump(data))

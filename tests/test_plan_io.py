@@ -3,10 +3,10 @@ import json
 
 import pytest
 
-from hwgen.config import load_config
 from common.errors import PlanningError
 from planner.ir import Layer, Network, Op
 from planner.plan import SCHEMA_VERSION, Strategy, load_plan, plan_network, save_plan
+from hw_configs import data_config
 
 
 def small_network() -> Network:
@@ -24,15 +24,15 @@ def small_network() -> Network:
 
 
 def test_identical_layers_are_planned_once():
-    plan = plan_network(small_network(), load_config("ice40up5k"))
+    plan = plan_network(small_network(), data_config("ice40up5k"))
     assert (plan.planned, plan.reused) == (6, 1)
     c2, c3 = plan.layers[1], plan.layers[2]
-    assert c3.reused and (c3.tiles, c3.order, c3.cost) == (c2.tiles, c2.order, c2.cost)
+    assert c3.reused and (c3.tiles, c3.order, c3.cost.cycles) == (c2.tiles, c2.order, c2.cost.cycles)
 
 
 def test_streamed_layers_move_inputs_outputs_and_parameter_records():
     """ice40up5k: 8-bit bus, simd 2; every vector pass also loads 8-byte records per channel."""
-    plan = plan_network(small_network(), load_config("ice40up5k"))
+    plan = plan_network(small_network(), data_config("ice40up5k"))
     add, pool, cat = (layer.cost for layer in plan.layers[3:6])
     assert (add.input_bytes, add.output_bytes, add.weight_bytes) == (2 * 8 * 256, 8 * 256, 8 * 8)
     assert (pool.input_bytes, pool.output_bytes, pool.weight_bytes) == (8 * 256, 8 * 64, 8 * 8)
@@ -42,7 +42,7 @@ def test_streamed_layers_move_inputs_outputs_and_parameter_records():
 
 @pytest.mark.parametrize("suffix", [".yaml", ".json"])
 def test_round_trip(tmp_path, suffix):
-    plan = plan_network(small_network(), load_config("ecp5-85f"), strategy=Strategy.EPLANNER)
+    plan = plan_network(small_network(), data_config("ecp5-85f"), strategy=Strategy.EPLANNER)
     path = save_plan(plan, tmp_path / f"plan{suffix}")
     assert load_plan(path) == plan
     assert [p.name for p in tmp_path.iterdir()] == [f"plan{suffix}"]  # no temp file left behind
@@ -51,7 +51,7 @@ def test_round_trip(tmp_path, suffix):
 
 
 def test_wrong_schema_version_is_rejected(tmp_path):
-    path = save_plan(plan_network(small_network(), load_config("ecp5-85f")), tmp_path / "p.json")
+    path = save_plan(plan_network(small_network(), data_config("ecp5-85f")), tmp_path / "p.json")
     data = json.loads(path.read_text())
     data["schema_version"] = 99
     path.write_text(json.dumps(data))

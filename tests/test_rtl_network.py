@@ -6,20 +6,21 @@ import numpy as np
 import pytest
 
 from compile_helpers import run_isa
-from hwgen.config import config_from_dict, load_config
+from hwgen.config import config_from_dict
 from sim.golden.calibration import quantize_network
 from planner.frontend import load_network
 from planner.pipeline import plan_and_compile
 from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
 from sim.golden import run_quantized
 from sim.rtl_sim import run_rtl
+from hw_configs import data_config
 
 
 @pytest.mark.parametrize("spram", [(), ("input", "weight")], ids=["block-ram", "single-port-spram"])
 def test_digits_cnn_runs_bit_exact_on_the_rtl(spram):
     """Also with the input and weight banks single-ported (SPRAM-style): the engines and DMAs
     never read and write one bank in the same cycle."""
-    data = load_config("ecp5-85f").to_dict()
+    data = data_config("ecp5-85f").to_dict()
     data["buffers"]["spram"] = list(spram)
     config = config_from_dict(data)
     net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())

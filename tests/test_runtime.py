@@ -29,6 +29,7 @@ from sim.golden import run_quantized
 from sim.rtl_sim import write_program
 from soc_helpers import (TINY, TINY_COMPACT, TINY_INPUT, TINY_MEMORY, simulated, tiny_calibration, tiny_compiled,
                          tiny_input, tiny_model, tiny_network)
+from hw_configs import data_config, data_config_path
 
 COUNTERS = ("cycles", "load.active", "load.waiting", "compute.active", "compute.waiting", "store.active",
             "store.waiting")
@@ -188,7 +189,7 @@ def test_device_refusals_and_mismatches_are_errors(link):
     runtime = Runtime(link)
     with pytest.raises(DeviceError, match="device refused READ: OUT_OF_RANGE"):
         runtime.read(TINY_MEMORY - 4, 8)
-    other = plan_and_compile(tiny_network(), load_config("ice40up5k")).compiled
+    other = plan_and_compile(tiny_network(), data_config("ice40up5k")).compiled
     with pytest.raises(DeviceMismatch, match=r"the device runs build 0x[0-9a-f]{8}, not .* compiled for 'ice40up5k'"):
         runtime.load(other)
     with pytest.raises(InputError, match="expected int8 of shape"):
@@ -277,6 +278,6 @@ def test_hwgen_run_digits_on_the_simulated_icebreaker(tmp_path, capsys):
 def test_hwgen_run_with_a_missing_port_is_one_clear_error(tmp_path, capsys):
     np.save(tmp_path / "x.npy", np.zeros((1, 8, 8), dtype=np.float32))
     code = main(["run", "--board", "icebreaker", "--port", str(tmp_path / "ttyNONE"),
-                 "--input", str(tmp_path / "x.npy"), "--hw", "ice40up5k"])
+                 "--input", str(tmp_path / "x.npy"), "--hw", str(data_config_path("ice40up5k"))])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "cannot open serial port" in err[0] and "ttyNONE" in err[0]

@@ -3,13 +3,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hwgen.config import config_from_dict, load_config
+from hwgen.config import config_from_dict
 from common.errors import PlanningError
 from planner.ir import Layer, Op, conv_output_size
 from planner.objective import Objective
 from planner.schedule import ConvShape, is_legal
 from planner.search import COST_SECTIONS, brute_force, ranking, search
 from explore.sweep.reuse import RecordingView
+from hw_configs import any_config, data_config
 
 
 @st.composite
@@ -27,7 +28,7 @@ def shapes(draw):
 @settings(max_examples=12, deadline=None)
 @given(shapes(), st.sampled_from(["ice40up5k", "ecp5-85f"]), st.sampled_from(list(Objective)))
 def test_search_equals_brute_force(shape, config_name, objective):
-    config = load_config(config_name)
+    config = data_config(config_name)
     macs = shape.oc * shape.ic * shape.oh * shape.ow * shape.kh * shape.kw
     found, oracle = search(shape, config, macs, objective), brute_force(shape, config, macs, objective)
     assert found.schedule == oracle.schedule and found.cost == oracle.cost
@@ -37,7 +38,7 @@ def test_search_equals_brute_force(shape, config_name, objective):
 
 def test_reference_layer_sample_agrees():
     """ResNet-18 shapes (the 1x1 stride-2 shortcut, the FC) on the ECP5 config; the bench runs all."""
-    config = load_config("ecp5-85f")
+    config = data_config("ecp5-85f")
     for shape in (ConvShape(512, 256, 14, 14, 7, 7, 1, 1, 2, 2, 0, 0, False),
                   ConvShape(1000, 512, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, False)):
         macs = shape.oc * shape.ic * shape.oh * shape.ow * shape.kh * shape.kw
@@ -45,7 +46,7 @@ def test_reference_layer_sample_agrees():
 
 
 def test_objectives_are_optimal_for_their_metric():
-    config = load_config("ecp5-85f")
+    config = data_config("ecp5-85f")
     shape = ConvShape(64, 32, 28, 28, 28, 28, 3, 3, 1, 1, 1, 1, False)
     macs = 64 * 32 * 28 * 28 * 9
     by = {o: search(shape, config, macs, o).cost for o in Objective}
@@ -55,7 +56,7 @@ def test_objectives_are_optimal_for_their_metric():
 
 
 def test_kernel_larger_than_buffers_names_layer_shape_and_minimum():
-    data = load_config("ice40up5k").to_dict()
+    data = data_config("ice40up5k").to_dict()
     data["buffers"] = {"input_bytes": 64, "weight_bytes": 64, "output_bytes": 1024}
     config = config_from_dict(data)
     layer = Layer("fc6", Op.FC, ("x",), "y", ((4, 7, 7),), (10, 1, 1), kernel=(7, 7))
@@ -71,8 +72,8 @@ def test_kernel_larger_than_buffers_names_layer_shape_and_minimum():
 
 
 def with_partial_sums(name: str, partial_sums: str):
-    """The shipped config `name` with `template.partial_sums` set (and no merged accumulator banks)."""
-    data = load_config(name).to_dict()
+    """The config `name` (shipped or test-only) with `template.partial_sums` set (and no merged accumulator banks)."""
+    data = any_config(name).to_dict()
     merged = [kind for kind in data.get("template", {}).get("merged_banks", []) if kind != "acc"]
     data["template"] = {**data.get("template", {}), "partial_sums": partial_sums, "merged_banks": merged}
     return config_from_dict(data)
@@ -116,7 +117,7 @@ def test_a_reduction_too_large_without_partial_sums_names_layer_bytes_and_option
 def test_search_shared_across_buffer_and_energy_variants_equals_brute_force(shape, objective, sizes, scale):
     """Configurations differing only in buffer sizes and per-access energies share one ranking
     (`planner.search.ranking`); each still gets its own brute-force optimum."""
-    base = load_config("ecp5-85f")
+    base = data_config("ecp5-85f")
     data = base.to_dict()
     data["buffers"] = dict(data["buffers"], input_bytes=sizes[0], weight_bytes=sizes[1], output_bytes=sizes[2])
     data["energy"] = {name: value * scale for name, value in data["energy"].items()}
@@ -138,7 +139,7 @@ def test_search_shared_across_buffer_and_energy_variants_equals_brute_force(shap
 def test_the_cost_model_reads_only_the_shared_sections_buffers_and_energies():
     """Guard of `COST_SECTIONS`: a search reads no other part of the configuration."""
     reads: dict = {}
-    view = RecordingView(load_config("ice40up5k"), "", reads)
+    view = RecordingView(data_config("ice40up5k"), "", reads)
     shape = ConvShape(24, 16, 14, 14, 7, 7, 3, 3, 2, 2, 1, 1, False)
     for objective in Objective:
         search(shape, view, 24 * 16 * 49 * 9, objective)

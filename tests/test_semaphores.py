@@ -20,6 +20,7 @@ from planner.pipeline import plan_and_compile
 from planner.program_model import predict
 from planner.zoo import builtin_calibration, resolve_model
 from sim.isa_sim import IsaSimulator
+from hw_configs import data_config
 
 ICEBREAKER = load_config("icebreaker")
 
@@ -89,7 +90,7 @@ def test_a_program_that_could_overflow_is_refused():
                 lambda: predict(program, ICEBREAKER), lambda: Accelerator(ICEBREAKER, program)):
         with pytest.raises(ProgramDoesNotFit, match=message):
             run()
-    check_program(program, load_config("ice40up5k"))  # 8-bit semaphores
+    check_program(program, data_config("ice40up5k"))  # 8-bit semaphores
 
 
 def test_the_isa_simulator_counts_in_the_semaphore_width():

@@ -10,6 +10,7 @@ import yaml
 
 from boards.devices import device
 from cli.main import main
+from hw_configs import data_config_path
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -24,7 +25,7 @@ def plan_cycles(config: dict, tmp_path, capsys) -> int:
 
 def test_sweep_writes_every_output_and_matches_hwgen_plan(tmp_path, capsys):
     space = tmp_path / "space.yaml"
-    space.write_text("base: default\npe: {rows: [4, 16], cols: [2, 8], simd: [2]}\n")
+    space.write_text(f"base: {data_config_path('ecp5-85f')}\npe: {{rows: [4, 16], cols: [2, 8], simd: [2]}}\n")
     out = tmp_path / "out"
     assert main(["sweep", "digits", "--space", str(space), "--jobs", "2", "-o", str(out)]) == 0
     assert "4 evaluated, 0 cached" in capsys.readouterr().out

@@ -5,24 +5,25 @@ import dataclasses
 
 import pytest
 
-from hwgen.config import AcceleratorConfig, config_from_dict, load_config
+from hwgen.config import AcceleratorConfig, config_from_dict
 from planner.frontend import load_network
 from planner.objective import Objective
 from planner.plan import plan_network
 from explore.sweep.reuse import LayerMemo, RecordingView, network_totals
 from explore.sweep.space import parse_space, read_base
 from planner.zoo import resolve_model
+from hw_configs import data_config
 
 
 def test_recording_view_reads_like_the_config_and_records_each_read():
-    config = load_config("default")
+    config = data_config("ecp5-85f")
     reads = {}
     view = RecordingView(config, "", reads)
     assert isinstance(view, AcceleratorConfig)
     assert view.pe.rows == 8 and view.pe.macs_per_cycle == config.pe.macs_per_cycle
     assert view.dram.bandwidth == config.dram.bandwidth
     assert reads == {"pe.rows": 8, "pe.macs_per_cycle": config.pe.macs_per_cycle, "dram.bandwidth": config.dram.bandwidth}
-    assert view.pe == config.pe and view == config and view != load_config("ice40up5k")
+    assert view.pe == config.pe and view == config and view != data_config("ice40up5k")
     assert {f"buffers.{f.name}" for f in dataclasses.fields(config.buffers)} <= set(reads)  # == read every field
     assert hash(view) != hash(RecordingView(config, "", {}))
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -13,21 +13,22 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hwgen.config import CONFIG_DIR, config_from_dict
+from hwgen.config import config_from_dict
 from planner.frontend import load_network
 from planner.plan import plan_network
 from explore.sweep.driver import run_sweep
 from explore.sweep.evaluate import ModelSpec
 from explore.sweep.space import load_space
 from planner.zoo import resolve_model
+from hw_configs import data_config_path
 from sweep_helpers import CountingEvaluator, evaluating_processes, evaluations
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def space_file(tmp_path: Path, text: str) -> Path:
-    """A space over the default configuration on no particular device (no resource estimate)."""
-    base = yaml.safe_load((CONFIG_DIR / "default.yaml").read_text())
+    """A space over the test-only 8x4x4 configuration on no particular device (no resource estimate)."""
+    base = yaml.safe_load(data_config_path("ecp5-85f").read_text())
     (tmp_path / "base.yaml").write_text(yaml.safe_dump(dict(base, device="generic")))
     path = tmp_path / "space.yaml"
     path.write_text("base: base.yaml\n" + text)

@@ -5,11 +5,11 @@ import itertools
 import math
 
 import pytest
-import yaml
 
-from hwgen.config import CONFIG_DIR, config_from_dict
+from hwgen.config import config_from_dict
 from common.errors import ConfigError, HwgenError
 from explore.sweep.space import SpaceError, load_space, parse_space, read_base
+from hw_configs import data_config_path
 
 
 def write(tmp_path, text: str):
@@ -37,7 +37,7 @@ dram:
     points = list(space.points())
     assert space.size == len(points) == 2 * 4 * 1 * 3 * 4
     combos = list(itertools.product(*expected_axes.values()))
-    base = yaml.safe_load((CONFIG_DIR / "default.yaml").read_text())
+    base = read_base("default")
     for point, combo in zip(points, combos):
         config = config_from_dict(point.config)
         rows, cols, simd, input_bytes, bandwidth = combo
@@ -76,7 +76,7 @@ template:
 
 
 def test_hw_overrides_the_space_base(tmp_path):
-    space = load_space(write(tmp_path, "base: default\npe: {rows: [2]}\n"), "ice40up5k")
+    space = load_space(write(tmp_path, "base: default\npe: {rows: [2]}\n"), str(data_config_path("ice40up5k")))
     config = config_from_dict(next(space.points()).config)
     assert config.device == "iCE40UP5K" and config.pe.rows == 2 and config.pe.cols == 2
 

@@ -250,3 +250,24 @@ def test_build_command_keeps_no_bitstream_of_a_failed_timing_unless_allowed(repo
     assert not (out / "ulx3s-25f.bit").exists() and "worst path" in capsys.readouterr().err
     assert main(["build", "--board", "ulx3s-25f", "-o", str(out), "--allow-timing-fail"]) == 0
     assert (out / "ulx3s-25f.bit").exists()
+
+
+@pytest.mark.parametrize("board_name, config_name", [("icebreaker", "icebreaker"), ("ulx3s-25f", "ulx3s-85f")])
+def test_build_without_hw_takes_the_boards_configuration_else_the_default(report, tmp_path, monkeypatch, board_name,
+                                                                         config_name):
+    import cli.commands.build as build_command
+    from boards.build import BoardBuild
+    from boards.implement import FlowProducts
+
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "top.bit").write_bytes(b"bits")
+    (tmp_path / "work" / "top.bin").write_bytes(b"bits")
+    built = []
+
+    def build_board(target, config, compiled, workdir):
+        built.append(config.name)
+        return BoardBuild(report, FlowProducts(tmp_path / "work", target.device_info.family, 1.0))
+
+    monkeypatch.setattr(build_command, "build_board", build_board)
+    assert main(["build", "--board", board_name, "-o", str(tmp_path / "out")]) == 0
+    assert built == [config_name]

@@ -21,6 +21,7 @@ from planner.pipeline import plan_and_compile
 from planner.program_model import predict
 from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs
 from sim.isa_sim import IsaSimulator
+from hw_configs import data_config
 
 ICEBREAKER = load_config("icebreaker")
 COPYING = config_from_dict({**ICEBREAKER.to_dict(), "template": {**ICEBREAKER.to_dict()["template"],
@@ -52,7 +53,7 @@ def test_register_instructions_are_refused_without_registers(text, culprit):
                r"which configuration 'icebreaker' leaves out \(template\.loops_and_registers: false\); "
                r"allowed opcodes: NOP, END, WAIT, SIGNAL, LOAD, STORE, CONVCFG, CONV, VEC with register operands 0")
     assert_refused_on_icebreaker(program, message)
-    check_program(program, load_config("ice40up5k"))  # the full template runs it
+    check_program(program, data_config("ice40up5k"))  # the full template runs it
 
 
 @pytest.mark.parametrize("text, culprit", [
@@ -70,7 +71,7 @@ def test_partial_sum_instructions_are_refused_without_partial_sums(text, culprit
                r"'icebreaker' leaves out \(template\.partial_sums: none\); allowed: CONV with init_from_acc=0 and "
                r"requantize=1, LOADs into the input, weight and param buffers")
     assert_refused_on_icebreaker(program, message)
-    check_program(program, load_config("ice40up5k"))
+    check_program(program, data_config("ice40up5k"))
 
 
 def test_digits_on_icebreaker_has_no_partial_sums():

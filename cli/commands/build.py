@@ -9,7 +9,7 @@ from boards.build import build_board
 from boards.platforms import BOARDS, board
 from cli.commands.common import load_model, quantized
 from cli.commands.synth import add_output_arguments, finish
-from hwgen.config import load_config
+from hwgen.config import CONFIG_DIR, load_config
 from common.files import atomic_write_bytes
 from planner.pipeline import plan_and_compile
 
@@ -25,13 +25,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "no bitstream there unless --allow-timing-fail.",
     )
     parser.add_argument("--board", required=True, metavar="BOARD", help=f"one of: {', '.join(BOARDS)}")
-    add_output_arguments(parser)
+    add_output_arguments(parser, "the board's shipped configuration (icebreaker, ulx3s-85f), else default")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     target = board(args.board)
-    config = load_config(args.hw)
+    shipped = (CONFIG_DIR / f"{target.name}.yaml").exists()
+    config = load_config(args.hw if args.hw is not None or not shipped else target.name)
     compiled = plan_and_compile(quantized(load_model(args), args), config).compiled
     out = args.output or Path("rtl_out") / f"{config.name}-{target.name}"
     result = build_board(target, config, compiled, out / "build")

@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "accuracy on the held-out digits, plan it for a hardware configuration, compile it, run the held-out "
         "digits on the instruction-level simulator and one image on the generated RTL (Amaranth simulator).",
     )
-    parser.add_argument("--hw", metavar="CFG", help="hardware configuration YAML or shipped name (default: default)")
+    parser.add_argument("--hw", metavar="CFG", help="hardware configuration YAML or shipped name (default: default, the ulx3s-85f board's)")
     parser.add_argument("--samples", type=int, default=None, help="evaluate on the first N held-out images (default: all)")
     parser.add_argument("--no-rtl", action="store_true", help="skip the RTL simulation (about 30 s)")
     parser.set_defaults(func=run)

@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(a program file, or a model compiled on the fly: the built-in digits CNN by default) and write "
         f"{TOP}.v, {TOP}.il, program.json and program.asm into the output folder.",
     )
-    parser.add_argument("--hw", metavar="CFG", help="hardware configuration YAML or shipped name (default: default)")
+    parser.add_argument("--hw", metavar="CFG", help="hardware configuration YAML or shipped name (default: default, the ulx3s-85f board's)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--program", type=Path, metavar="PROG", help="program file (program.json written by a previous generate)")
     source.add_argument("--model", default=DEFAULT_MODEL, metavar="MODEL", help=f"compile this model (default: {DEFAULT_MODEL})")

@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--engine", choices=sorted(ENGINES), default="golden",
                         help="execution engine: " + "; ".join(f"{n}: {e.description}" for n, e in ENGINES.items())
                         + " (default: golden)")
-    parser.add_argument("--hw", metavar="CFG", help="hardware configuration for engines that run the compiled program (default: default)")
+    parser.add_argument("--hw", metavar="CFG", help="hardware configuration for engines that run the compiled program (default: default, the ulx3s-85f board's)")
     parser.add_argument("--raw", action="store_true", help="write int8 outputs instead of dequantized float32")
     add_calibration_argument(parser)
     parser.set_defaults(func=run)

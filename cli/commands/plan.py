@@ -16,7 +16,7 @@ def register(subparsers) -> None:
                                    "cycles and energy.")
     add_model_argument(parser)
     parser.add_argument("--hw", default=None, metavar="CFG",
-                        help="hardware YAML file or shipped config name (default: hwgen/configs/default.yaml)")
+                        help="hardware YAML file or shipped config name (default: default, the ulx3s-85f board's)")
     parser.add_argument("--objective", choices=[o.value for o in Objective], default="latency",
                         help="what to minimise per layer (default: latency)")
     parser.add_argument("--strategy", choices=[s.value for s in Strategy], default="search",

@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "model, else a seeded random input.",
     )
     add_model_argument(parser)
-    parser.add_argument("--hw", metavar="CFG", help="hardware configuration YAML or shipped name (default: default)")
+    parser.add_argument("--hw", metavar="CFG", help="hardware configuration YAML or shipped name (default: default, the ulx3s-85f board's)")
     parser.add_argument("--layer", metavar="NAME", help="run only this layer (its input computed by the golden model)")
     parser.add_argument("--engine", choices=PROGRAM_ENGINES, default="isa",
                         help="; ".join(f"{n}: {ENGINES[n].description}" for n in PROGRAM_ENGINES) + " (default: isa)")

@@ -20,9 +20,10 @@ class TimingError(HwgenError):
     """A design missed its clock target."""
 
 
-def add_output_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options `synth` and `build` share: model, output folder, timing policy."""
-    parser.add_argument("--hw", metavar="CFG", help="hardware configuration YAML or shipped name (default: default)")
+def add_output_arguments(parser: argparse.ArgumentParser,
+                         hw_default: str = "default, the ulx3s-85f board's") -> None:
+    """Options `synth` and `build` share: configuration, model, output folder, timing policy."""
+    parser.add_argument("--hw", metavar="CFG", help=f"hardware configuration YAML or shipped name (default: {hw_default})")
     parser.add_argument("--model", default=DEFAULT_MODEL, metavar="MODEL",
                         help=f"ONNX file or built-in model whose program the accelerator runs (default: {DEFAULT_MODEL})")
     add_calibration_argument(parser)

@@ -14,7 +14,9 @@ from hwgen.config.sections import Buffers, Dram, Energy, PEArray, Template, Widt
 from hwgen.config.spec import Section
 
 CONFIG_DIR = Path(__file__).parent.parent / "configs"
-DEFAULT_CONFIG = CONFIG_DIR / "default.yaml"
+DEFAULT_NAME = "ulx3s-85f"
+"""The shipped configuration `default` (and a missing --hw) stands for: the ULX3S-85F board's."""
+DEFAULT_CONFIG = CONFIG_DIR / f"{DEFAULT_NAME}.yaml"
 
 
 def _settings(data: dict, section: type[Section], computed: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -70,10 +72,12 @@ def read_yaml(path: Path, error: type[ConfigError] = ConfigError) -> Any:
 
 
 def config_path(spec: str | Path | None) -> Path:
-    """The file of a config: a path, a bare shipped name (e.g. `ice40up5k`), or the default."""
+    """The file of a config: a path, a bare shipped name (e.g. `icebreaker`; `default` is
+    `DEFAULT_NAME`), or the default."""
     path = DEFAULT_CONFIG if spec is None else Path(spec)
-    if not path.exists() and (CONFIG_DIR / f"{path}.yaml").exists():
-        path = CONFIG_DIR / f"{path}.yaml"
+    shipped = CONFIG_DIR / f"{DEFAULT_NAME if str(path) == 'default' else path}.yaml"
+    if not path.exists() and shipped.exists():
+        path = shipped
     return path
 
 
@@ -86,6 +90,6 @@ def validated(data: Any, path: Path) -> AcceleratorConfig:
 
 
 def load_config(path: str | Path | None = None) -> AcceleratorConfig:
-    """Load and validate a YAML config; a bare name (e.g. `ice40up5k`) means a shipped config."""
+    """Load and validate a YAML config; a bare name (e.g. `icebreaker`) means a shipped config."""
     path = config_path(path)
     return validated(read_yaml(path), path)
