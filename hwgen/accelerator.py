@@ -17,7 +17,7 @@ from hwgen.buffers import DoubleBuffer, bank_shape
 from hwgen.compute_unit import ComputeUnit
 from hwgen.config import AcceleratorConfig
 from hwgen.dma import Dma, DmaParams
-from hwgen.dma_units import (LOAD_TARGETS, DescriptorReader, DmaArbiter, TransferUnit, assign_descriptor,
+from hwgen.dma.units import (LOAD_TARGETS, DescriptorReader, DmaArbiter, TransferUnit, assign_descriptor,
                               descriptor_halfwords, descriptor_table_params, dma_params, load_targets, read_field_bits)
 from hwgen.program_walk import check_program
 from hwgen.isa import Opcode

@@ -11,8 +11,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from hwgen.dma import Descriptor, DmaParams
-from hwgen.dma_descriptor import FILLED_FIELDS
+from hwgen.dma.descriptor import FILLED_FIELDS, Descriptor, DmaParams
 from hwgen.buffers import bank_shape
 from hwgen.config import AcceleratorConfig
 from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Buffer, Opcode, field_limit

@@ -18,7 +18,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hwgen.dma_descriptor import COORDINATES, STEPPED, DmaParams
+from hwgen.dma.descriptor import COORDINATES, STEPPED, DmaParams
 
 QUANTITIES = ("dram", "buf", "y", "x")
 """What the loops advance, in the order of `STEPPED` then `COORDINATES` and of the descriptor's base

@@ -26,8 +26,8 @@ from amaranth.lib.memory import Memory, ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
-from hwgen.dma_descriptor import OUTER_DIMS, Descriptor, DescriptorError, Dim, DmaParams
-from hwgen.dma_walker import BASES, PointerWalker, Walker
+from hwgen.dma.descriptor import OUTER_DIMS, Descriptor, DescriptorError, Dim, DmaParams
+from hwgen.dma.walker import BASES, PointerWalker, Walker
 from hwgen.memory_port import MemoryPort
 from hwgen.pe import register
 
