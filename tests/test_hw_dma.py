@@ -16,7 +16,7 @@ from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
 
 from hwgen.dma import Descriptor, DescriptorError, Dim, Dma, DmaParams
-from hwgen.dma.controller import BlockRamQueue
+from hwgen.dma.queue import BlockRamQueue
 from planner.transfer_work import SHARED_START_SAVING
 from sim.dma_model import DmaTraffic, run_descriptor
 from sim.memory_model import MemoryModel

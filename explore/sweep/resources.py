@@ -31,7 +31,7 @@ from hwgen.accumulator import accumulator_shape
 from hwgen.accelerator import dma_units
 from hwgen.buffers import bank_shape
 from hwgen.config import _SCHEMA, AcceleratorConfig, Template, _Choice, _Choices
-from hwgen.dma.controller import segment_queue_memories as dma_queue_memories
+from hwgen.dma.segments import segment_queue_memories as dma_queue_memories
 from hwgen.isa import PAYLOADS, Opcode, VecOp
 from hwgen.layout import ACC_BYTES, bank_bytes
 from hwgen.postprocess import LOW_BITS
