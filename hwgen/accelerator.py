@@ -17,8 +17,10 @@ from hwgen.buffers import DoubleBuffer, bank_shape
 from hwgen.compute_unit import ComputeUnit
 from hwgen.config import AcceleratorConfig
 from hwgen.dma import Dma, DmaParams
-from hwgen.dma.units import (LOAD_TARGETS, DescriptorReader, DmaArbiter, TransferUnit, assign_descriptor,
-                              descriptor_halfwords, descriptor_table_params, dma_params, load_targets, read_field_bits)
+from hwgen.dma.shared import DmaArbiter
+from hwgen.dma.table import DescriptorReader, descriptor_halfwords
+from hwgen.dma.units import (LOAD_TARGETS, TransferUnit, assign_descriptor, descriptor_table_params, dma_params,
+                             load_targets, read_field_bits)
 from hwgen.program_walk import check_program
 from hwgen.isa import Opcode
 from hwgen.layout import bank_bytes

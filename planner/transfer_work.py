@@ -15,7 +15,8 @@ import numpy as np
 
 from hwgen.config import AcceleratorConfig
 from hwgen.dma import Descriptor
-from hwgen.dma.units import descriptor_table_params, entry_halfwords
+from hwgen.dma.table import entry_halfwords
+from hwgen.dma.units import descriptor_table_params
 
 LOAD_START_CYCLES = 8     # a LOAD's unit and DMA start-up and drain, beyond latency and transfer
 STORE_START_CYCLES = 11   # the same for a STORE
