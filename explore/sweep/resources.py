@@ -175,7 +175,7 @@ def _rams(word_bits: int, depth: int, shapes: tuple[tuple[int, int], ...]) -> in
 
 def segment_queue_memories(config: AcceleratorConfig, family: str) -> list[tuple[int, int]]:
     """(bits, words) of each block RAM memory behind the DMAs' segment queues
-    (`hwgen.dma.segment_queue_memories`) on `family`. The pointer walker's `BlockRamQueue` asks
+    (`hwgen.dma.segments.segment_queue_memories`) on `family`. The pointer walker's `BlockRamQueue` asks
     for block RAM everywhere; other queues are in LUT RAM on families with distributed RAM. With
     `template.segment_fifos: registers` there is none."""
     if config.template.segment_fifos == "registers":

@@ -27,7 +27,7 @@ def pointer_loop(m: Module, p: DmaParams, desc: data.View, start, take, walking,
                  load_bases) -> tuple[tuple, tuple, Signal]:
     """The `pointer` loop stage: one pointer per quantity; an address adds the advancing
     level's step, a coordinate its stride if its loop advances, its rewind if an outer one does
-    (`hwgen.dma_descriptor.pointer_coordinates`). The pointers take `bases` when `load_bases`
+    (`hwgen.dma.descriptor.pointer_coordinates`). The pointers take `bases` when `load_bases`
     pulses (the cycle before `start`), so the DMA need not hold the descriptor's base fields.
     Each level counts its advances up from 0 (`start` clears them) to its `repeats`; whether it
     has reached them is a register (`last`) updated with the count, so no count comparison lies

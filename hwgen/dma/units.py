@@ -20,7 +20,7 @@ from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Buffer, Opcode
 LOAD_TARGETS = {Buffer.INPUT: "input", Buffer.WEIGHT: "weight", Buffer.PARAM: "param", Buffer.ACC: "acc"}
 COORD_BITS = dict(PAYLOADS[Opcode.LOAD])["y_offset"].shape.width + 2
 """Coordinates of the `pointer` walker: an instruction's origin plus a descriptor's extent (at
-most a quarter of the range, `hwgen.dma_descriptor.pointer_dims`)."""
+most a quarter of the range, `hwgen.dma.descriptor.pointer_dims`)."""
 
 
 def dma_params(config: AcceleratorConfig, kind: str) -> DmaParams:
