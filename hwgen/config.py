@@ -212,7 +212,7 @@ class Template:
     each of the sequencer's three dispatch queues holds; `counters`: `all` performance counters, or
     only the `cycles` counter (the per-queue counters then read 0); `dma`: a `separate`
     load DMA and store DMA, or one `shared` DMA (loads and stores take turns) whose walker keeps
-    one pointer per quantity and adds compiler-precomputed steps (`hwgen.dma_walker`);
+    one pointer per quantity and adds compiler-precomputed steps (`hwgen.dma.pointer_walker`);
     `dram_address_bits`: the width of the DMA's DRAM addresses (the main memory must fit);
     `postprocess`: a
     requantizer per engine with `lanes` in parallel on DSP multipliers, or one DSP-free `serial`
@@ -221,7 +221,7 @@ class Template:
     `plane_step`, `flat_plane_step`); `vector_products`: the vector unit's coefficient products
     on `dsp` multipliers or `serial` (shift-add, 4 coefficient bits per cycle); `timing_registers`:
     flip-flops that shorten paths a large FPGA spreads out (the load DMA's buffer writes and the
-    realigner's count tests, `hwgen.dma_descriptor.DmaParams`, at no cycle; the vector unit's read
+    realigner's count tests, `hwgen.dma.descriptor.DmaParams`, at no cycle; the vector unit's read
     address, 1 cycle per VEC, `hwgen.vector_unit.address_latency`); `vector_ops`: the
     VEC operations the vector unit implements (at least one; a network needing another one does
     not compile); `dma_descriptor`: the shared DMA keeps a `copy` of the descriptor it runs (the
