@@ -17,8 +17,9 @@ from hwgen.buffers import DoubleBuffer
 from hwgen.compute_unit import ComputeUnit
 from hwgen.config import AcceleratorConfig, DmaSharing, ProgramMemory
 from hwgen.dma import Dma, DmaParams
-from hwgen.dma_units import (DescriptorReader, DmaArbiter, TransferUnit, assign_descriptor,
-                              descriptor_halfwords, descriptor_table_params, dma_params, load_targets, read_field_bits)
+from hwgen.dma.shared import DmaArbiter
+from hwgen.dma.table import DescriptorReader, descriptor_halfwords
+from hwgen.dma.units import TransferUnit, assign_descriptor, descriptor_table_params, dma_params, load_targets, read_field_bits
 from hwgen.program_walk import check_program
 from hwgen.isa import Opcode
 from hwgen.memory_port import MemoryPort
@@ -46,7 +47,7 @@ def dma_units(config: AcceleratorConfig) -> list[DmaParams]:
 def program_regions(program: Program, config: AcceleratorConfig) -> list[tuple[int, list[int]]]:
     """The SPRAM program memory's contents as (first halfword, halfwords): the instructions
     from halfword 0 (instruction `i` at `8i..8i+7`, least significant first) and the
-    descriptor table from `DESCRIPTOR_BASE` (`hwgen.dma_units.descriptor_halfwords`)."""
+    descriptor table from `DESCRIPTOR_BASE` (`hwgen.dma.table.descriptor_halfwords`)."""
     mask = (1 << SPRAM_BITS) - 1
     words = [(word >> (SPRAM_BITS * part)) & mask for word in program.instructions for part in range(HALFWORDS)]
     return [(0, words), (DESCRIPTOR_BASE, descriptor_halfwords(descriptor_table_params(config), program.descriptors))]

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from hwgen.config import AcceleratorConfig, DmaSharing, PartialSums, ProgramMemory
 from hwgen.dma import Descriptor, DescriptorError
-from hwgen.dma_units import descriptor_capacity, descriptor_table_params
+from hwgen.dma.table import descriptor_capacity
+from hwgen.dma.units import descriptor_table_params
 from hwgen.isa import REGISTERS, Buffer, Instruction, Opcode
 from hwgen.program import Program
 from hwgen.semaphores import queue_events, semaphore_overflows

@@ -1,6 +1,6 @@
 """The work one DMA descriptor makes the hardware do, counted from the descriptor alone.
 
-`hwgen/dma.py` walks a descriptor's runs, splits each run into segments (fill prefix, data,
+`hwgen/dma/` walks a descriptor's runs, splits each run into segments (fill prefix, data,
 fill suffix; stores keep only data), reads or writes whole bus beats, and realigns bytes
 between DRAM and buffer words one bus word per cycle. `transfer_work` counts those segments,
 realigner steps, bus beats and DRAM bytes with numpy over all runs at once; the program timing
@@ -15,7 +15,8 @@ import numpy as np
 
 from hwgen.config import AcceleratorConfig, DmaDescriptor, DmaSharing, ProgramMemory
 from hwgen.dma import Descriptor
-from hwgen.dma_units import descriptor_table_params, entry_halfwords
+from hwgen.dma.table import entry_halfwords
+from hwgen.dma.units import descriptor_table_params
 from hwgen.timing import LOAD_START_CYCLES, LOOKUP_CYCLES, OFFER_CYCLES, SHARED_START_SAVING, STORE_START_CYCLES
 
 

@@ -1,4 +1,4 @@
-"""The `pointer` descriptor encoding (`hwgen.dma_descriptor.pointer_dims`,
+"""The `pointer` descriptor encoding (`hwgen.dma.descriptor.pointer_dims`,
 `pointer_coordinates`): starting from the base and adding the step of the level that advances
 (a coordinate: its stride if its loop advances, its rewind if an outer one does) visits every
 run at the address the strides give (enumerated independently), and descriptors that do not

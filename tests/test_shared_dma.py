@@ -7,7 +7,8 @@ from amaranth.sim import Simulator
 
 from hwgen.config import config_from_dict, load_config
 from hwgen.dma import Descriptor, Dim
-from hwgen.dma_units import DmaArbiter, descriptor_table_params
+from hwgen.dma.shared import DmaArbiter
+from hwgen.dma.units import descriptor_table_params
 from hwgen.program_walk import ProgramError, check_program
 from hwgen.program import Program
 from planner.compile.network import compile_network

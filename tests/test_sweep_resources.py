@@ -10,7 +10,7 @@ from hwgen.accelerator import Accelerator, load_dma_params
 from hwgen.buffers import DoubleBuffer
 from hwgen.config import config_from_dict
 from hwgen.dma import Dma
-from hwgen.dma_units import descriptor_table_params, dma_params
+from hwgen.dma.units import descriptor_table_params, dma_params
 from hwgen.program import Program
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS, SinglePortBank
 from common.errors import HwgenError

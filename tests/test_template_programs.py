@@ -10,7 +10,7 @@ import pytest
 from hwgen.accelerator import Accelerator, program_regions
 from hwgen.config import config_from_dict, load_config
 from hwgen.dma import Descriptor, Dim
-from hwgen.dma_units import descriptor_table_params
+from hwgen.dma.units import descriptor_table_params
 from hwgen.program_walk import ProgramError, check_program
 from hwgen.isa import Instruction, Opcode, assemble
 from hwgen.program import Program

@@ -32,7 +32,7 @@ from hwgen.accelerator import dma_units
 from hwgen.buffers import bank_shape
 from hwgen.config import (AcceleratorConfig, AddressSteps, Postprocess, ProgramMemory, SegmentFifos, Template,
                           VectorProducts, config_fields)
-from hwgen.dma import segment_queue_memories as dma_queue_memories
+from hwgen.dma.segments import segment_queue_memories as dma_queue_memories
 from hwgen.isa import PAYLOADS, Opcode, VecOp
 from hwgen.layout import ACC_BYTES, bank_bytes
 from hwgen.postprocess import LOW_BITS
@@ -176,7 +176,7 @@ def _rams(word_bits: int, depth: int, shapes: tuple[tuple[int, int], ...]) -> in
 
 def segment_queue_memories(config: AcceleratorConfig, family: str) -> list[tuple[int, int]]:
     """(bits, words) of each block RAM memory behind the DMAs' segment queues
-    (`hwgen.dma.segment_queue_memories`) on `family`. The pointer walker's `BlockRamQueue` asks
+    (`hwgen.dma.segments.segment_queue_memories`) on `family`. The pointer walker's `BlockRamQueue` asks
     for block RAM everywhere; other queues are in LUT RAM on families with distributed RAM. With
     `template.segment_fifos: registers` there is none."""
     if config.template.segment_fifos == SegmentFifos.REGISTERS:

@@ -2,7 +2,7 @@
 descriptor's encoding in a DMA's generated `descriptor_layout`.
 
 A descriptor describes up to `OUTER_DIMS` nested loops (innermost first) around a *run* of
-`run_bytes` bytes contiguous in DRAM and in the buffer (`hwgen/dma.py` has the semantics). The
+`run_bytes` bytes contiguous in DRAM and in the buffer (`hwgen.dma.controller` has the semantics). The
 `levels` walker reads the loops' strides; the `pointer` walker reads per loop the *step* its
 address pointers take when that loop advances (its stride minus the inner loops' full extents),
 which `pointer_dims` precomputes, and per coordinate the one loop that moves it, its stride and
@@ -22,7 +22,7 @@ OUTER_DIMS = 4
 
 FILLED_FIELDS = ("load", "dram_addr", "buf_addr", "y0", "x0")
 """The descriptor fields a LOAD or STORE fills in from its instruction; the rest comes from the
-descriptor table (`hwgen.dma_units`)."""
+descriptor table (`hwgen.dma.table`)."""
 
 
 @dataclass(frozen=True)
@@ -70,8 +70,8 @@ class DmaParams:
 
     `walker`: `levels` keeps a pointer per loop level and adds the strides of the descriptor;
     `pointer` keeps one pointer per quantity and adds the step of the level that advances, which
-    `encode` precomputes (`hwgen.dma_walker`). `narrow_queues`: each segment queue holds only
-    what its side reads (`hwgen.dma.Dma`). `entry_held`: the DMA registers only `load` and
+    `encode` precomputes (`hwgen.dma.pointer_walker`). `narrow_queues`: each segment queue holds only
+    what its side reads (`hwgen.dma.segments`). `entry_held`: the DMA registers only `load` and
     reads the other fields from its `desc` input while busy, whose source holds them until `done`,
     and a descriptor-table entry leaves out the `FILLED_FIELDS` (`template.dma_descriptor:
     reader`). `outer_dims`: the outer loops the DMA walks (at most `OUTER_DIMS`; the `pointer`
@@ -117,7 +117,7 @@ class DmaParams:
     def descriptor_layout(self) -> data.StructLayout:
         """The descriptor: field widths from these parameters; per outer dimension the count and
         strides (`levels`) or the count - 1 and the address steps (`pointer`, see
-        `hwgen.dma_walker`, without `run_dx`, which is 0, and per coordinate the one loop that
+        `hwgen.dma.pointer_walker`, without `run_dx`, which is 0, and per coordinate the one loop that
         moves it, its stride and its rewind, `pointer_coordinates`)."""
         coord = signed(self.coord_width)
         if self.walker == "pointer":

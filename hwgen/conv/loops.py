@@ -1,0 +1,92 @@
+"""The convolution engine's loop counters and their loop-end flags."""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from hwgen.conv.params import WRAPS, ConvParams
+from hwgen.isa import PAYLOADS, Opcode
+
+
+class ConvLoopEnds(wiring.Component):
+    """The loop counters and their loop-end flags: a group's reduction (input channel groups,
+    kernel rows, phase, `kw = q * stride + phase`) and the groups (output rows, ow groups, oc
+    groups). Each flag is a register set from compares of registers, so no compare lies between
+    a counter and the pointer muxes (timing). `kw` and the phase are 0 while the engine is idle
+    (its last step ends every loop), their flags those of the CONVCFG held then: no compare
+    waits for the command's accept.
+
+    - `start`: a command is accepted, `new` its CONV payload; `conv`: the running command's;
+    - `convcfg`: the CONVCFG payload; `idle`: the engine is idle; `issue`: a step enters the array;
+    - `wraps`: the loop-end flags; `last_step`: the group's last step; `done`: the command's last
+      group;
+    - `kw`: the kernel column of the step; `ocg`: the group's oc group.
+    """
+
+    def __init__(self, params: ConvParams):
+        self.params = params
+        super().__init__({
+            "start": In(1),
+            "new": In(PAYLOADS[Opcode.CONV]),
+            "conv": In(PAYLOADS[Opcode.CONV]),
+            "convcfg": In(PAYLOADS[Opcode.CONVCFG]),
+            "idle": In(1),
+            "issue": In(1),
+            "wraps": Out(WRAPS),
+            "last_step": Out(1),
+            "done": Out(1),
+            "kw": Out(4),
+            "ocg": Out(params.group_bits),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        accept, idle, issue, cfg, conv, new = self.start, self.idle, self.issue, self.convcfg, self.conv, self.new
+        rows_left, owg_left, icg_left, kh_left, phase = Signal(10), Signal(8), Signal(8), Signal(4), Signal(3)
+        kw, ocg = self.kw, self.ocg
+        q_wrap, phase_wrap, kh_wrap, icg_wrap = Signal(), Signal(), Signal(), Signal()
+        ocg_wrap, owg_wrap, last_row = Signal(), Signal(), Signal()
+        m.d.comb += [self.wraps.eq(Cat(q_wrap, phase_wrap, kh_wrap, icg_wrap, ocg_wrap, owg_wrap, last_row)),
+                     self.last_step.eq(q_wrap & phase_wrap & kh_wrap & icg_wrap),
+                     self.done.eq(ocg_wrap & owg_wrap & last_row)]
+        phase_step = issue & q_wrap       # the loops each step ends: q, then phase, kh, ...
+        kh_step = phase_step & phase_wrap
+        icg_step = kh_step & kh_wrap
+        group_step = icg_step & icg_wrap
+        owg_step = group_step & ocg_wrap
+        next_kw, next_phase = Signal.like(kw), Signal.like(phase)
+        m.d.comb += [next_kw.eq(kw), next_phase.eq(phase)]
+        with m.If(idle | kh_step):
+            m.d.comb += [next_kw.eq(0), next_phase.eq(0)]
+        with m.Elif(phase_step):
+            m.d.comb += [next_kw.eq(phase + 1), next_phase.eq(phase + 1)]
+        with m.Elif(issue):
+            m.d.comb += next_kw.eq(kw + cfg.stride)
+        m.d.sync += [kw.eq(next_kw), phase.eq(next_phase), q_wrap.eq(next_kw + cfg.stride >= cfg.kernel_w),
+                     phase_wrap.eq((next_phase + 1 >= cfg.stride) | (next_phase + 1 >= cfg.kernel_w))]
+        _count_down(m, kh_left, kh_wrap, accept, cfg.kernel_h, kh_step)
+        _count_down(m, icg_left, icg_wrap, accept, Mux(accept, new.ic_groups, conv.ic_groups), icg_step)
+        _count_down(m, owg_left, owg_wrap, accept, Mux(accept, new.ow_groups, conv.ow_groups), owg_step)
+        _count_down(m, rows_left, last_row, accept, new.out_rows, owg_step & owg_wrap, restarts=False)
+        with m.If(accept | group_step & ocg_wrap):
+            m.d.sync += [ocg.eq(0), ocg_wrap.eq(Mux(accept, new.oc_groups, conv.oc_groups) == 1)]
+        with m.Elif(group_step):
+            m.d.sync += [ocg.eq(ocg + 1), ocg_wrap.eq(ocg + 2 == conv.oc_groups)]
+        return m
+
+
+def _count_down(m: Module, left: Signal, last: Signal, load: Value, count: Value, step: Value,
+                restarts: bool = True) -> None:
+    """A loop counter: `left` iterations to go, `last` registered as `left == 1`; `load` starts
+    it at `count`, `step` counts down or, after the last iteration of a loop that `restarts`,
+    starts it again at `count` as loaded (which then must hold still)."""
+    single = count == 1
+    with m.If(load):
+        m.d.sync += [left.eq(count), last.eq(single)]
+    with m.Elif(step):
+        with m.If(~last):
+            m.d.sync += [left.eq(left - 1), last.eq(left == 2)]
+        if restarts:
+            with m.Else():
+                m.d.sync += [left.eq(count), last.eq(single)]
