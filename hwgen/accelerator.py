@@ -24,8 +24,8 @@ from hwgen.isa import Opcode
 from hwgen.layout import bank_bytes
 from hwgen.memory_port import MemoryPort
 from hwgen.program import Program
-from hwgen.sequencer import (COUNTERS_LAYOUT, DESCRIPTOR_BASE, HALFWORDS, Sequencer, program_write_signature,
-                             runs_in_place)
+from hwgen.sequencer import DESCRIPTOR_BASE, HALFWORDS, Sequencer, runs_in_place
+from hwgen.sequencer_layouts import COUNTERS_LAYOUT, program_write_signature
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
 from hwgen.conv_steps import FIELD_BITS
 from common.errors import ConfigError

@@ -16,7 +16,8 @@ from hwgen.dma_descriptor import FILLED_FIELDS
 from hwgen.buffers import bank_shape
 from hwgen.config import AcceleratorConfig
 from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Buffer, Opcode, field_limit
-from hwgen.sequencer import DESCRIPTOR_BASE, MEMORY_READ_SIGNATURE
+from hwgen.sequencer import DESCRIPTOR_BASE
+from hwgen.sequencer_layouts import MEMORY_READ_SIGNATURE
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
 
 
