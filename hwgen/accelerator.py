@@ -24,7 +24,8 @@ from hwgen.program_walk import check_program
 from hwgen.isa import Opcode
 from hwgen.memory_port import MemoryPort
 from hwgen.program import Program
-from hwgen.sequencer import COUNTERS_LAYOUT, DESCRIPTOR_BASE, Sequencer, program_write_signature, runs_in_place
+from hwgen.sequencer import DESCRIPTOR_BASE, Sequencer, runs_in_place
+from hwgen.sequencer_layouts import COUNTERS_LAYOUT, program_write_signature
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
 from hwgen.timing import HALFWORDS
 

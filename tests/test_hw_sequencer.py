@@ -10,7 +10,8 @@ import pytest
 
 from hwgen.config import Template
 from hwgen.isa import Instruction, Opcode, assemble
-from hwgen.sequencer import QUEUES, Sequencer, opcode_constants, runs_in_place, used_bits
+from hwgen.sequencer import Sequencer, opcode_constants, runs_in_place, used_bits
+from hwgen.sequencer_layouts import QUEUES
 
 
 def reference_dispatch(program: list[int]) -> dict[str, list[Instruction]]:

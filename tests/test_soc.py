@@ -20,7 +20,7 @@ from boards.main_memory import MainMemory, WordStorage, host_latency, slice_bits
 from boards.soc import SocCore
 from hwgen.config import config_from_dict
 from hwgen.memory_port import MemoryPort
-from hwgen.sequencer import COUNTERS_LAYOUT
+from hwgen.sequencer_layouts import COUNTERS_LAYOUT
 from common.errors import ConfigError
 from soc_helpers import SIM_BAUD, SIM_CLK_HZ, TINY, TINY_MEMORY, reply, request, simulated, tiny_compiled
 

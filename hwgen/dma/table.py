@@ -11,7 +11,8 @@ from amaranth.utils import ceil_log2
 
 from hwgen.dma.descriptor import Descriptor, DmaParams
 from hwgen.isa import Opcode, field_limit
-from hwgen.sequencer import DESCRIPTOR_BASE, MEMORY_READ_SIGNATURE
+from hwgen.sequencer import DESCRIPTOR_BASE
+from hwgen.sequencer_layouts import MEMORY_READ_SIGNATURE
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
 
 

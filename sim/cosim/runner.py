@@ -21,7 +21,7 @@ import numpy as np
 
 from hwgen.accelerator import Accelerator
 from hwgen.verilog import TOP, emit
-from hwgen.sequencer import COUNTERS_LAYOUT
+from hwgen.sequencer_layouts import COUNTERS_LAYOUT
 from planner.compile.network import CompiledNetwork
 from common.errors import HwgenError
 from sim.cosim.builds import Build, cached_build
