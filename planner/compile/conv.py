@@ -125,70 +125,101 @@ def _linear(load: bool, nbytes: int, quantum: int) -> tuple[Descriptor, int]:
 def lower_conv(em: Emitter, tiling: ConvTiling, constants: int, block_offsets: dict, source: int, target: int,
                scratch: int | None, reads_stored_data: bool) -> None:
     """Emit the whole layer; `constants`, `source`, `target`, `scratch` are DRAM addresses."""
-    layer, shape, cfg = tiling.layer, tiling.shape, tiling.config
-    pe, q = cfg.pe, layer.quant
-    s = tiling.stride
-    out_c, out_h, out_w = layer.out_shape
-    out_cp = padded_channels(out_c, pe.simd)
-    em.emit(Opcode.CONVCFG, in_zero_point=q.inputs[0].zero_point, out_zero_point=q.output.zero_point,
-            act_min=q.act_min, act_max=q.act_max, kernel_h=shape.kh, kernel_w=shape.kw, stride=s,
-            in_rows=tiling.in_rows, in_row_pitch=tiling.row_pitch,
-            **compiler_fields(cfg.template, s, tiling.in_rows, tiling.row_pitch))
-    tiles = {dim: tiling.tiles(dim) for dim in DIMS}
-    order = tiling.schedule.order
-    steps = [dict(zip(order, index)) for index in itertools.product(*[range(len(tiles[d])) for d in order])]
-    n_ic = len(tiles["IC"])
-    done_ic: dict[tuple, int] = {}
-    resident = {"weight": None, "input": None}
-    scratch_tile = tile_acc_bytes(tiling)
+    _ConvLowering(em, tiling, constants, block_offsets, source, target, scratch, reads_stored_data).emit()
 
-    def keys(step: dict) -> tuple[tuple, tuple, tuple]:
+
+class _ConvLowering:
+    """One convolution's instructions, step by step of its schedule's tile loops: per step the
+    load queue's tiles (`fetch`, one step ahead), the compute queue's CONV (`run`) and the store
+    queue's results (`finish`)."""
+
+    def __init__(self, em: Emitter, tiling: ConvTiling, constants: int, block_offsets: dict, source: int,
+                 target: int, scratch: int | None, reads_stored_data: bool) -> None:
+        self.em, self.tiling = em, tiling
+        self.constants, self.block_offsets = constants, block_offsets
+        self.source, self.target, self.scratch = source, target, scratch
+        self.reads_stored_data = reads_stored_data
+        self.layer, self.shape, self.cfg = tiling.layer, tiling.shape, tiling.config
+        self.pe = self.cfg.pe
+        self.tiles = {dim: tiling.tiles(dim) for dim in DIMS}
+        order = tiling.schedule.order
+        self.steps = [dict(zip(order, index)) for index in itertools.product(*[range(len(self.tiles[d])) for d in order])]
+        self.n_ic = len(self.tiles["IC"])
+        self.done_ic: dict[tuple, int] = {}
+        self.resident = {"weight": None, "input": None}
+        self.scratch_tile = tile_acc_bytes(tiling)
+
+    def emit(self) -> None:
+        """CONVCFG, then every step's work, the loads one step ahead of the CONVs."""
+        em, tiling, q = self.em, self.tiling, self.layer.quant
+        s = tiling.stride
+        em.emit(Opcode.CONVCFG, in_zero_point=q.inputs[0].zero_point, out_zero_point=q.output.zero_point,
+                act_min=q.act_min, act_max=q.act_max, kernel_h=self.shape.kh, kernel_w=self.shape.kw, stride=s,
+                in_rows=tiling.in_rows, in_row_pitch=tiling.row_pitch,
+                **compiler_fields(self.cfg.template, s, tiling.in_rows, tiling.row_pitch))
+        upcoming = self.fetch(0)
+        bank = None
+        for n in range(len(self.steps)):
+            current = upcoming
+            if "output" in current:
+                bank = current["output"][0]
+            self.run(n, current, bank)
+            if n + 1 < len(self.steps):
+                upcoming = self.fetch(n + 1)
+            self.finish(n, bank)
+        em.release_all()
+
+    def keys(self, step: dict) -> tuple[tuple, tuple, tuple]:
         """The weight, input and output tile a step works on."""
-        return ((step["OC"], step["IC"]), (step["OC"] if shape.depthwise else step["IC"], step["OH"], step["OW"]),
+        return ((step["OC"], step["IC"]), (step["OC"] if self.shape.depthwise else step["IC"], step["OH"], step["OW"]),
                 (step["OC"], step["OH"], step["OW"]))
 
-    def geometry(step: dict):
+    def geometry(self, step: dict):
+        tiles = self.tiles
         (o0, on), (i0, inn) = tiles["OC"][step["OC"]], tiles["IC"][step["IC"]]
         (h0, hn), (w0, wn) = tiles["OH"][step["OH"]], tiles["OW"][step["OW"]]
         out_index = (step["OC"] * len(tiles["OH"]) + step["OH"]) * len(tiles["OW"]) + step["OW"]
-        return o0, on, i0, inn, h0, hn, w0, wn, ceil_div(on, pe.rows), out_index
+        return o0, on, i0, inn, h0, hn, w0, wn, ceil_div(on, self.pe.rows), out_index
 
-    def fetch(n: int) -> dict:
+    def fetch(self, n: int) -> dict:
         """Load-queue work of step n: new weight and input tiles, the output bank (reloaded with
         partial sums on a later visit). Emitted one step ahead so the load queue runs ahead."""
-        step = steps[n]
-        weight_key, input_key, out_key = keys(step)
-        o0, on, i0, inn, h0, hn, w0, wn, oc_groups, out_index = geometry(step)
+        em, pe, shape, resident = self.em, self.pe, self.shape, self.resident
+        step = self.steps[n]
+        weight_key, input_key, out_key = self.keys(step)
+        o0, on, i0, inn, h0, hn, w0, wn, oc_groups, out_index = self.geometry(step)
         fetched = {"weight": resident["weight"] != weight_key, "input": resident["input"] != input_key}
         if fetched["weight"]:
             params, _ = _linear(True, oc_groups * pe.rows * PARAM_BYTES, PARAM_BYTES)
-            block = oc_groups * pe.rows * tiling.ic_groups(inn) * pe.simd * shape.kh * shape.kw
+            block = oc_groups * pe.rows * self.tiling.ic_groups(inn) * pe.simd * shape.kh * shape.kw
             weights, _ = _linear(True, block, pe.rows * pe.simd)
-            loads = {Buffer.PARAM: dict(desc=em.descriptor(params), dram_offset=constants + o0 * PARAM_BYTES),
-                     Buffer.WEIGHT: dict(desc=em.descriptor(weights), dram_offset=constants + block_offsets[weight_key])}
+            loads = {Buffer.PARAM: dict(desc=em.descriptor(params), dram_offset=self.constants + o0 * PARAM_BYTES),
+                     Buffer.WEIGHT: dict(desc=em.descriptor(weights),
+                                         dram_offset=self.constants + self.block_offsets[weight_key])}
             em.load("weight", [dict(buffer=buffer, **loads[buffer]) for buffer in WEIGHT_TILE_LOADS])
             resident["weight"] = weight_key
         if fetched["input"]:
-            if n == 0 and reads_stored_data:
+            if n == 0 and self.reads_stored_data:
                 em.await_stores()
-            em.load("input", tiling.window.loads(
-                em, cfg, layer.in_shape, source, o0 if shape.depthwise else i0, tiling.input_channel_groups(on, inn),
-                (h0, hn), (w0, wn), q.inputs[0].zero_point))
+            em.load("input", self.tiling.window.loads(
+                em, self.cfg, self.layer.in_shape, self.source, o0 if shape.depthwise else i0,
+                self.tiling.input_channel_groups(on, inn), (h0, hn), (w0, wn), self.layer.quant.inputs[0].zero_point))
             resident["input"] = input_key
-        if n == 0 or keys(steps[n - 1])[2] != out_key:
+        if n == 0 or self.keys(self.steps[n - 1])[2] != out_key:
             reload = None
-            if done_ic.get(out_key, 0):
+            if self.done_ic.get(out_key, 0):
                 desc, _ = _linear(True, hn * wn * oc_groups * pe.rows * ACC_BYTES, ACC_BYTES)
-                reload = [dict(desc=em.descriptor(desc), dram_offset=scratch + out_index * scratch_tile,
+                reload = [dict(desc=em.descriptor(desc), dram_offset=self.scratch + out_index * self.scratch_tile,
                                buf_addr=partial_sums_offset(pe.cols, oc_groups, pe.rows))]
             fetched["output"] = em.reserve_output(reload)
         return fetched
 
-    def run(n: int, fetched: dict, bank: int) -> None:
+    def run(self, n: int, fetched: dict, bank: int) -> None:
         """Compute-queue work of step n: switch to the new banks, then the CONV."""
-        step = steps[n]
-        _, _, out_key = keys(step)
-        o0, on, i0, inn, h0, hn, w0, wn, oc_groups, _ = geometry(step)
+        em, pe, done_ic = self.em, self.pe, self.done_ic
+        step = self.steps[n]
+        _, _, out_key = self.keys(step)
+        o0, on, i0, inn, h0, hn, w0, wn, oc_groups, _ = self.geometry(step)
         if "output" in fetched:
             em.enter_output(fetched["output"][1])
         for kind in ("weight", "input"):
@@ -196,41 +227,32 @@ def lower_conv(em: Emitter, tiling: ConvTiling, constants: int, block_offsets: d
                 em.use(kind)
         em.emit(Opcode.CONV, in_bank=em.next_bank["input"] ^ 1, weight_bank=em.next_bank["weight"] ^ 1,
                 out_bank=bank, oc_groups=oc_groups, out_rows=hn, ow_groups=ceil_div(wn, pe.cols),
-                last_group_cols=wn - (ceil_div(wn, pe.cols) - 1) * pe.cols, ic_groups=tiling.ic_groups(inn),
-                depthwise=int(shape.depthwise), init_from_acc=int(done_ic.get(out_key, 0) > 0),
-                requantize=int(done_ic.get(out_key, 0) + 1 == n_ic))
+                last_group_cols=wn - (ceil_div(wn, pe.cols) - 1) * pe.cols, ic_groups=self.tiling.ic_groups(inn),
+                depthwise=int(self.shape.depthwise), init_from_acc=int(done_ic.get(out_key, 0) > 0),
+                requantize=int(done_ic.get(out_key, 0) + 1 == self.n_ic))
         done_ic[out_key] = done_ic.get(out_key, 0) + 1
 
-    def finish(n: int, bank: int) -> None:
+    def finish(self, n: int, bank: int) -> None:
         """Store-queue work when step n leaves its output tile: int8 results or partial sums."""
-        step = steps[n]
-        _, _, out_key = keys(step)
-        if n + 1 < len(steps) and keys(steps[n + 1])[2] == out_key:
+        em, pe = self.em, self.pe
+        step = self.steps[n]
+        _, _, out_key = self.keys(step)
+        if n + 1 < len(self.steps) and self.keys(self.steps[n + 1])[2] == out_key:
             return
-        o0, on, i0, inn, h0, hn, w0, wn, oc_groups, out_index = geometry(step)
-        if done_ic[out_key] == n_ic:
+        o0, on, i0, inn, h0, hn, w0, wn, oc_groups, out_index = self.geometry(step)
+        if self.done_ic[out_key] == self.n_ic:
+            out_c, _, out_w = self.layer.out_shape
+            out_cp = padded_channels(out_c, pe.simd)
             store = Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=on,
                                dims=(Dim(wn, out_cp, oc_groups * pe.rows), Dim(hn, out_w * out_cp, wn * oc_groups * pe.rows)))
-            stores = [dict(desc=em.descriptor(store), dram_offset=target + (h0 * out_w + w0) * out_cp + o0)]
+            stores = [dict(desc=em.descriptor(store), dram_offset=self.target + (h0 * out_w + w0) * out_cp + o0)]
         else:
-            if scratch is None:
-                raise PlanningError(f"layer {layer.name!r}: schedule spills partial sums but no scratch was reserved")
+            if self.scratch is None:
+                raise PlanningError(f"layer {self.layer.name!r}: schedule spills partial sums but no scratch was reserved")
             desc, _ = _linear(False, hn * wn * oc_groups * pe.rows * ACC_BYTES, ACC_BYTES)
-            stores = [dict(desc=em.descriptor(desc), dram_offset=scratch + out_index * scratch_tile,
+            stores = [dict(desc=em.descriptor(desc), dram_offset=self.scratch + out_index * self.scratch_tile,
                            buf_addr=partial_sums_offset(pe.cols, oc_groups, pe.rows))]
         em.close_output(bank, stores)
-
-    upcoming = fetch(0)
-    bank = None
-    for n in range(len(steps)):
-        current = upcoming
-        if "output" in current:
-            bank = current["output"][0]
-        run(n, current, bank)
-        if n + 1 < len(steps):
-            upcoming = fetch(n + 1)
-        finish(n, bank)
-    em.release_all()
 
 
 def stride_phases(stride, cols):
