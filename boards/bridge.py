@@ -22,7 +22,7 @@ from boards.protocol import (CHECKSUM_ALIGNMENT, CHECKSUM_REQUEST, FRAME_CRC, MA
                              READ_REQUEST, REGION_CRC, REPLY_BYTES, REPLY_SYNC, REQUEST_SYNC, STATUS_BUSY, STATUS_DONE,
                              WRITE_ADDRESS, Command, DeviceInfo, Status)
 from hwgen.buffers import block_ram, block_ram_read_port
-from hwgen.sequencer import COUNTERS_LAYOUT, program_write_signature
+from hwgen.sequencer_layouts import COUNTERS_LAYOUT, program_write_signature
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
 
 ARGUMENT_BYTES = CHECKSUM_REQUEST.size  # the longest fixed part of a request payload

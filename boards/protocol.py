@@ -19,7 +19,7 @@ from amaranth.lib.crc import catalog
 
 from hwgen.config import AcceleratorConfig, ProgramMemory
 from hwgen.program import Program
-from hwgen.sequencer import COUNTERS_LAYOUT
+from hwgen.sequencer_layouts import COUNTERS_LAYOUT
 from common.errors import HwgenError
 
 VERSION = 1
