@@ -1,16 +1,25 @@
 """Calibrate the sweep's resource estimate against real Yosys synthesis (prints figures).
 
-Synthesizes the whole accelerator for a set of small configurations per FPGA family (shapes of
-the PE array and buffers, the first shape with each option of the compact iCEBreaker template
-alone and with all of them, the second shape with all of them), with the program `hwgen sweep
---synth` builds too (the built-in digits CNN, `boards.synth.default_program`), stores the cell
-counts in explore/sweep/calibration.json (the LUT / flip-flop model is fitted to them) and
-prints measured against estimated LUTs, FFs, DSPs and block RAMs, the LUT / FF figures
-leave-one-out (each configuration predicted by a model fitted to the others).
-Configurations already measured with the same Yosys version are not synthesized again.
+Synthesizes the whole accelerator for a set of small configurations per FPGA family: shapes of
+the PE array and buffers with the full template; the first shape with the compact iCEBreaker
+template (every option the `icebreaker` configuration sets) and with that template less one
+option at a time (and the options that need it). The model has no terms for how options change
+the cost of the array's shape (the compact template's logic grows far less with rows and lanes
+than the full template's), so a compact point on a second shape would not be predicted within
+the tests' tolerance from the others; compact configurations of other shapes are estimated
+with the full template's shape terms (an overestimate). Each holds the program `hwgen sweep --synth` builds too (the built-in digits CNN,
+`boards.synth.default_program`). The cell counts go to explore/sweep/calibration.json (the LUT /
+flip-flop model is fitted to every stored result of a family, also those of earlier designs,
+e.g. each option alone on the full template), and the script prints measured against estimated
+LUTs, FFs, DSPs and block RAMs, the LUT / FF figures leave-one-out (each configuration predicted
+by a model fitted to the others).
+
+Configurations already measured with the same Yosys version are not synthesized again: stored
+results do not follow changes to the hardware template. After such changes, remove a family's
+results from calibration.json and measure it again, so that all its results are of one version.
 
 Usage: python bench/calibrate_resources.py [--families ecp5 ice40] [--report-only] [--only NAME ...]
-Each configuration takes minutes.
+Each configuration takes minutes (a compact one about a third of a full-template one).
 """
 from __future__ import annotations
 
@@ -31,6 +40,7 @@ from boards.toolchain import tool_path  # noqa: E402
 from boards.yosys import FAMILY_PARTS, PartPlatform, synthesize  # noqa: E402
 from hwgen.accelerator import Accelerator  # noqa: E402
 from hwgen.config import Template, config_from_dict, load_config  # noqa: E402
+from common.errors import ConfigError  # noqa: E402
 from common.files import atomic_write_text  # noqa: E402
 from explore.sweep.resources import (CALIBRATION, STRUCTURE, calibration_points, dsp_count, features, fit,  # noqa: E402
                                      logic_cells, memory_counts)
@@ -45,24 +55,39 @@ SHAPES = {
 }
 
 
-def variants() -> list[dict]:
-    """Template sections calibrated on each family's first shape: every option the compact
-    iCEBreaker configuration sets, alone, then all of them together."""
+# options the configuration check refuses without other options (values as in the compact
+# template): leaving one of those out of the compact template leaves out these dependents too
+REQUIRES = {"dma_descriptor": ("dma", "program_memory"), "dma_loops": ("dma",), "merged_banks": ("partial_sums",)}
+
+
+def compact_template() -> dict:
+    """Every option the compact iCEBreaker configuration sets (YAML-shaped values)."""
     compact = load_config("icebreaker").template
-    chosen = {option.name: list(value) if isinstance(value := getattr(compact, option.name), tuple) else value
-              for option in fields(Template) if getattr(compact, option.name) != option.default}
-    return [{name: value} for name, value in chosen.items()] + [chosen]
+    return {option.name: list(value) if isinstance(value := getattr(compact, option.name), tuple) else value
+            for option in fields(Template) if getattr(compact, option.name) != option.default}
+
+
+def variants() -> list[tuple[str, dict]]:
+    """(label, template section) calibrated on each family's first shape: the compact template
+    (`compact`) and the compact template less each of its options (`compact-without-OPTION`,
+    with the options that need it, `REQUIRES`, left out too)."""
+    chosen = compact_template()
+    found = [("compact", chosen)]
+    for name in chosen:
+        template = {option: value for option, value in chosen.items() if option != name}
+        try:
+            config_from_dict(dict(shape_config(*SHAPES["ice40"][0]), template=template))
+        except ConfigError:
+            template = {option: value for option, value in template.items() if name not in REQUIRES.get(option, ())}
+        found.append((f"compact-without-{name}", template))
+    return found
 
 
 def calibration_configs(family: str) -> list[dict]:
     """The configurations synthesized for `family`: its shapes, then its first shape with each
-    template variant, then its second shape with all of them (options do not add up exactly:
-    a second combined point spreads the difference over their terms)."""
+    template variant."""
     base = [shape_config(*shape) for shape in SHAPES[family]]
-    templates = variants()
-    return (base + [dict(base[0], name=f"{base[0]['name']}-{'-'.join(t) if len(t) == 1 else 'compact'}", template=t)
-                    for t in templates]
-            + [dict(base[1], name=f"{base[1]['name']}-compact", template=templates[-1])])
+    return base + [dict(base[0], name=f"{base[0]['name']}-{label}", template=t) for label, t in variants()]
 
 
 def shape_config(rows: int, cols: int, simd: int, buffer_bytes: int, bus: int, spram: tuple[str, ...]) -> dict:
