@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from amaranth import ClockDomain, Module
 from amaranth.sim import Simulator
@@ -216,6 +217,8 @@ def test_preload_and_read_back_use_row_bank_column_order():
         memory.read_back(0x3FE, 5)
     with pytest.raises(ValueError, match="outside"):
         memory.address(32 << 20)
+    with pytest.raises(ValueError, match="uint8"):
+        memory.preload(0, np.arange(4))
 
 
 # ---- one violation per rule ---------------------------------------------------------------------

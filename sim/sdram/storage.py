@@ -56,7 +56,9 @@ class SdramStorage:
 
     def preload(self, byte_address: int, data: bytes | np.ndarray) -> None:
         """Place `data` at consecutive byte addresses, as if written (for large images)."""
-        data = np.frombuffer(bytes(data), dtype=np.uint8) if not isinstance(data, np.ndarray) else data
+        if isinstance(data, np.ndarray) and data.dtype != np.uint8:
+            raise ValueError(f"preload takes bytes or a uint8 array, not {data.dtype}")
+        data = np.frombuffer(bytes(data), dtype=np.uint8)
         for start, chunk in self._row_chunks(byte_address, len(data)):
             bank, row, column = self.address(start)
             stored = self._rows.get((bank, row))
