@@ -2,8 +2,9 @@
 
 Synthesizes the whole accelerator for a set of small configurations per FPGA family: shapes of
 the PE array and buffers with the full template; the first shape with the compact iCEBreaker
-template (every option the `icebreaker` configuration sets) and with that template less one
-option at a time (and the options that need it). The model has no terms for how options change
+template (every option the `icebreaker` configuration sets), with that template less one
+option at a time (and the options that need it) and less two of its costliest options at a
+time (`PAIRS`). The model has no terms for how options change
 the cost of the array's shape (the compact template's logic grows far less with rows and lanes
 than the full template's), so a compact point on a second shape would not be predicted within
 the tests' tolerance from the others; compact configurations of other shapes are estimated
@@ -67,20 +68,32 @@ def compact_template() -> dict:
             for option in fields(Template) if getattr(compact, option.name) != option.default}
 
 
+# the compact template's costliest options, left out two at a time: each option's cost near the
+# compact template then has a second witness besides its `compact-without-OPTION` result, so
+# every result is predicted from the others (the leave-one-out figures) without going through
+# the full template, where the options do not add up
+PAIRS = (("dma", "postprocess"), ("loops_and_registers", "dma"), ("loops_and_registers", "postprocess"))
+
+
+def without(chosen: dict, left_out: tuple[str, ...]) -> dict:
+    """The template `chosen` less the options `left_out` and those that need one of them
+    (`REQUIRES`) where the configuration check refuses them alone."""
+    template = {option: value for option, value in chosen.items() if option not in left_out}
+    try:
+        config_from_dict(dict(shape_config(*SHAPES["ice40"][0]), template=template))
+    except ConfigError:
+        template = {option: value for option, value in template.items()
+                    if not set(left_out) & set(REQUIRES.get(option, ()))}
+    return template
+
+
 def variants() -> list[tuple[str, dict]]:
     """(label, template section) calibrated on each family's first shape: the compact template
-    (`compact`) and the compact template less each of its options (`compact-without-OPTION`,
-    with the options that need it, `REQUIRES`, left out too)."""
+    (`compact`), the compact template less each of its options (`compact-without-OPTION`) and
+    less each of the `PAIRS` (`compact-without-OPTION-OPTION`)."""
     chosen = compact_template()
-    found = [("compact", chosen)]
-    for name in chosen:
-        template = {option: value for option, value in chosen.items() if option != name}
-        try:
-            config_from_dict(dict(shape_config(*SHAPES["ice40"][0]), template=template))
-        except ConfigError:
-            template = {option: value for option, value in template.items() if name not in REQUIRES.get(option, ())}
-        found.append((f"compact-without-{name}", template))
-    return found
+    return ([("compact", chosen)] + [(f"compact-without-{name}", without(chosen, (name,))) for name in chosen]
+            + [(f"compact-without-{'-'.join(pair)}", without(chosen, pair)) for pair in PAIRS])
 
 
 def calibration_configs(family: str) -> list[dict]:
