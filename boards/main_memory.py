@@ -34,7 +34,8 @@ BLOCK_RAM_DATA_BITS = 16384  # an ECP5 DP16KD without its parity bits
 class HostPort(wiring.Signature):
     """Access from the bridge: a request stream (`addr`, a byte address; `data` and `write` for
     a byte write). A read returns the whole `word_bytes`-byte word holding `addr` on `rd_data`,
-    with `rd_valid`, `host_latency` cycles after the request is accepted."""
+    with `rd_valid`: `host_latency` cycles after the request is accepted for `MainMemory`, after
+    a variable delay for `boards.sdram.memory.SdramMainMemory` (the bridge waits for `rd_valid`)."""
 
     def __init__(self, word_bytes: int, addr_width: int = 32):
         self.word_bytes = word_bytes
