@@ -388,7 +388,8 @@ class Bridge(wiring.Component):
             m.d.comb += [r.buffer_read.addr.eq(r.count), r.buffer_read.en.eq(1)]
             m.d.sync += r.requesting.eq(1)
             m.next = "COPY_WRITE"
-        with m.State("COPY_WRITE"):
+        with m.State("COPY_WRITE"):  # the byte read holds while the memory stalls the request
+            m.d.comb += r.buffer_read.en.eq(0)
             with m.If(self.memory.req.ready):  # the request moves `pointer` on
                 m.d.sync += r.count.eq(r.count + 1)
                 m.next = "COPY_READ"
