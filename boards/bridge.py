@@ -389,6 +389,9 @@ class Bridge(wiring.Component):
             m.d.sync += r.requesting.eq(1)
             m.next = "COPY_WRITE"
         with m.State("COPY_WRITE"):
+            # the byte read stays on the request until memory takes it (the read port's `en`
+            # is 1 where not driven); SDRAM main memory may keep it waiting
+            m.d.comb += r.buffer_read.en.eq(0)
             with m.If(self.memory.req.ready):  # the request moves `pointer` on
                 m.d.sync += r.count.eq(r.count + 1)
                 m.next = "COPY_READ"
