@@ -121,6 +121,12 @@ def _batch_failure(batch: Sequence[Task], error: BaseException) -> str:
     return _describe(error)
 
 
+def _leave_interrupts_to_the_sweep() -> None:
+    """A worker ignores Ctrl-C (SIGINT reaches the terminal's whole process group): the sweep
+    process alone takes it and stops the pool, so no worker dies under a batch meanwhile."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _run_local(batches: Sequence[Sequence[Task]], evaluate: Evaluate, jobs: int, on_result: Callable[[dict], None],
                cache: PointCache) -> None:
     """Batches on a process pool; the workers store their records. A batch whose worker dies or
@@ -128,7 +134,7 @@ def _run_local(batches: Sequence[Sequence[Task]], evaluate: Evaluate, jobs: int,
     rest run again as a new batch."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["explore.sweep.evaluate"])
-    pool = ProcessPool(max_workers=jobs, context=context)
+    pool = ProcessPool(max_workers=jobs, context=context, initializer=_leave_interrupts_to_the_sweep)
     pending = {}
 
     def submit(batch: Sequence[Task]) -> None:
