@@ -47,7 +47,8 @@ def design(config_name: str, soc: bool):
     if not soc:
         return Accelerator(config, compiled.program)
     board = BOARDS[config.board]
-    return SocCore(config, compiled, memory_bytes(board, compiled.memory.size, config), round(config.clock_mhz * 1e6))
+    return SocCore(config, compiled, memory_bytes(board, compiled.memory.size, config), round(config.clock_mhz * 1e6),
+                   sdram=board.sdram)
 
 
 def lone_flip_flops(module: dict) -> int:

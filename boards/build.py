@@ -3,8 +3,10 @@ UART host bridge) on a board's amaranth-boards platform, with its UART and statu
 board's pins and the `sync` clock at the configuration's `clock_mhz` (through a PLL when the
 board clock differs), synthesized, placed, routed and packed into a bitstream.
 
-Main memory: the four SPRAMs (128 KiB) on an iCE40UP; block RAM on ECP5, sized to the device
-(the largest power of two within a quarter of its block RAM, at least the memory image).
+Main memory: the board's SDRAM chip where it has one (the ULX3S: `boards.sdram`, its pins
+through `boards.sdram.phy.SdramPhy`); else the four SPRAMs (128 KiB) on an iCE40UP, block RAM on
+ECP5, sized to the device (the largest power of two within a quarter of its block RAM, at least
+the memory image).
 """
 from __future__ import annotations
 
@@ -12,11 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from amaranth.hdl import Elaboratable, Module
+from amaranth.lib import wiring
 
 from boards.clocking import PllClock, pll_output_mhz
 from boards.implement import FlowProducts, implement
 from boards.platforms import Board
 from boards.report import BuildReport, parse_reports
+from boards.sdram.phy import SdramPhy
 from boards.soc import SocCore
 from hwgen.config import AcceleratorConfig, ProgramMemory
 from planner.compile.network import CompiledNetwork
@@ -34,8 +38,20 @@ class BoardBuild:
 
 
 def memory_bytes(board: Board, image_bytes: int, config: AcceleratorConfig | None = None) -> int:
-    """Main memory for `board`: the UP5K's SPRAM (less the one `config`'s program memory takes),
-    or block RAM sized to the ECP5 device."""
+    """Main memory for `board`: its SDRAM chip, else `on_chip_memory_bytes`. The accelerator
+    reaches only `1 << template.dram_address_bits` bytes, so with fewer address bits than the
+    chip has bytes (25 for the ULX3S's 32 MiB) only that much of the SDRAM is used (the shipped
+    `ulx3s-85f` configuration keeps the default 32 bits: the whole chip)."""
+    if board.sdram is None:
+        return on_chip_memory_bytes(board, image_bytes, config)
+    if config is None:
+        return board.sdram.bytes
+    return min(board.sdram.bytes, 1 << config.template.dram_address_bits)
+
+
+def on_chip_memory_bytes(board: Board, image_bytes: int, config: AcceleratorConfig | None = None) -> int:
+    """On-chip main memory for `board`: the UP5K's SPRAM (less the one `config`'s program memory
+    takes), or block RAM sized to the ECP5 device."""
     dev = board.device_info
     if dev.totals.spram:
         program = config is not None and config.template.program_memory == ProgramMemory.SPRAM
@@ -47,7 +63,8 @@ def memory_bytes(board: Board, image_bytes: int, config: AcceleratorConfig | Non
 
 
 class BoardTop(Elaboratable):
-    """The SoC with its UART and LEDs on `board`'s pins, clocked at `clock_mhz`."""
+    """The SoC with its UART, LEDs and SDRAM (if it has the `sdram` port) on `board`'s pins,
+    clocked at `clock_mhz`."""
 
     def __init__(self, board: Board, soc: SocCore, board_clock_mhz: float, clock_mhz: float):
         self.board, self.soc = board, soc
@@ -58,6 +75,9 @@ class BoardTop(Elaboratable):
         if abs(self.board_clock_mhz - self.clock_mhz) > 1e-6:
             m.submodules.clock = PllClock(self.board.device_info.family, self.board_clock_mhz, self.clock_mhz)
         m.submodules.soc = soc = self.soc
+        if "sdram" in soc.signature.members:
+            m.submodules.sdram_phy = phy = SdramPhy(platform.request("sdram", 0, dir="-"))
+            wiring.connect(m, soc.sdram, phy.pins)
         uart = platform.request("uart", 0)
         m.d.comb += [soc.rx.eq(uart.rx.i), uart.tx.o.eq(soc.tx)]
         requested = {}
@@ -74,7 +94,8 @@ def build_board(board: Board, config: AcceleratorConfig, compiled: CompiledNetwo
     platform = board.create_platform()
     board_clock_mhz = platform.default_clk_frequency / 1e6
     clock_mhz = pll_output_mhz(board.device_info.family, board_clock_mhz, config.clock_mhz)
-    soc = SocCore(config, compiled, memory_bytes(board, compiled.memory.size, config), round(clock_mhz * 1e6), BAUD)
+    soc = SocCore(config, compiled, memory_bytes(board, compiled.memory.size, config), round(clock_mhz * 1e6), BAUD,
+                  board.sdram)
     products = implement(platform, BoardTop(board, soc, board_clock_mhz, clock_mhz), board.device_info, Path(workdir))
     report = parse_reports(products.report, products.stat, board.device_info, clock_mhz, products.seconds, board.name)
     return BoardBuild(report, products)

@@ -2,7 +2,7 @@
 `hwgen synth`.
 
 A board names its amaranth-boards platform, the device whose totals its report shows, its
-host UART and four status LEDs. Pins a board lacks come from `constraints/<board>.yaml`
+host UART, four status LEDs and its SDRAM chip, if it has one (main memory then lives there). Pins a board lacks come from `constraints/<board>.yaml`
 (extra UART pins, for instance). A bare device gets a platform with one clock pin at the
 configuration's frequency, a few input pins and one output pin; its pins are those of a
 reference board with the same package.
@@ -22,6 +22,7 @@ from amaranth_boards.ulx3s import ULX3S_12F_Platform, ULX3S_25F_Platform, ULX3S_
 
 from boards.devices import Device, device
 from common.errors import HwgenError
+from sim.sdram.chips import IS42S16160G_7, SdramChip
 
 CONSTRAINTS_DIR = Path(__file__).resolve().parent.parent / "constraints"
 BARE_INPUTS = 4
@@ -50,12 +51,14 @@ class _OrangeCrab(OrangeCrabR0_2_25FPlatform):
 @dataclass(frozen=True)
 class Board:
     """A board: `device` is a key of `boards.devices.DEVICES`; `leds` are four
-    (resource, number, subsignal or None) outputs: busy, done, link activity, error."""
+    (resource, number, subsignal or None) outputs: busy, done, link activity, error; `sdram`
+    the chip on the platform's "sdram" resource (None: main memory is on chip)."""
 
     name: str
     device: str
     platform: type
     leds: tuple[tuple[str, int, str | None], ...]
+    sdram: SdramChip | None = None
 
     def create_platform(self):
         """A platform instance with the board's extra constraints added."""
@@ -83,10 +86,10 @@ def _extra_resources(path: Path) -> list[Resource]:
 _ULX3S_LEDS = tuple(("led", k, None) for k in range(4))
 BOARDS: dict[str, Board] = {board.name: board for board in (
     Board("icebreaker", "ice40-up5k", _IceBreaker, tuple(("led", k, None) for k in range(4))),
-    Board("ulx3s-12f", "ecp5-12f", ULX3S_12F_Platform, _ULX3S_LEDS),
-    Board("ulx3s-25f", "ecp5-25f", ULX3S_25F_Platform, _ULX3S_LEDS),
-    Board("ulx3s-45f", "ecp5-45f", ULX3S_45F_Platform, _ULX3S_LEDS),
-    Board("ulx3s-85f", "ecp5-85f", ULX3S_85F_Platform, _ULX3S_LEDS),
+    Board("ulx3s-12f", "ecp5-12f", ULX3S_12F_Platform, _ULX3S_LEDS, IS42S16160G_7),
+    Board("ulx3s-25f", "ecp5-25f", ULX3S_25F_Platform, _ULX3S_LEDS, IS42S16160G_7),
+    Board("ulx3s-45f", "ecp5-45f", ULX3S_45F_Platform, _ULX3S_LEDS, IS42S16160G_7),
+    Board("ulx3s-85f", "ecp5-85f", ULX3S_85F_Platform, _ULX3S_LEDS, IS42S16160G_7),
     Board("orangecrab", "ecp5-25f", _OrangeCrab,
           (("rgb_led", 0, "r"), ("rgb_led", 0, "g"), ("rgb_led", 0, "b"))),
 )}

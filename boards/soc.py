@@ -1,5 +1,6 @@
 """The SoC core a board wraps with its pins and clock: the accelerator with its compiled
-program, main memory holding the memory image, and a UART host bridge (`docs/host_protocol.md`).
+program, main memory for the memory image (on chip, or in the board's SDRAM chip), and a UART
+host bridge (`docs/host_protocol.md`).
 """
 from __future__ import annotations
 
@@ -10,16 +11,21 @@ from amaranth.lib.wiring import In, Out
 from boards.bridge import Bridge
 from boards.main_memory import MainMemory, check_size, word_bytes
 from boards.protocol import FRAME_GAP_BYTE_TIMES, DeviceInfo, build_id
+from boards.sdram.memory import SdramMainMemory, check_sdram_memory
 from boards.uart import FRAME_BITS, UartRx, UartTx, baud_divisor
 from hwgen.accelerator import Accelerator
 from hwgen.config import AcceleratorConfig, Counters
 from hwgen.memory_port import MemoryPort
 from planner.compile.network import CompiledNetwork
 from common.errors import ConfigError
+from sim.sdram.adapter import SDRAM_PINS
+from sim.sdram.chips import SdramChip
 
 
-def check_soc(config: AcceleratorConfig, compiled: CompiledNetwork, memory_bytes: int) -> None:
-    """The network must be compiled for `config` and its memory image must fit."""
+def check_soc(config: AcceleratorConfig, compiled: CompiledNetwork, memory_bytes: int,
+              sdram: SdramChip | None = None) -> None:
+    """The network must be compiled for `config` and its memory image must fit main memory
+    (`memory_bytes` of the `sdram` chip, if given)."""
     if compiled.config != config:
         raise ConfigError(f"the network was compiled for configuration {compiled.config.name!r}, "
                           f"not for {config.name!r}; compile it for the SoC's configuration")
@@ -29,12 +35,18 @@ def check_soc(config: AcceleratorConfig, compiled: CompiledNetwork, memory_bytes
                           f"DRAM addresses of configuration {config.name!r}; allowed: at most "
                           f"{1 << config.template.dram_address_bits} bytes (template.dram_address_bits)")
     if compiled.memory.size > memory_bytes:
+        bits = config.template.dram_address_bits
+        limits = f" (the {sdram.name} holds {sdram.bytes}; {bits}-bit DRAM addresses reach {1 << bits})" if sdram else ""
         raise ConfigError(f"the memory image of {compiled.network.name!r} needs {compiled.memory.size} bytes; "
-                          f"main memory has {memory_bytes} bytes")
+                          f"main memory has {memory_bytes} bytes{limits}")
 
 
 class SocCore(wiring.Component):
     """Accelerator + `memory_bytes` of main memory + UART bridge at `baud` for a `clk_hz` clock.
+
+    Main memory is `MainMemory` (on chip, holding the image from the start), or with `sdram`
+    `SdramMainMemory` in that chip (empty until the host loads the image); the chip's pins
+    are then the `sdram` port (`SDRAM_PINS`, for `boards.sdram.phy.SdramPhy`).
 
     `leds`: 0 busy, 1 done, 2 host link activity (`FRAME_GAP_BYTE_TIMES` after a byte received or
     sent: the bridge's silence timer), 3 protocol error (a refused request, until the next one is
@@ -42,23 +54,35 @@ class SocCore(wiring.Component):
     """
 
     def __init__(self, config: AcceleratorConfig, compiled: CompiledNetwork, memory_bytes: int, clk_hz: int,
-                 baud: int = 115200):
+                 baud: int = 115200, sdram: SdramChip | None = None):
         try:
-            check_soc(config, compiled, memory_bytes)
+            check_soc(config, compiled, memory_bytes, sdram)
+            if sdram is not None:
+                check_sdram_memory(MemoryPort.from_config(config.dram), memory_bytes, sdram, clk_hz / 1e6)
             self.divisor = baud_divisor(clk_hz, baud)
         except ConfigError:
             self._MustUse__silence = True  # not built, so not "created but never used"
             raise
-        self.config, self.compiled = config, compiled
+        self.config, self.compiled, self.sdram_chip = config, compiled, sdram
         self.memory_bytes, self.clk_hz, self.baud = memory_bytes, clk_hz, baud
         self.info = DeviceInfo(memory_bytes=memory_bytes, clk_hz=clk_hz, build_id=build_id(compiled.program, config))
-        super().__init__({"rx": In(1, init=1), "tx": Out(1, init=1), "leds": Out(4)})
+        members = {"rx": In(1, init=1), "tx": Out(1, init=1), "leds": Out(4)}
+        super().__init__(members if sdram is None else {**members, "sdram": Out(SDRAM_PINS)})
+
+    def _main_memory(self, m: Module, port: MemoryPort) -> MainMemory | SdramMainMemory:
+        """Main memory on the accelerator's `port`: in the SDRAM chip, or on chip with the image."""
+        if self.sdram_chip is None:
+            memory = MainMemory(port, self.memory_bytes, self.compiled.image.tobytes())
+        else:
+            memory = SdramMainMemory(port, self.memory_bytes, self.sdram_chip, self.clk_hz / 1e6)
+            wiring.connect(m, wiring.flipped(self.sdram), memory.sdram)
+        m.submodules.memory = memory
+        return memory
 
     def elaborate(self, platform) -> Module:
         m = Module()
         m.submodules.accelerator = accelerator = Accelerator(self.config, self.compiled.program)
-        m.submodules.memory = memory = MainMemory(accelerator.port.signature, self.memory_bytes,
-                                                  self.compiled.image.tobytes())
+        memory = self._main_memory(m, accelerator.port.signature)
         wiring.connect(m, accelerator.port, memory.port)
 
         m.submodules.uart_rx = uart_rx = UartRx(self.divisor)

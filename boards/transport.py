@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 import serial
@@ -72,11 +73,12 @@ class SerialTransport:
 class SimulatedTransport:
     """`soc` in the Amaranth simulator: the host side drives `rx` and samples `tx` bit by bit at
     the SoC's baud divisor. Time is simulated (cycles / `soc.clk_hz`), so a small `clk_hz` (a
-    divisor of 4, say) keeps simulations short. `leds` holds the SoC's LED outputs."""
+    divisor of 4, say) keeps simulations short. `leds` holds the SoC's LED outputs. `processes`
+    run beside it (e.g. `sim.sdram.adapter.sdram_process`, the chip on an SDRAM SoC's `sdram`)."""
 
     LATENCY_BYTES = 32  # covers the bridge copying a whole WRITE into memory
 
-    def __init__(self, soc: SocCore):
+    def __init__(self, soc: SocCore, processes: Iterable[Callable] = ()):
         self.soc = soc
         self.cycles = 0
         self._period = 1 / soc.clk_hz
@@ -90,6 +92,8 @@ class SimulatedTransport:
         self._sim.add_testbench(self._drive_rx, background=True)
         self._sim.add_testbench(self._sample_tx, background=True)
         self._sim.add_testbench(self._watch_leds, background=True)
+        for process in processes:
+            self._sim.add_process(process)
 
     @classmethod
     def for_network(cls, compiled: CompiledNetwork, memory_bytes: int, baud: int = 115200) -> SimulatedTransport:

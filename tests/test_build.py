@@ -1,5 +1,5 @@
 """`hwgen build`: the SoC for a board through Yosys, nextpnr and ecppack: bitstream and report,
-the PLL making the configured clock from the board's, main memory sized to the device."""
+the PLL making the configured clock from the board's, on-chip main memory sized to the device."""
 from __future__ import annotations
 
 import json
@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from boards.build import SPRAM_BYTES, memory_bytes
+from boards.build import SPRAM_BYTES, memory_bytes, on_chip_memory_bytes
 from boards.platforms import board
 from cli.main import main
 from hwgen.config import load_config
@@ -23,10 +23,12 @@ def test_main_memory_is_the_spram_on_the_up5k_and_sized_to_the_ecp5_device():
     # the icebreaker configuration's program memory takes one of the four SPRAMs
     assert memory_bytes(board("icebreaker"), 1000, load_config("icebreaker")) == 3 * 256 * 1024 // 8
     assert memory_bytes(board("icebreaker"), 1000, data_config("ice40up5k")) == SPRAM_BYTES
-    # a quarter of the block RAM (56 / 32 DP16KD x 18 Kbit), rounded down to a power of two
-    assert memory_bytes(board("ulx3s-25f"), 1000) == 16384  # 56 * 2304 / 4 = 32256
-    assert memory_bytes(board("ulx3s-12f"), 1000) == 16384  # 32 * 2304 / 4 = 18432
-    assert memory_bytes(board("ulx3s-12f"), 20000) == 32768  # the image needs more
+    # a quarter of the block RAM (56 / 32 DP16KD x 18 Kbit), rounded down to a power of two (on
+    # the ULX3S, main memory is the SDRAM: tests/test_sdram_soc.py; `--port sim` simulates this)
+    assert memory_bytes(board("orangecrab"), 1000) == 16384  # 56 * 2304 / 4 = 32256
+    assert on_chip_memory_bytes(board("ulx3s-25f"), 1000) == 16384
+    assert on_chip_memory_bytes(board("ulx3s-12f"), 1000) == 16384  # 32 * 2304 / 4 = 18432
+    assert on_chip_memory_bytes(board("ulx3s-12f"), 20000) == 32768  # the image needs more
 
 
 @pytest.mark.slow

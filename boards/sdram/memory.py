@@ -28,13 +28,25 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
 from boards.main_memory import HostPort, ShiftQueue
-from boards.sdram.controller import DATA_BITS, SdramController
+from boards.sdram.controller import DATA_BITS, SdramController, cas_latency_at
 from common.errors import ConfigError
 from hwgen.memory_port import MemoryPort
 from sim.sdram.adapter import SDRAM_PINS
 from sim.sdram.chips import SdramChip
 
 WORD_BYTES = DATA_BITS // 8
+
+
+def check_sdram_memory(port: MemoryPort, size_bytes: int, chip: SdramChip, clock_mhz: float) -> None:
+    """`port` must be 16 bits wide, `size_bytes` a positive multiple of 2, at most the chip's,
+    and the chip must run at `clock_mhz`."""
+    cas_latency_at(chip, clock_mhz)
+    if port.bus_bytes != WORD_BYTES:
+        raise ConfigError(f"SDRAM main memory needs a {8 * WORD_BYTES}-bit memory port "
+                          f"(dram.bus_width_bits), not {8 * port.bus_bytes} bits")
+    if size_bytes <= 0 or size_bytes % WORD_BYTES or size_bytes > chip.bytes:
+        raise ConfigError(f"memory size {size_bytes} bytes must be a positive multiple of {WORD_BYTES} "
+                          f"bytes, at most the {chip.name}'s {chip.bytes}")
 
 
 class SdramMainMemory(wiring.Component):
@@ -44,12 +56,7 @@ class SdramMainMemory(wiring.Component):
 
     def __init__(self, port: MemoryPort, size_bytes: int, chip: SdramChip, clock_mhz: float):
         try:
-            if port.bus_bytes != WORD_BYTES:
-                raise ConfigError(f"SDRAM main memory needs a {8 * WORD_BYTES}-bit memory port "
-                                  f"(dram.bus_width_bits), not {8 * port.bus_bytes} bits")
-            if size_bytes <= 0 or size_bytes % WORD_BYTES or size_bytes > chip.bytes:
-                raise ConfigError(f"memory size {size_bytes} bytes must be a positive multiple of {WORD_BYTES} "
-                                  f"bytes, at most the {chip.name}'s {chip.bytes}")
+            check_sdram_memory(port, size_bytes, chip, clock_mhz)
         except ConfigError:
             self._MustUse__silence = True  # not built, so not "created but never used"
             raise

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from rich.table import Table
 
-from boards.build import BAUD, memory_bytes
+from boards.build import BAUD, on_chip_memory_bytes
 from boards.platforms import BOARDS, Board, board
 from boards.runtime import Inference, Runtime
 from boards.transport import SerialTransport, SimulatedTransport, Transport
@@ -32,7 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Compile the model for the board's configuration, check that the board runs that program, "
         "load the memory image unless the board already holds it (CRC-32 check), run every input sample and "
         "compare the int8 outputs with the golden model. `--port sim` runs the SoC in the Amaranth simulator "
-        "instead, its UART modelled bit by bit (slow: about a minute for the digits CNN).",
+        "instead, its UART modelled bit by bit (slow: about a minute for the digits CNN), with on-chip main memory "
+        "(block RAM or SPRAM) even for a board whose build puts it in SDRAM.",
     )
     parser.add_argument("--board", required=True, metavar="BOARD", help=f"the board: {', '.join(BOARDS)}")
     parser.add_argument("--port", required=True, metavar="PORT",
@@ -84,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
         inputs = read_input(args.input, net)
         compiled = plan_and_compile(net, config).compiled
         if transport is None:
-            transport = SimulatedTransport.for_network(compiled, memory_bytes(chosen, compiled.memory.size, config), args.baud)
+            size = on_chip_memory_bytes(chosen, compiled.memory.size, config)
+            transport = SimulatedTransport.for_network(compiled, size, args.baud)
         runtime = Runtime(transport, run_timeout=args.timeout)
         if args.port != SIMULATED_PORT:
             runtime.resync()  # the board may hold half a request from an interrupted session
