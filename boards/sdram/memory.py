@@ -2,16 +2,13 @@
 accelerator's `port`, the bridge's `host`), plus the chip's pins, and serves them through an
 `SdramController`, one 16-bit word per cycle.
 
-Each cycle at most one access goes into a request register in front of the controller (taken
-when the register is empty or the controller takes its access): an accelerator write beat, a
-beat of the accelerator's read burst (when its read-data FIFO has room: room is reserved as the
-beat issues), or else a host byte access. Between accelerator writes and reads the turn passes
-at burst boundaries (a write beat with `last`, the last beat of a read burst) or when the other
-has nothing to issue, so that bursts are not interleaved beat by beat (each switch from reading
-to writing costs the bus turnaround). Host accesses take the cycles the accelerator leaves.
-Unlike `MainMemory`, a write beat is not always accepted at once (`wr.ready` low while the
-controller refreshes, opens a row or turns the bus around), and a host read's word comes back
-after a variable delay, on `rd_data` with `rd_valid` (the bridge waits for `rd_valid`).
+Accelerator write beats enter a 4-entry write queue (`wr.ready` is its room alone). Each cycle
+at most one access goes into a request register in front of the controller (taken when the
+register is empty or the controller takes its access): a queued write beat first (no read passes
+a write the port has accepted), else a beat of the accelerator's read burst (when its read-data
+FIFO has room: room is reserved as the beat issues), else a host byte access. A host read's word
+comes back after a variable delay, on `rd_data` with `rd_valid` (the bridge waits for
+`rd_valid`).
 
 Latency of an accelerator read burst on an open row: its request accepted at cycle 0, the first
 beat enters the request register at cycle 1, the controller issues it at cycle 2, its data
@@ -23,7 +20,7 @@ tRAS and tWR allow).
 from __future__ import annotations
 
 from amaranth.hdl import Module, Signal, Value
-from amaranth.lib import data, wiring
+from amaranth.lib import data, fifo, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
@@ -69,7 +66,7 @@ class SdramMainMemory(wiring.Component):
         wiring.connect(m, wiring.flipped(self.sdram), controller.sdram)
         # room for every beat between its issue and its pop: the request register, the
         # controller's latency, the FIFO's write; one more as `room` reads registers only
-        m.submodules.read_fifo = fifo = ShiftQueue(DATA_BITS, controller.read_latency + 3)
+        m.submodules.read_fifo = read_fifo = ShiftQueue(DATA_BITS, controller.read_latency + 3)
         request = Signal(data.StructLayout({"cmd": controller.cmd.payload.shape(), "host": 1}))
         valid = Signal()
         free = ~valid | controller.cmd.ready  # the request register takes an access this cycle
@@ -77,9 +74,10 @@ class SdramMainMemory(wiring.Component):
         with m.If(free):
             m.d.sync += valid.eq(0)
         beat = _Beats(self.bus.addr_width)
-        self._read_bursts(m, fifo, beat)
-        self._arbitrate(m, free, beat, request, valid)
-        self._read_data(m, controller, fifo, request)
+        self._read_bursts(m, read_fifo, beat)
+        writes = self._write_queue(m)
+        self._arbitrate(m, free, beat, writes, request, valid)
+        self._read_data(m, controller, read_fifo, request)
         return m
 
     def _word(self, byte_address: Value) -> Value:
@@ -94,7 +92,7 @@ class SdramMainMemory(wiring.Component):
         no_beat, one_beat = Signal(init=1), Signal()  # beats_left == 0, == 1
         reserved = Signal(range(fifo.depth + 1))  # FIFO entries held by beats issued and not popped
         popped = fifo.r_rdy & port.rd_data.ready
-        m.d.comb += [beat.available.eq(~no_beat & (reserved < fifo.depth)), beat.last.eq(one_beat),
+        m.d.comb += [beat.available.eq(~no_beat & (reserved < fifo.depth)),
                      beats_next.eq(beats_left - beat.issue),
                      port.rd_req.ready.eq(no_beat | (one_beat & beat.issue))]
         in_block = exact_log2(self.bus.burst_beats * WORD_BYTES)  # a burst stays in its block
@@ -106,23 +104,33 @@ class SdramMainMemory(wiring.Component):
         m.d.sync += [beats_left.eq(beats_next), no_beat.eq(beats_next == 0), one_beat.eq(beats_next == 1),
                      reserved.eq(reserved + beat.issue - popped)]
 
-    def _arbitrate(self, m: Module, free: Value, beat: _Beats, request, valid: Signal) -> None:
-        """Fill the request register when `free`: a write beat, a read beat or a host access."""
-        wr, host = self.port.wr, self.host.req
-        prefer_write = Signal()  # the accelerator's writes have the turn
-        pick_write = wr.valid & (prefer_write | ~beat.available)
+    def _write_queue(self, m: Module) -> fifo.SyncFIFOBuffered:
+        """The accelerator's write beats, queued: `wr.ready` is the queue's room, which depends on
+        its level alone, not on the controller (on the 85F the controller's `ready` reached the
+        store DMA's enables through it at 61.7 MHz). A read beat never passes a queued write
+        (`_arbitrate`), so reads see every write accepted before them."""
+        wr = self.port.wr
+        m.submodules.write_queue = writes = fifo.SyncFIFOBuffered(width=len(wr.payload.as_value()), depth=4)
+        m.d.comb += [writes.w_data.eq(wr.payload), writes.w_en.eq(wr.valid), wr.ready.eq(writes.w_rdy)]
+        return writes
+
+    def _arbitrate(self, m: Module, free: Value, beat: _Beats, writes: fifo.SyncFIFOBuffered, request,
+                   valid: Signal) -> None:
+        """Fill the request register when `free`: a queued write beat (always first, so that no
+        read passes it), a read beat or a host access."""
+        host = self.host.req
+        wr = data.View(self.port.wr.payload.shape(), writes.r_data)
+        pick_write = writes.r_rdy
         pick_read = beat.available & ~pick_write
-        pick_host = host.valid & ~wr.valid & ~beat.available
-        m.d.comb += [wr.ready.eq(free & pick_write), beat.issue.eq(free & pick_read),
+        pick_host = host.valid & ~pick_write & ~beat.available
+        m.d.comb += [writes.r_en.eq(free & pick_write), beat.issue.eq(free & pick_read),
                      host.ready.eq(free & pick_host)]
         cmd = request.cmd
         with m.If(free & pick_write):
-            m.d.sync += [valid.eq(1), cmd.addr.eq(self._word(wr.payload.addr)), cmd.write.eq(1),
-                         cmd.data.eq(wr.payload.data), cmd.mask.eq(wr.payload.mask), request.host.eq(0),
-                         prefer_write.eq(~wr.payload.last)]
+            m.d.sync += [valid.eq(1), cmd.addr.eq(self._word(wr.addr)), cmd.write.eq(1),
+                         cmd.data.eq(wr.data), cmd.mask.eq(wr.mask), request.host.eq(0)]
         with m.Elif(free & pick_read):
-            m.d.sync += [valid.eq(1), cmd.addr.eq(self._word(beat.addr)), cmd.write.eq(0), request.host.eq(0),
-                         prefer_write.eq(beat.last)]
+            m.d.sync += [valid.eq(1), cmd.addr.eq(self._word(beat.addr)), cmd.write.eq(0), request.host.eq(0)]
         with m.Elif(free & pick_host):
             lane = host.payload.addr[0]
             m.d.sync += [valid.eq(1), cmd.addr.eq(self._word(host.payload.addr)), cmd.write.eq(host.payload.write),
@@ -145,8 +153,8 @@ class SdramMainMemory(wiring.Component):
 
 class _Beats:
     """The read burst's next beat: `addr` (byte address, a register), `available` (a beat left
-    and FIFO room), `last` (the burst's last beat), `issue` (set by the arbiter: it goes now)."""
+    and FIFO room), `issue` (set by the arbiter: it goes now)."""
 
     def __init__(self, addr_width: int):
         self.addr = Signal(addr_width, name="burst_addr")
-        self.available, self.last, self.issue = Signal(), Signal(), Signal()
+        self.available, self.issue = Signal(), Signal()
