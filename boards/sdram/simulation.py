@@ -21,6 +21,11 @@ from sim.sdram.chips import IS42S16160G_7, SdramChip
 from sim.sdram.device import SdramDevice
 
 
+DRAIN_CYCLES = 100
+"""Cycles after `done` that the memory's queued write beats take at most to reach the chip (a
+refresh and a row change included): the host reads the outputs no sooner."""
+
+
 def initialization_cycles(chip: SdramChip, clock_mhz: float) -> int:
     """Cycles from reset until the controller has initialized the chip and takes accesses (an
     upper bound: the power-up wait, PRECHARGE ALL, the AUTO REFRESHes, LOAD MODE REGISTER)."""
@@ -60,6 +65,8 @@ def run_on_sdram(compiled: CompiledNetwork, x: np.ndarray, *, chip: SdramChip = 
         else:
             raise SimulationTimeout(f"no `done` after {max_cycles} cycles")
         result["cycles"] = ctx.get(accelerator.counters.cycles)
+        for _ in range(DRAIN_CYCLES):  # the last write beats leave the memory's write queue
+            await ctx.tick()
 
     sim = Simulator(top)
     sim.add_clock(1e-6 / clock_mhz)
