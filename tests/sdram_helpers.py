@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from amaranth.sim import Simulator
 
-from boards.sdram.controller import Command, SdramController, SdramCycles
+from boards.sdram.controller import Command, SdramController, initialization_cycles
 from boards.sdram.memory import SdramMainMemory
 from hwgen.memory_port import MemoryPort
 from sim.sdram.adapter import sdram_process
@@ -246,18 +246,12 @@ class Throughput:
         return self.bytes / self.cycles
 
 
-def initialized(chip: SdramChip, mhz: float) -> int:
-    """A cycle by which the controller has initialized the chip (the measurements start then)."""
-    cycles = SdramCycles.at(chip, mhz)
-    return cycles.power_up + cycles.rp + chip.init_refreshes * cycles.rfc + cycles.mrd + 4
-
-
 def measure_reads(chip: SdramChip, mhz: float, size: int, start: int = 0) -> Throughput:
     """Sequential read bursts over `size` preloaded bytes, `rd_data.ready` always high."""
     dut, log = memory(chip, mhz), Log()
     device = SdramDevice(chip, mhz)
     device.memory.preload(start, bytes(size))
-    requester = read_requester(dut, sequential_bursts(start, size), log, initialized(chip, mhz))
+    requester = read_requester(dut, sequential_bursts(start, size), log, initialization_cycles(chip, mhz))
     monitor = simulate(dut, chip, mhz, [requester, read_consumer(dut, size // 2, log)], device)
     first, last = log.read_requests[0], log.read_beats[-1][0]
     return Throughput(size, last + 1 - first, _refreshes_between(monitor, first, last))
@@ -267,7 +261,7 @@ def measure_writes(chip: SdramChip, mhz: float, size: int, start: int = 0) -> Th
     """Sequential write bursts over `size` bytes, offered back to back."""
     dut, log = memory(chip, mhz), Log()
     bursts = [(addr, [(addr & 0xFFFF, 0b11)] * beats) for addr, beats in sequential_bursts(start, size)]
-    monitor = simulate(dut, chip, mhz, [writer(dut, bursts, log, start=initialized(chip, mhz))])
+    monitor = simulate(dut, chip, mhz, [writer(dut, bursts, log, start=initialization_cycles(chip, mhz))])
     first, last = log.write_beats[0], log.write_beats[-1]
     return Throughput(size, last + 1 - first, _refreshes_between(monitor, first, last))
 
@@ -279,7 +273,7 @@ def measure_mixed(chip: SdramChip, mhz: float, size: int, read_start: int, write
     device = SdramDevice(chip, mhz)
     device.memory.preload(read_start, bytes(size))
     writes = [(addr, [(0, 0b11)] * beats) for addr, beats in sequential_bursts(write_start, size)]
-    begin = initialized(chip, mhz)
+    begin = initialization_cycles(chip, mhz)
     monitor = simulate(dut, chip, mhz, [read_requester(dut, sequential_bursts(read_start, size), log, begin),
                                         read_consumer(dut, size // 2, log), writer(dut, writes, log, start=begin)],
                        device)
@@ -299,7 +293,7 @@ def read_latency(chip: SdramChip, mhz: float) -> tuple[int, int]:
 
     async def requester(ctx) -> None:
         clock = Clock()
-        for _ in range(initialized(chip, mhz)):
+        for _ in range(initialization_cycles(chip, mhz)):
             await clock.tick(ctx)
         log.read_requests.append(await clock.send(ctx, dut.port.rd_req, {"addr": 0, "beats": BURST_BEATS}))
         while len(log.read_beats) < BURST_BEATS:

@@ -14,14 +14,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from boards.sdram.controller import BUS_TURNAROUND, SdramController, SdramCycles, cas_latency_at, read_latency
+from boards.sdram.controller import (BUS_TURNAROUND, SdramController, SdramCycles, cas_latency_at, initialization_cycles,
+                                    read_latency)
 from boards.sdram.memory import SdramMainMemory
 from common.errors import ConfigError
 from hwgen.memory_port import MemoryPort
 from sim.sdram.chips import IS42S16160G_7, Timing
 from sim.sdram.device import SdramDevice
 import sdram_helpers
-from sdram_helpers import (BURST_BEATS, Log, NativeRun, host, initialized, measure_reads, measure_writes, memory,
+from sdram_helpers import (BURST_BEATS, Log, NativeRun, host, measure_reads, measure_writes, memory,
                            read_consumer, read_requester, run_native, simulate, writer)
 
 FAST = replace(IS42S16160G_7, power_up_ns=300)
@@ -187,7 +188,7 @@ def test_memory_under_accelerator_and_host_traffic(seed):
     total_writes = sum(len(burst) for _, burst in writes)
 
     async def reader(ctx) -> None:
-        await read_requester(dut, reads, log, initialized(chip, mhz))(ctx)
+        await read_requester(dut, reads, log, initialization_cycles(chip, mhz))(ctx)
         while len(log.write_beats) < total_writes:
             await ctx.tick()
         await read_requester(dut, reads_after, log)(ctx)
@@ -214,7 +215,7 @@ def test_preloaded_image_reads_back_through_the_accelerator_port_and_the_host_po
     bursts = [(addr, BURST_BEATS) for addr in range(start, start + len(image), 2 * BURST_BEATS)]
     probes = [start + offset for offset in (0, 1, 127, 128, 1023, 1024, len(image) - 1)]
     dut, log = memory(chip, mhz), Log()
-    simulate(dut, chip, mhz, [read_requester(dut, bursts, log, initialized(chip, mhz)),
+    simulate(dut, chip, mhz, [read_requester(dut, bursts, log, initialization_cycles(chip, mhz)),
                               read_consumer(dut, len(image) // 2, log, ready=0.8),
                               host(dut, [(addr, None) for addr in probes], log)], device)
     data = np.array([byte for _, word in log.read_beats for byte in (word & 0xFF, word >> 8)], dtype=np.uint8)

@@ -310,6 +310,14 @@ def cas_latency_at(chip: SdramChip, clock_mhz: float, cas_latency: int | None = 
     return cas_latency
 
 
+def initialization_cycles(chip: SdramChip, clock_mhz: float) -> int:
+    """A cycle after reset by which the controller has initialized the chip and takes commands:
+    the power-up wait, PRECHARGE ALL, the AUTO REFRESHes and LOAD MODE REGISTER, with their
+    delays (a few cycles to spare for the commands themselves)."""
+    cycles = SdramCycles.at(chip, clock_mhz)
+    return cycles.power_up + cycles.rp + chip.init_refreshes * cycles.rfc + cycles.mrd + 4
+
+
 def read_latency(cas_latency: int) -> int:
     """Cycles from a READ's command accepted to its data on `rd`: the output registers, the CAS
     latency, the input register."""

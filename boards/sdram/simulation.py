@@ -9,7 +9,7 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
-from boards.sdram.controller import SdramCycles
+from boards.sdram.controller import initialization_cycles
 from boards.sdram.memory import SdramMainMemory
 from hwgen.accelerator import Accelerator
 from hwgen.memory_port import MemoryPort
@@ -24,13 +24,6 @@ from sim.sdram.device import SdramDevice
 DRAIN_CYCLES = 100
 """Cycles after `done` that the memory's queued write beats take at most to reach the chip (a
 refresh and a row change included): the host reads the outputs no sooner."""
-
-
-def initialization_cycles(chip: SdramChip, clock_mhz: float) -> int:
-    """Cycles from reset until the controller has initialized the chip and takes accesses (an
-    upper bound: the power-up wait, PRECHARGE ALL, the AUTO REFRESHes, LOAD MODE REGISTER)."""
-    cycles = SdramCycles.at(chip, clock_mhz)
-    return cycles.power_up + cycles.rp + chip.init_refreshes * cycles.rfc + cycles.mrd + 8
 
 
 def run_on_sdram(compiled: CompiledNetwork, x: np.ndarray, *, chip: SdramChip = IS42S16160G_7,
@@ -96,6 +89,6 @@ def count_traffic(port, traffic: MemoryStats):
                 traffic.bytes_read += bus_bytes
             if wr_valid & wr_ready:
                 traffic.write_beats += 1
-                traffic.bytes_written += bin(mask).count("1")
+                traffic.bytes_written += mask.bit_count()
 
     return process
