@@ -15,7 +15,7 @@ from boards.platforms import board
 from boards.protocol import CHECKSUM_CYCLES_PER_BYTE
 from boards.runtime import Runtime
 from boards.sdram.phy import CLOCK_PHASES
-from boards.sdram.simulation import initialization_cycles
+from boards.sdram.controller import initialization_cycles
 from boards.soc import SocCore
 from boards.transport import SimulatedTransport
 from boards.uart import MIN_DIVISOR
