@@ -18,7 +18,7 @@ import pytest
 
 from common.errors import UnsupportedModelError
 from planner.frontend import load_network
-from planner.zoo.reference import REFERENCE_NETWORKS, build_reference
+from planner.zoo.reference import IMAGENET_NETWORKS, REFERENCE_NETWORKS, build_reference
 
 
 class Counts(NamedTuple):
@@ -92,6 +92,21 @@ def resnet_table(depths: tuple[int, ...], bottleneck: bool) -> Counts:
     return analytic_counts(convs, (cin, 1000), batch_norm=True)
 
 
+def cifar_resnet_table(blocks: int) -> Counts:
+    """He et al.'s CIFAR-10 ResNet-(6 blocks + 2) at 32x32: 16/32/64 channels, 1x1 projections."""
+    convs: list[ConvSpec] = [(3, 16, 3, 32, 1)]
+    cin, hw = 16, 32
+    for stage in range(3):
+        cout = 16 << stage
+        for block in range(blocks):
+            out = hw // 2 if stage > 0 and block == 0 else hw
+            convs += [(cin, cout, 3, out, 1), (cout, cout, 3, out, 1)]
+            if cin != cout:
+                convs.append((cin, cout, 1, out, 1))
+            cin, hw = cout, out
+    return analytic_counts(convs, (64, 10), batch_norm=True)
+
+
 def mobilenetv2_table() -> Counts:
     """torchvision MobileNetV2 (width 1.0) at 224 from its (t, c, n, s) table."""
     convs: list[ConvSpec] = [(3, 32, 3, 112, 1)]
@@ -119,11 +134,16 @@ TORCHVISION = {  # name: (table counts, published total params, published GMACs)
     "resnet50": (lambda: resnet_table((3, 4, 6, 3), bottleneck=True), 25_557_032, 4.09),
     "mobilenetv2": (mobilenetv2_table, 3_504_872, 0.30),
 }
+CIFAR = {  # name: (table counts, weights with He et al.'s identity shortcuts (0.27M for ResNet-20) + the 1x1 projections, MMACs)
+    "resnet8-cifar": (lambda: cifar_resnet_table(1), 74_800 + 16 * 32 + 32 * 64, 12.5),
+    "resnet20-cifar": (lambda: cifar_resnet_table(3), 268_336 + 16 * 32 + 32 * 64, 40.8),
+}
 SMALL = ("alexnet", "resnet18", "mobilenetv2")
 
 
 def test_names() -> None:
-    assert set(REFERENCE_NETWORKS) == {"alexnet", "vgg16", "resnet18", "resnet50", "mobilenetv2"}
+    assert set(IMAGENET_NETWORKS) == {"alexnet", "vgg16", "resnet18", "resnet50", "mobilenetv2"}
+    assert set(REFERENCE_NETWORKS) == {*IMAGENET_NETWORKS, "resnet8-cifar", "resnet20-cifar"}
 
 
 def test_unknown_name_lists_allowed_names() -> None:
@@ -136,13 +156,14 @@ def test_unknown_name_lists_allowed_names() -> None:
 def test_model_interface(name: str) -> None:
     model, _, _ = built(name)
     assert [(o.domain, o.version) for o in model.opset_import] == [("", 17)]
-    hw = 227 if name == "alexnet" else 224
+    hw = {"alexnet": 227, "resnet8-cifar": 32, "resnet20-cifar": 32}.get(name, 224)
+    classes = 10 if name.endswith("-cifar") else 1000
     (inp,) = model.graph.input
     assert inp.name == "input"
     assert inp.type.tensor_type.elem_type == onnx.TensorProto.FLOAT
     assert [d.dim_value for d in inp.type.tensor_type.shape.dim] == [1, 3, hw, hw]
     (out,) = model.graph.output
-    assert [d.dim_value for d in out.type.tensor_type.shape.dim] == [1, 1000]
+    assert [d.dim_value for d in out.type.tensor_type.shape.dim] == [1, classes]
     assert all(t.data_type == onnx.TensorProto.FLOAT for t in model.graph.initializer)
     names = [node.name for node in model.graph.node]
     assert all(names) and len(set(names)) == len(names)
@@ -164,6 +185,21 @@ def test_torchvision_counts(name: str) -> None:
     assert counts == table()
     assert counts.torch_params == params
     assert counts.macs == pytest.approx(gmacs * 1e9, rel=0.015)
+
+
+@pytest.mark.parametrize("name", sorted(CIFAR))
+def test_cifar_resnet_counts(name: str) -> None:
+    table, weights, mmacs = CIFAR[name]
+    _, counts, ops = built(name)
+    assert counts == table()
+    assert counts.weights == weights
+    assert counts.macs == pytest.approx(mmacs * 1e6, rel=0.02)
+    assert ops["Add"] == ops["Conv"] // 2 - 1 and ops["Gemm"] == 1
+
+
+def test_input_size_override() -> None:
+    model = build_reference("resnet8-cifar", input_hw=16)
+    assert [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim] == [1, 3, 16, 16]
 
 
 @pytest.mark.parametrize(
@@ -207,7 +243,8 @@ def test_mobilenetv2_depthwise_and_resnet50_stride_placement() -> None:
 @pytest.mark.parametrize("name", REFERENCE_NETWORKS)
 def test_front_end_counts(name: str) -> None:
     """The front end folds BN into conv biases: its weight count is the conv / fc weights only."""
-    expected = PUBLISHED_EXACT[name] if name in PUBLISHED_EXACT else TORCHVISION[name][0]()[:2]
+    tables = {**{n: v[0] for n, v in TORCHVISION.items()}, **{n: v[0] for n, v in CIFAR.items()}}
+    expected = PUBLISHED_EXACT[name] if name in PUBLISHED_EXACT else tables[name]()[:2]
     net = load_network(built(name)[0])
     assert (net.total_macs, net.total_weights) == expected
 

@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 
 DEFAULT_MODEL = "digits"
-REFERENCE_MODELS = ("alexnet", "vgg16", "resnet18", "resnet50", "mobilenetv2")
+REFERENCE_MODELS = ("alexnet", "vgg16", "resnet18", "resnet50", "mobilenetv2", "resnet8-cifar", "resnet20-cifar")
 BUILTIN_MODELS = (DEFAULT_MODEL, *REFERENCE_MODELS)
 SYNTHETIC_CALIBRATION_SAMPLES = 4
 

@@ -1,7 +1,9 @@
-"""Reference CNNs (AlexNet, VGG-16, ResNet-18/50, MobileNetV2) built as ONNX graphs.
+"""Reference CNNs built as ONNX graphs: the ImageNet networks AlexNet, VGG-16, ResNet-18/50 and
+MobileNetV2 (1000 classes), and the CIFAR-10 ResNets ResNet-8 (MLPerf Tiny's image
+classification model) and ResNet-20 (He et al., 2016) at 32x32 with 10 classes.
 
 The graphs have the published layer shapes (float32, opset 17, batch 1, input ``"input"``
-of shape ``(1, 3, H, W)``, output ``"output"`` of shape ``(1, 1000)``) and random weights:
+of shape ``(1, 3, H, W)``, output ``"output"`` of shape ``(1, classes)``) and random weights:
 He-scaled convolution / FC weights and sane batch-norm statistics, so activations stay finite.
 Node names follow the usual layer names (``conv1``, ``layer1.0.conv1``, ``features.3.conv.1.0``).
 """
@@ -18,6 +20,7 @@ from planner.ir import Shape, conv_output_size
 
 OPSET = 17
 NUM_CLASSES = 1000
+CIFAR_CLASSES = 10
 
 
 def _window_shape(shape: Shape, out_c: int, kernel: int, stride: int, pad: int) -> Shape:
@@ -204,6 +207,16 @@ def _resnet(b: _GraphBuilder, depths: tuple[int, ...], bottleneck: bool) -> str:
     return b.fc(b.flatten(b.global_avgpool(x, "avgpool"), "flatten"), "fc", NUM_CLASSES)
 
 
+def _cifar_resnet(b: _GraphBuilder, blocks: int) -> str:
+    """Three stages of `blocks` basic blocks, 16, 32 and 64 channels, 1x1 projection shortcuts."""
+    x = b.conv("input", "conv1", 16, 3, 1, 1, bn="bn1", act=("relu", "relu"))
+    for stage in range(3):
+        for i in range(blocks):
+            stride = 2 if stage > 0 and i == 0 else 1
+            x = _resnet_block(b, x, f"layer{stage + 1}.{i}", 16 << stage, stride, bottleneck=False)
+    return b.fc(b.flatten(b.global_avgpool(x, "avgpool"), "flatten"), "fc", CIFAR_CLASSES)
+
+
 MOBILENETV2_SETTINGS: tuple[tuple[int, int, int, int], ...] = (
     (1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1),
 )
@@ -242,17 +255,24 @@ _BUILDERS: dict[str, tuple[int, Callable[[_GraphBuilder], str]]] = {
     "resnet18": (224, lambda b: _resnet(b, (2, 2, 2, 2), bottleneck=False)),
     "resnet50": (224, lambda b: _resnet(b, (3, 4, 6, 3), bottleneck=True)),
     "mobilenetv2": (224, _mobilenetv2),
+    "resnet8-cifar": (32, lambda b: _cifar_resnet(b, 1)),
+    "resnet20-cifar": (32, lambda b: _cifar_resnet(b, 3)),
 }
 
 REFERENCE_NETWORKS: tuple[str, ...] = tuple(_BUILDERS)
 """Names accepted by `build_reference`."""
 
 
-def build_reference(name: str, seed: int = 0) -> onnx.ModelProto:
-    """Build reference network `name` (one of `REFERENCE_NETWORKS`) with random weights from `seed`."""
+IMAGENET_NETWORKS: tuple[str, ...] = tuple(name for name in _BUILDERS if not name.endswith("-cifar"))
+"""The reference networks with 1000 classes."""
+
+
+def build_reference(name: str, seed: int = 0, input_hw: int | None = None) -> onnx.ModelProto:
+    """Build reference network `name` (one of `REFERENCE_NETWORKS`) with random weights from
+    `seed`, for its published input size or a square `input_hw`."""
     if name not in _BUILDERS:
         allowed = ", ".join(REFERENCE_NETWORKS)
         raise UnsupportedModelError(f"unknown reference network {name!r}; allowed: {allowed}")
-    input_hw, build = _BUILDERS[name]
-    builder = _GraphBuilder(seed, input_hw)
+    published_hw, build = _BUILDERS[name]
+    builder = _GraphBuilder(seed, input_hw or published_hw)
     return builder.model(name, build(builder))
