@@ -26,7 +26,6 @@ from hwgen.config import AcceleratorConfig, ProgramMemory
 from planner.compile.network import CompiledNetwork
 
 SPRAM_BYTES = 4 * 32 * 1024
-BAUD = 115200
 
 
 @dataclass(frozen=True)
@@ -94,7 +93,7 @@ def build_board(board: Board, config: AcceleratorConfig, compiled: CompiledNetwo
     platform = board.create_platform()
     board_clock_mhz = platform.default_clk_frequency / 1e6
     clock_mhz = pll_output_mhz(board.device_info.family, board_clock_mhz, config.clock_mhz)
-    soc = SocCore(config, compiled, memory_bytes(board, compiled.memory.size, config), round(clock_mhz * 1e6), BAUD,
+    soc = SocCore(config, compiled, memory_bytes(board, compiled.memory.size, config), round(clock_mhz * 1e6), board.baud,
                   board.sdram)
     products = implement(platform, BoardTop(board, soc, board_clock_mhz, clock_mhz), board.device_info, Path(workdir))
     report = parse_reports(products.report, products.stat, board.device_info, clock_mhz, products.seconds, board.name)

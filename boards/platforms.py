@@ -52,13 +52,15 @@ class _OrangeCrab(OrangeCrabR0_2_25FPlatform):
 class Board:
     """A board: `device` is a key of `boards.devices.DEVICES`; `leds` are four
     (resource, number, subsignal or None) outputs: busy, done, link activity, error; `sdram`
-    the chip on the platform's "sdram" resource (None: main memory is on chip)."""
+    the chip on the platform's "sdram" resource (None: main memory is on chip); `baud` the
+    host link's rate: the fastest the board's USB-serial chip runs (the ULX3S's FT231X: 3 Mbaud)."""
 
     name: str
     device: str
     platform: type
     leds: tuple[tuple[str, int, str | None], ...]
     sdram: SdramChip | None = None
+    baud: int = 115200
 
     def create_platform(self):
         """A platform instance with the board's extra constraints added."""
@@ -83,13 +85,14 @@ def _extra_resources(path: Path) -> list[Resource]:
     return resources
 
 
+ULX3S_BAUD = 3_000_000  # the FT231X's highest rate
 _ULX3S_LEDS = tuple(("led", k, None) for k in range(4))
 BOARDS: dict[str, Board] = {board.name: board for board in (
     Board("icebreaker", "ice40-up5k", _IceBreaker, tuple(("led", k, None) for k in range(4))),
-    Board("ulx3s-12f", "ecp5-12f", ULX3S_12F_Platform, _ULX3S_LEDS, IS42S16160G_7),
-    Board("ulx3s-25f", "ecp5-25f", ULX3S_25F_Platform, _ULX3S_LEDS, IS42S16160G_7),
-    Board("ulx3s-45f", "ecp5-45f", ULX3S_45F_Platform, _ULX3S_LEDS, IS42S16160G_7),
-    Board("ulx3s-85f", "ecp5-85f", ULX3S_85F_Platform, _ULX3S_LEDS, IS42S16160G_7),
+    Board("ulx3s-12f", "ecp5-12f", ULX3S_12F_Platform, _ULX3S_LEDS, IS42S16160G_7, ULX3S_BAUD),
+    Board("ulx3s-25f", "ecp5-25f", ULX3S_25F_Platform, _ULX3S_LEDS, IS42S16160G_7, ULX3S_BAUD),
+    Board("ulx3s-45f", "ecp5-45f", ULX3S_45F_Platform, _ULX3S_LEDS, IS42S16160G_7, ULX3S_BAUD),
+    Board("ulx3s-85f", "ecp5-85f", ULX3S_85F_Platform, _ULX3S_LEDS, IS42S16160G_7, ULX3S_BAUD),
     Board("orangecrab", "ecp5-25f", _OrangeCrab,
           (("rgb_led", 0, "r"), ("rgb_led", 0, "g"), ("rgb_led", 0, "b"))),
 )}

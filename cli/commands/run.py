@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from rich.table import Table
 
-from boards.build import BAUD, on_chip_memory_bytes
+from boards.build import on_chip_memory_bytes
 from boards.platforms import BOARDS, Board, board
 from boards.runtime import Inference, Runtime
 from boards.transport import SerialTransport, SimulatedTransport, Transport
@@ -47,7 +47,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "after the board)")
     parser.add_argument("--output", type=Path, metavar="Y.npy",
                         help="write the int8 outputs (.npz when the model has several)")
-    parser.add_argument("--baud", type=int, default=BAUD, metavar="N", help=f"serial baud rate (default: {BAUD})")
+    parser.add_argument("--baud", type=int, metavar="N",
+                        help="serial baud rate (default: the board's, 3,000,000 for the ULX3S, 115,200 otherwise)")
     parser.add_argument("--timeout", type=float, default=10.0, metavar="S",
                         help="seconds a run may take (simulated seconds with --port sim; default: 10)")
     parser.add_argument("--reload", action="store_true",
@@ -78,7 +79,8 @@ def save_outputs(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     chosen = board(args.board)
-    transport: Transport | None = None if args.port == SIMULATED_PORT else SerialTransport(args.port, args.baud)
+    baud = args.baud or chosen.baud
+    transport: Transport | None = None if args.port == SIMULATED_PORT else SerialTransport(args.port, baud)
     try:
         config = board_config(chosen, args.hw)
         net = quantized(load_model(args), args)
@@ -86,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         compiled = plan_and_compile(net, config).compiled
         if transport is None:
             size = on_chip_memory_bytes(chosen, compiled.memory.size, config)
-            transport = SimulatedTransport.for_network(compiled, size, args.baud)
+            transport = SimulatedTransport.for_network(compiled, size, baud)
         runtime = Runtime(transport, run_timeout=args.timeout)
         if args.port != SIMULATED_PORT:
             runtime.resync()  # the board may hold half a request from an interrupted session
