@@ -22,6 +22,7 @@ from boards.platforms import Board
 from boards.report import BuildReport, parse_reports
 from boards.sdram.phy import SdramPhy
 from boards.soc import SocCore
+from common.errors import ConfigError
 from hwgen.config import AcceleratorConfig, ProgramMemory
 from planner.compile.network import CompiledNetwork
 
@@ -61,6 +62,26 @@ def on_chip_memory_bytes(board: Board, image_bytes: int, config: AcceleratorConf
     return size
 
 
+def memory_capacity(board: Board, config: AcceleratorConfig) -> tuple[int, str]:
+    """The most main memory `board` can give `config`, in bytes, and what that memory is."""
+    if board.sdram is not None:
+        return memory_bytes(board, 0, config), f"its {board.sdram.name} SDRAM within {config.template.dram_address_bits}-bit addresses"
+    dev = board.device_info
+    if dev.totals.spram:
+        return on_chip_memory_bytes(board, 0, config), "SPRAM"
+    return 1 << (dev.bram_bytes.bit_length() - 1), f"block RAM: the {dev.part} has {dev.bram_bytes:,} bytes"
+
+
+def check_image_fits(board: Board, compiled: CompiledNetwork) -> None:
+    """A `ConfigError` naming both sizes unless `compiled`'s memory image fits `board`'s main memory."""
+    capacity, what = memory_capacity(board, compiled.config)
+    size = compiled.memory.size
+    if size > capacity:
+        raise ConfigError(f"model {compiled.network.name!r} needs {size:,} bytes ({size / 1024:.0f} KiB) of main memory "
+                          f"(weights, parameters, activations); board {board.name} has at most {capacity:,} bytes "
+                          f"({capacity / 1024:.0f} KiB, {what}); use a smaller model or a board with more memory")
+
+
 class BoardTop(Elaboratable):
     """The SoC with its UART, LEDs and SDRAM (if it has the `sdram` port) on `board`'s pins,
     clocked at `clock_mhz`."""
@@ -90,6 +111,7 @@ class BoardTop(Elaboratable):
 
 def build_board(board: Board, config: AcceleratorConfig, compiled: CompiledNetwork, workdir: Path) -> BoardBuild:
     """Build `board`'s bitstream for `config` running `compiled`, with the build files in `workdir`."""
+    check_image_fits(board, compiled)
     platform = board.create_platform()
     board_clock_mhz = platform.default_clk_frequency / 1e6
     clock_mhz = pll_output_mhz(board.device_info.family, board_clock_mhz, config.clock_mhz)

@@ -85,6 +85,8 @@ class SimulatedTransport:
         self.byte_time = FRAME_BITS * soc.divisor * self._period
         self.latency = self.LATENCY_BYTES * self.byte_time
         self.leds = 0
+        self.progress: Callable[[int], None] | None = None
+        """Called with the cycles simulated so far as the simulation advances."""
         self._to_device: deque[int] = deque()
         self._from_device = bytearray()
         self._sim = Simulator(soc)
@@ -139,6 +141,8 @@ class SimulatedTransport:
         # simulator (which stops at the first event past a deadline) never runs past the next one.
         self.cycles += cycles
         self._sim.run_until((self.cycles + 0.25) * self._period)
+        if self.progress is not None:
+            self.progress(self.cycles)
 
     def write(self, data: bytes) -> None:
         self._to_device.extend(data)

@@ -5,6 +5,7 @@ to end through the serial protocol; `hwgen run`."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import onnx
@@ -15,8 +16,10 @@ from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
 from boards.main_memory import MainMemory
-from boards.protocol import (Command, DeviceError, DeviceMismatch, ReplyChecksumError, ReplyFramingError,
-                             ReplyTimeout, Status, build_id)
+from boards.uart import FRAME_BITS, MIN_DIVISOR
+from onnx_factory import GraphBuilder
+from boards.protocol import (CHECKSUM_REPLY, CHECKSUM_REQUEST, Command, DeviceError, DeviceMismatch,
+                             ReplyChecksumError, ReplyFramingError, ReplyTimeout, Status, build_id)
 from boards.runtime import Runtime, RunTimeout
 from hwgen.accelerator import Accelerator
 from cli.main import main
@@ -246,7 +249,35 @@ def test_hwgen_run_on_the_simulated_soc(tmp_path, capsys):
     net = tiny_network()
     golden = run_quantized(net, net.input_quant.quantize(x[0]))[net.outputs[0]]
     assert np.array_equal(np.load(tmp_path / "y.npy")[0], golden)
-    assert record["samples"][0]["counters"]["cycles"] > 0
+    sample = record["samples"][0]
+    assert sample["counters"]["cycles"] > 0
+    # times on the simulated clock: the accelerator's run is the cycle counter at the SoC's clock;
+    # the host sees more (the input and output crossing the serial line); checking the image in
+    # place takes at least its CHECKSUM request and reply on the line
+    soc_hz = MIN_DIVISOR * record["baud"]
+    assert sample["accelerator_seconds"] == pytest.approx(sample["counters"]["cycles"] / soc_hz)
+    line_byte = FRAME_BITS / record["baud"]
+    assert sample["run_seconds"] > sample["accelerator_seconds"] + TINY_INPUT[0] * TINY_INPUT[1] * TINY_INPUT[2] * line_byte
+    assert record["load"]["seconds"] > (CHECKSUM_REQUEST.size + CHECKSUM_REPLY.size) * line_byte
+
+
+def test_hwgen_run_refuses_a_model_larger_than_the_boards_memory(tmp_path, capsys):
+    """One error naming the model's size and the board's capacity, before any simulation, and
+    no output file."""
+    g = GraphBuilder((1, 32, 8, 8), seed=3)
+    onnx.save(g.model(g.gemm(g.node("Flatten", [g.input_name], axis=1), 2048, 128)), tmp_path / "big.onnx")
+    rng = np.random.default_rng(1)
+    np.save(tmp_path / "calibration.npy", rng.standard_normal((4, 32, 8, 8)).astype(np.float32))
+    np.save(tmp_path / "x.npy", rng.standard_normal((1, 32, 8, 8)).astype(np.float32))
+    code = main(["run", "--board", "icebreaker", "--port", "sim", str(tmp_path / "big.onnx"), "--input",
+                 str(tmp_path / "x.npy"), "--hw", str(data_config_path("ice40up5k")), "--calibration",
+                 str(tmp_path / "calibration.npy"), "--output", str(tmp_path / "y.npy")])
+    error = capsys.readouterr().err
+    assert code != 0 and "Traceback" not in error
+    needed = int(re.search(r"needs ([\d,]+) bytes", error).group(1).replace(",", ""))
+    assert needed > 2048 * 128  # the FC layer's int8 weights alone
+    assert "icebreaker has at most 131,072 bytes" in error  # four 32 KiB SPRAMs
+    assert not (tmp_path / "y.npy").exists()
 
 
 @pytest.mark.slow

@@ -10,12 +10,13 @@ from pathlib import Path
 import numpy as np
 from rich.table import Table
 
-from boards.build import on_chip_memory_bytes
+from boards.build import check_image_fits, on_chip_memory_bytes
 from boards.platforms import BOARDS, Board, board
 from boards.runtime import Inference, Runtime
 from boards.transport import SerialTransport, SimulatedTransport, Transport
 from cli.commands.common import add_calibration_argument, add_model_argument, load_model, quantized
 from cli.commands.infer import output_array, read_input
+from cli.simulation_progress import SimulationProgress
 from hwgen.config import CONFIG_DIR, load_config
 from common.console import make_console
 from common.errors import ConfigError
@@ -80,56 +81,74 @@ def save_outputs(path: Path, arrays: dict[str, np.ndarray]) -> None:
 def run(args: argparse.Namespace) -> int:
     chosen = board(args.board)
     baud = args.baud or chosen.baud
-    transport: Transport | None = None if args.port == SIMULATED_PORT else SerialTransport(args.port, baud)
+    config = board_config(chosen, args.hw)
+    net = quantized(load_model(args), args)
+    inputs = read_input(args.input, net)
+    compiled = plan_and_compile(net, config).compiled
+    check_image_fits(chosen, compiled)
+    if args.port == SIMULATED_PORT:
+        size = on_chip_memory_bytes(chosen, compiled.memory.size, config)
+        transport: Transport = SimulatedTransport.for_network(compiled, size, baud)
+    else:
+        transport = SerialTransport(args.port, baud)
     try:
-        config = board_config(chosen, args.hw)
-        net = quantized(load_model(args), args)
-        inputs = read_input(args.input, net)
-        compiled = plan_and_compile(net, config).compiled
-        if transport is None:
-            size = on_chip_memory_bytes(chosen, compiled.memory.size, config)
-            transport = SimulatedTransport.for_network(compiled, size, baud)
-        runtime = Runtime(transport, run_timeout=args.timeout)
-        if args.port != SIMULATED_PORT:
-            runtime.resync()  # the board may hold half a request from an interrupted session
-        loaded = runtime.load(compiled, force=args.reload)
-        results: list[Inference] = [runtime.infer(compiled, x) for x in inputs]
+        with SimulationProgress(transport) as progress:
+            runtime = Runtime(transport, run_timeout=args.timeout)
+            if args.port != SIMULATED_PORT:
+                runtime.resync()  # the board may hold half a request from an interrupted session
+            progress.stage("loading the memory image")
+            start = transport.clock()
+            loaded = runtime.load(compiled, force=args.reload)
+            load_seconds = transport.clock() - start
+            clk_hz = runtime.info.clk_hz
+            results: list[tuple[Inference, float]] = []
+            for index, x in enumerate(inputs):
+                progress.stage(f"running sample {index + 1} of {len(inputs)}")
+                start = transport.clock()
+                results.append((runtime.infer(compiled, x), transport.clock() - start))
     finally:
-        if transport is not None:
-            transport.close()
+        transport.close()
 
     classifier = len(net.outputs) == 1 and net.tensor_shapes()[net.outputs[0]][1:] == (1, 1)
     samples = []
-    for x, result in zip(inputs, results, strict=True):
+    for x, (result, seconds) in zip(inputs, results, strict=True):
         golden = run_quantized(net, x)
         record = {"bit_exact": all(np.array_equal(result.outputs[n], golden[n]) for n in net.outputs),
-                  "counters": result.counters}
+                  "counters": result.counters, "run_seconds": seconds,
+                  "accelerator_seconds": result.counters["cycles"] / clk_hz}
         if classifier:
             record["class"] = int(np.argmax(result.outputs[net.outputs[0]].reshape(-1)))
             record["golden_class"] = int(np.argmax(golden[net.outputs[0]].reshape(-1)))
         samples.append(record)
     if args.output is not None:
-        save_outputs(args.output, {name: output_array(net, name, [r.outputs[name] for r in results], raw=True)
+        save_outputs(args.output, {name: output_array(net, name, [r.outputs[name] for r, _ in results], raw=True)
                                    for name in net.outputs})
     exact = all(sample["bit_exact"] for sample in samples)
+    load = {"image_bytes": compiled.memory.size, "loaded": loaded, "seconds": load_seconds}
     if args.json:
-        print(json.dumps({"board": chosen.name, "port": args.port, "network": net.name, "config": config.name,
-                          "image_loaded": loaded, "bit_exact": exact, "samples": samples}, indent=2))
+        print(json.dumps({"board": chosen.name, "port": args.port, "baud": baud, "network": net.name,
+                          "config": config.name, "image_loaded": loaded, "load": load, "bit_exact": exact,
+                          "samples": samples}, indent=2))
     else:
-        show(chosen, args.port, loaded, samples, classifier)
+        show(chosen, args.port, load, samples, classifier)
     return 0 if exact else 1
 
 
-def show(chosen: Board, port: str, loaded: bool, samples: list[dict], classifier: bool) -> None:
+def show(chosen: Board, port: str, load: dict, samples: list[dict], classifier: bool) -> None:
     console = make_console()
-    console.print(f"{chosen.name} on {port}: memory image {'loaded' if loaded else 'already in place (CRC-32 match)'}")
-    table = Table(title="runs")
-    columns = ["sample", *(["class", "golden class"] if classifier else []), "bit-exact vs golden", "cycles"]
+    clock = "simulated seconds" if port == SIMULATED_PORT else "seconds"
+    state = "loaded and checked" if load["loaded"] else "already in place (CRC-32 match), checked"
+    console.print(f"{chosen.name} on {port}: memory image of {load['image_bytes']:,} bytes {state} in "
+                  f"{load['seconds']:.3f} {clock}")
+    table = Table(title=f"runs ({clock})")
+    columns = ["sample", *(["class", "golden class"] if classifier else []), "bit-exact vs golden", "cycles",
+               "accelerator s", "run s (input, run, outputs)"]
     for column in columns:
         table.add_column(column, justify="right")
     for index, sample in enumerate(samples):
         cells = [str(index), *([str(sample["class"]), str(sample["golden_class"])] if classifier else []),
-                 "yes" if sample["bit_exact"] else "NO", f"{sample['counters']['cycles']:,}"]
+                 "yes" if sample["bit_exact"] else "NO", f"{sample['counters']['cycles']:,}",
+                 f"{sample['accelerator_seconds']:.6f}", f"{sample['run_seconds']:.4f}"]
         table.add_row(*cells)
     console.print(table)
     counters = Table(title="performance counters (last run)")
