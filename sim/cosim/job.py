@@ -15,6 +15,7 @@ from sim.memory_model import MemoryStats
 JOB_ENV = "HWGEN_COSIM_JOB"
 CLOCK_PERIOD_NS = 10
 IMAGE_FILE, DUMP_FILE, STALLS_FILE = "dram.hex", "dram_out.hex", "stalls.hex"
+OUTCOMES_FILE = "outcomes.json"
 STATS = tuple(field.name for field in fields(MemoryStats))
 """The DRAM model's traffic counters, top-level ports of the harness named like `MemoryStats` fields."""
 
@@ -80,10 +81,10 @@ class Outcome:
         values = [{"counters": o.counters, "testbench_cycles": o.testbench_cycles, "traffic": asdict(o.traffic)}
                   for o in outcomes]
         np.save(folder / "drams_out.npy", np.stack([o.dram for o in outcomes]))
-        (folder / "outcomes.json").write_text(json.dumps(values))
+        (folder / OUTCOMES_FILE).write_text(json.dumps(values))
 
     @classmethod
     def load_all(cls, folder: Path) -> list[Outcome]:
-        values = json.loads((folder / "outcomes.json").read_text())
+        values = json.loads((folder / OUTCOMES_FILE).read_text())
         drams = np.load(folder / "drams_out.npy")
         return [cls(dram, v["counters"], v["testbench_cycles"], MemoryStats(**v["traffic"])) for dram, v in zip(drams, values)]

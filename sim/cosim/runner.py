@@ -26,7 +26,7 @@ from planner.compile.network import CompiledNetwork
 from common.errors import HwgenError
 from sim.cosim.builds import Build, cached_build
 from sim.cosim.harness import DRAM_MODEL, HARNESS_TOP, STALL_DRAWS, harness_verilog, unpack
-from sim.cosim.job import DUMP_FILE, IMAGE_FILE, JOB_ENV, STALLS_FILE, Job, Outcome, stalls_hex
+from sim.cosim.job import DUMP_FILE, IMAGE_FILE, JOB_ENV, OUTCOMES_FILE, STALLS_FILE, Job, Outcome, stalls_hex
 from sim.cosim.simulators import SIMULATORS, unsupported
 from sim.rtl_sim import RtlRun
 
@@ -60,13 +60,18 @@ def design_sources(compiled: CompiledNetwork) -> dict[str, str]:
     return _designs[key]
 
 
-def build_design(compiled: CompiledNetwork, simulator: str, trace: str | None = None) -> Build:
-    """The simulator's build of the co-simulation, from the cache or made now; `trace` is the
-    waveform format a Verilator build records (None: no waveforms)."""
+def check_simulator(simulator: str) -> None:
+    """Raise `CosimError` unless `simulator` is one of `SIMULATORS` and can run here."""
     if simulator not in SIMULATORS:
         raise CosimError(f"simulator {simulator!r}: expected one of {', '.join(SIMULATORS)}")
     if reason := unsupported(simulator):
         raise CosimError(reason)
+
+
+def build_design(compiled: CompiledNetwork, simulator: str, trace: str | None = None) -> Build:
+    """The simulator's build of the co-simulation, from the cache or made now; `trace` is the
+    waveform format a Verilator build records (None: no waveforms)."""
+    check_simulator(simulator)
     return cached_build(design_sources(compiled), HARNESS_TOP, simulator, trace if simulator == "verilator" else None)
 
 
@@ -105,34 +110,49 @@ def _staged(path: Path | None) -> Iterator[Path | None]:
         Path(name).unlink(missing_ok=True)
 
 
-def _simulate(build: Build, job: Job, stall: float, seed: int, waves: Path | None, waves_as: str) -> list[Outcome]:
-    """Run the job in a fresh folder; the folder is removed unless the simulation fails (its log stays)."""
+@contextmanager
+def job_folder() -> Iterator[Path]:
+    """A fresh folder for one simulation's files, removed when the block ends normally; kept
+    (with the simulator's log) when it raises."""
     folder = Path(tempfile.mkdtemp(prefix="hwgen-cosim-"))
-    job.save(folder)
-    draws = 0
-    if stall > 0:
-        draws = STALL_DRAWS
-        (folder / STALLS_FILE).write_bytes(stalls_hex(np.random.default_rng(seed).random(draws) < stall))
-    plusargs = [f"+hwgen_dram_image={folder / IMAGE_FILE}", f"+hwgen_dram_dump={folder / DUMP_FILE}",
-                f"+hwgen_dram_stalls={folder / STALLS_FILE}", f"+hwgen_dram_draws={draws}"]
-    test_args = []
-    if waves is not None:
-        if build.simulator == "icarus":
-            plusargs.append(f"+dumpfile_path={waves}")
-        else:
-            test_args = ["--trace-file", str(waves)]
+    yield folder
+    shutil.rmtree(folder)
+
+
+def run_test(build: Build, test_module: str, folder: Path, result: str, *, plusargs: tuple[str, ...] = (),
+             test_args: tuple[str, ...] = (), waves: bool = False, waves_as: str = "vcd") -> None:
+    """Run the cocotb test module `test_module` on `build`, its job files in `folder` (named by
+    `JOB_ENV`); raises `CosimError` with the simulation's errors unless it wrote `folder/result`."""
     try:
         build.runner(waves_as).test(
-            test_module=TESTBENCH, hdl_toplevel=build.top, hdl_toplevel_lang="verilog", build_dir=build.build_dir,
+            test_module=test_module, hdl_toplevel=build.top, hdl_toplevel_lang="verilog", build_dir=build.build_dir,
             test_dir=folder, results_xml=str(folder / "results.xml"), extra_env={JOB_ENV: str(folder)},
-            plusargs=plusargs, test_args=test_args, waves=waves is not None, log_file=folder / "sim.log")
+            plusargs=list(plusargs), test_args=list(test_args), waves=waves, log_file=folder / "sim.log")
     except (RuntimeError, SystemExit):  # cocotb exits when a test fails under pytest
         pass
-    if not (folder / "outcomes.json").is_file():
+    if not (folder / result).is_file():
         raise CosimError(f"{build.simulator}: {_failures(folder)}; see {folder / 'sim.log'}")
-    outcomes = Outcome.load_all(folder)
-    shutil.rmtree(folder)
-    return outcomes
+
+
+def _simulate(build: Build, job: Job, stall: float, seed: int, waves: Path | None, waves_as: str) -> list[Outcome]:
+    """Run the job in a fresh folder; the folder is removed unless the simulation fails (its log stays)."""
+    with job_folder() as folder:
+        job.save(folder)
+        draws = 0
+        if stall > 0:
+            draws = STALL_DRAWS
+            (folder / STALLS_FILE).write_bytes(stalls_hex(np.random.default_rng(seed).random(draws) < stall))
+        plusargs = (f"+hwgen_dram_image={folder / IMAGE_FILE}", f"+hwgen_dram_dump={folder / DUMP_FILE}",
+                    f"+hwgen_dram_stalls={folder / STALLS_FILE}", f"+hwgen_dram_draws={draws}")
+        test_args: tuple[str, ...] = ()
+        if waves is not None:
+            if build.simulator == "icarus":
+                plusargs += (f"+dumpfile_path={waves}",)
+            else:
+                test_args = ("--trace-file", str(waves))
+        run_test(build, TESTBENCH, folder, OUTCOMES_FILE, plusargs=plusargs, test_args=test_args,
+                 waves=waves is not None, waves_as=waves_as)
+        return Outcome.load_all(folder)
 
 
 def run_cosim_batch(compiled: CompiledNetwork, xs: np.ndarray, simulator: str = "icarus", waves: str | None = None, *,
