@@ -188,6 +188,25 @@ def test_resync_recovers_a_link_left_mid_request(link):
     assert runtime.identify().memory_bytes == TINY_MEMORY
 
 
+def test_an_interrupted_load_is_found_and_written_again_before_a_run(link):
+    """A session dies halfway through loading an image (a memory holding other bytes, half the
+    constants written, half a WRITE request on the line): the next session's `load` finds the
+    constants by checksum not in place, writes them again, and the run equals the golden model."""
+    compiled, net = tiny_compiled(), tiny_network()
+    image, half = compiled.image.tobytes(), compiled.memory.constant_bytes // 2
+    first = Runtime(link)
+    first.write(0, bytes(len(image)))  # what the memory held before
+    first.write(0, image[:half])
+    link.write(bytes([0xA5, 0x06, 0x10, 0x00, 0x01]) + image[half:half + 8])  # cut off mid-request
+    runtime = Runtime(link)
+    runtime.resync()
+    assert not runtime.image_loaded(compiled)
+    assert runtime.load(compiled) is True
+    assert runtime.read(0, len(image)) == image
+    x = tiny_input(4)
+    assert all(np.array_equal(runtime.infer(compiled, x).outputs[n], run_quantized(net, x)[n]) for n in net.outputs)
+
+
 def test_device_refusals_and_mismatches_are_errors(link):
     runtime = Runtime(link)
     with pytest.raises(DeviceError, match="device refused READ: OUT_OF_RANGE"):
