@@ -16,13 +16,14 @@ BASE = 0x10_0000  # the image after the bitstream
 SIZE = 4096
 
 
-@pytest.mark.parametrize("bus_bytes, quad, count", [(1, True, 120), (2, True, 120), (1, False, 40), (2, False, 30)])
-def test_random_bursts_with_back_pressure_read_the_preloaded_bytes(bus_bytes, quad, count):
+@pytest.mark.parametrize("bus_bytes, quad, count, divisor", [(1, True, 120, 2), (2, True, 120, 2), (1, False, 40, 2),
+                                                             (2, False, 30, 2), (2, True, 40, 4)])
+def test_random_bursts_with_back_pressure_read_the_preloaded_bytes(bus_bytes, quad, count, divisor):
     image = random.Random(bus_bytes).randbytes(SIZE)
     device = SpiFlashDevice(CHIP, MHZ)
     device.preload(BASE, image)
     requests = random_bursts(count, SIZE, bus_bytes, 8, seed=bus_bytes + 2 * quad)
-    dut = SpiFlashReader(bus_bytes, 8, chip=CHIP, clock_mhz=MHZ, quad=quad, base=BASE)
+    dut = SpiFlashReader(bus_bytes, 8, chip=CHIP, clock_mhz=MHZ, quad=quad, base=BASE, divisor=divisor)
     run = simulate(dut, device, Run(requests, ready_probability=0.6, seed=3))
     expected = b"".join(image[addr:addr + beats * bus_bytes] for addr, beats, _ in requests)
     assert run.data(bus_bytes) == expected
