@@ -13,11 +13,11 @@ from amaranth.sim import Simulator
 
 from boards.spiflash.reader import SpiFlashReader
 from sim.spiflash.adapter import spiflash_testbench
-from sim.spiflash.chips import W25Q128JV_IQ, SpiFlashChip
+from sim.spiflash.chips import W25Q128JV_IM, SpiFlashChip
 from sim.spiflash.device import SpiFlashDevice
 
 MHZ = 27  # the iCEBreaker's clock
-CHIP = replace(W25Q128JV_IQ, t_w_ns=2_000)  # tW's 15 ms would be 405,000 cycles
+CHIP = replace(W25Q128JV_IM, t_w_ns=2_000)  # tW's 15 ms would be 405,000 cycles
 STALL_CYCLES = 2_000  # no progress for this long: lost data or a deadlock
 
 

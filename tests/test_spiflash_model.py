@@ -11,7 +11,7 @@ from sim.spiflash.chips import W25Q128JV_IM, W25Q128JV_IQ
 from sim.spiflash.device import SpiFlashDevice, SpiFlashViolation
 
 MHZ = 50  # system clock: 20 ns cycles, SPI clock 25 MHz (two cycles a clock)
-FAST_CHIP = replace(W25Q128JV_IQ, t_w_ns=2_000)  # tW's 15 ms would be 750,000 cycles
+FAST_CHIP = replace(W25Q128JV_IM, t_w_ns=2_000)  # tW's 15 ms would be 750,000 cycles
 PINS = 0b1100  # /WP and /HOLD high
 IMAGE = bytes((7 * i + 3) % 256 for i in range(256))
 
@@ -100,7 +100,7 @@ def test_quad_output_read_after_setting_qe():
 
 
 def test_quad_io_read_continuous_mode_skips_the_instruction_until_m4_is_set():
-    master = awake(W25Q128JV_IM)
+    master = awake(W25Q128JV_IQ)
     header = quad(0x1030, 6) + quad(0x20, 2) + listen(4, lines=4)  # M5-4 = 10: continuous
     seen = master.transaction(single(0xEB) + header + listen(8, lines=4))
     assert bytes_from(seen[20:], 4) == IMAGE[0x30:0x34] and master.device.continuous
@@ -125,7 +125,8 @@ def test_status_registers_ids_and_reset():
     assert status(0x05) == 0b11 and status(0x35) == 0  # BUSY while tW runs
     master.idle(FAST_CHIP.cycles(FAST_CHIP.t_w_ns, MHZ))
     assert status(0x05) == 0 and status(0x35) == 0x02
-    assert bytes_from(master.transaction(single(0x9F) + listen(24))[8:], 1) == bytes([0xEF, 0x40, 0x18])
+    assert bytes_from(master.transaction(single(0x9F) + listen(24))[8:], 1) == bytes([0xEF, 0x70, 0x18])  # -IM
+    assert Master(SpiFlashDevice(W25Q128JV_IQ, MHZ, powered_down=False)).device.status2 == 0x02  # QE fixed
     assert bytes_from(master.transaction(single(0xAB) + listen(24) + listen(8))[32:], 1) == bytes([0x17])
     master.transaction(single(0x06))
     master.transaction(single(0x66))
@@ -170,6 +171,10 @@ def test_power_down_and_its_release():
     master.transaction(single(0xAB), gap=10)  # tRES1 is 150 cycles
     with raises("during tRES1"):
         master.transaction(single(0x05) + listen(8))
+    master = Master(SpiFlashDevice(FAST_CHIP, MHZ))
+    seen = master.transaction(single(0xAB) + single(0, 24) + listen(8), gap=91)  # tRES2 (1.8 us) is 90 cycles
+    assert bytes_from(seen[32:], 1) == b"\x17"
+    master.transaction(single(0x05) + listen(8))
 
 
 @pytest.mark.parametrize("opcode, match", [(0x12, "unknown opcode 0x12"), (0x02, "not modelled: PAGE PROGRAM")])
@@ -220,9 +225,9 @@ def test_quad_reads_need_qe():
 def test_status_register_writes():
     with raises("without WRITE ENABLE"):
         awake().transaction(single(0x31) + single(0x02))
-    master = awake(W25Q128JV_IM)
+    master = awake(W25Q128JV_IQ)
     master.transaction(single(0x06))
-    with raises("clears QE, fixed at 1 on the W25Q128JV-IM"):
+    with raises("clears QE, fixed at 1 on the W25Q128JV-IQ"):
         master.transaction(single(0x31) + single(0x00))
     master = awake()
     master.transaction(single(0x06))
@@ -268,9 +273,9 @@ def test_line_rules():
         awake().transaction(single(0x03) + single(0x1000, 24) + [(PINS, 0b1111)])
     with raises("instruction bits not driven"):
         awake().transaction([(PINS, 0b1100)] * 8)
-    master = awake(W25Q128JV_IM)
+    master = awake(W25Q128JV_IQ)
     with raises("address bits not driven"):
         master.transaction(single(0xEB) + [(0, 0b0001)] * 6 + quad(0x00, 2) + listen(5, lines=4))
     with raises(r"/HOLD \(IO3\) not driven high"):
         awake().transaction([(0b0101, 0b0101)] * 8)
-    awake(W25Q128JV_IM).transaction([(0x05 >> (7 - i) & 1, 0b0001) for i in range(8)] + listen(8, lines=4))
+    awake(W25Q128JV_IQ).transaction([(0x05 >> (7 - i) & 1, 0b0001) for i in range(8)] + listen(8, lines=4))

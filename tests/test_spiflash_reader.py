@@ -9,7 +9,7 @@ from spiflash_helpers import CHIP, MHZ, Run, measure, random_bursts, simulate
 
 from boards.spiflash.reader import SpiFlashReader
 from common.errors import ConfigError
-from sim.spiflash.chips import W25Q128JV_IM
+from sim.spiflash.chips import W25Q128JV_IQ
 from sim.spiflash.device import SpiFlashDevice
 
 BASE = 0x10_0000  # the image after the bitstream
@@ -39,9 +39,9 @@ def test_random_bursts_with_back_pressure_read_the_preloaded_bytes(bus_bytes, qu
 
 
 def test_a_qe_fixed_part_is_not_written():
-    device = SpiFlashDevice(W25Q128JV_IM, MHZ)
+    device = SpiFlashDevice(W25Q128JV_IQ, MHZ)
     device.preload(0, bytes(range(64)))
-    dut = SpiFlashReader(2, 8, chip=W25Q128JV_IM, clock_mhz=MHZ)
+    dut = SpiFlashReader(2, 8, chip=W25Q128JV_IQ, clock_mhz=MHZ)
     run = simulate(dut, device, Run([(0, 8, 0), (32, 8, 3)]))
     assert run.data(2) == bytes(range(16)) + bytes(range(32, 48))
     assert [name for _, name, _ in device.history][:4] == [
@@ -64,7 +64,7 @@ def test_sequential_bursts_stream_and_a_new_address_costs_the_header():
 def test_configuration_errors():
     with pytest.raises(ConfigError, match="1 or 2 bytes"):
         SpiFlashReader(4)
-    with pytest.raises(ConfigError, match="above the W25Q128JV-IQ's 50 MHz for Read Data"):
+    with pytest.raises(ConfigError, match="above the W25Q128JV-IM's 50 MHz for Read Data"):
         SpiFlashReader(clock_mhz=108, quad=False)
     with pytest.raises(ConfigError, match="even"):
         SpiFlashReader(divisor=3)

@@ -34,7 +34,7 @@ from amaranth.lib.wiring import In, Out
 from common.errors import ConfigError
 from hwgen.memory_port import MemoryPort
 from sim.spiflash.adapter import SPI_FLASH_PINS
-from sim.spiflash.chips import W25Q128JV_IQ, SpiFlashChip
+from sim.spiflash.chips import W25Q128JV_IM, SpiFlashChip
 from sim.spiflash.commands import (
     FAST_READ_QUAD_IO,
     READ_DATA,
@@ -97,7 +97,7 @@ class SpiFlashReader(wiring.Component):
     clock `clock_mhz`: quad I/O (EBh) if `quad`, else Read Data (03h). Ports and policy: the
     module's docstring."""
 
-    def __init__(self, bus_bytes: int = 1, burst_beats: int = 8, *, chip: SpiFlashChip = W25Q128JV_IQ,
+    def __init__(self, bus_bytes: int = 1, burst_beats: int = 8, *, chip: SpiFlashChip = W25Q128JV_IM,
                  clock_mhz: float = 27.0, quad: bool = True, set_qe: bool = True, divisor: int = 2, base: int = 0,
                  addr_width: int = 32):
         try:

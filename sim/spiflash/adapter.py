@@ -5,7 +5,7 @@ resource): /CS and CLK out, the four IO lines split as at an FPGA's I/O buffer i
 `io_oe` (out) and `io_i` (in). A controller declares `"flash": Out(SPI_FLASH_PINS)`; a
 testbench connects the model with
 
-    device = SpiFlashDevice(W25Q128JV_IQ, clock_mhz=27)
+    device = SpiFlashDevice(W25Q128JV_IM, clock_mhz=27)
     sim.add_testbench(spiflash_testbench(device, dut.flash), background=True)
 
 After each rising edge of `domain` it reads the pins as the controller's registers now drive

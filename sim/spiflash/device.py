@@ -15,9 +15,9 @@ Every departure from the datasheet raises `SpiFlashViolation` ("cycle N: ..."). 
   (so /CS and CLK never change together on a rising edge); /CS high at least tSHSL1 (10 ns)
   between instructions, tSHSL2 (50 ns) after one that writes;
 - instructions: unknown opcodes, known ones the model does not run ("not modelled"), any
-  instruction but RELEASE POWER-DOWN while powered down, /CS low during tRES1, tDP or tRST,
-  anything but a status register read during a status register write (tW), quad reads with
-  QE = 0, RESET DEVICE not right after ENABLE RESET, WRITE STATUS REGISTER-2 without WRITE
+  instruction but RELEASE POWER-DOWN while powered down, /CS low during tRES1 (tRES2 after
+  an ID read), tDP or tRST, anything but a status register read during a status register
+  write (tW), quad reads with QE = 0, RESET DEVICE not right after ENABLE RESET, WRITE STATUS REGISTER-2 without WRITE
   ENABLE, an instruction cut short (/CS high before its last bit, or a read before its data:
   except the datasheet's way out of continuous read mode, M4 = 1);
 - the lines: the controller driving a line the chip drives (contention), not driving a line
@@ -218,7 +218,10 @@ class SpiFlashDevice:
             self._busy(self.chip.t_dp_ns, "tDP after POWER-DOWN")
         elif command is RELEASE_POWER_DOWN and self.powered_down:
             self.powered_down = False
-            self._busy(self.chip.t_res1_ns, "tRES1 after RELEASE POWER-DOWN")
+            if t.clocks > 8:  # the device ID was read
+                self._busy(self.chip.t_res2_ns, "tRES2 after RELEASE POWER-DOWN / DEVICE ID")
+            else:
+                self._busy(self.chip.t_res1_ns, "tRES1 after RELEASE POWER-DOWN")
 
     def _write_status2(self, value: int) -> None:
         if not self.write_enabled:
