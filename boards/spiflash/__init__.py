@@ -1,0 +1,1 @@
+"""The SPI NOR flash of the iCEBreaker as a read-only memory port (`reader`)."""
