@@ -61,11 +61,21 @@ SHAPES = {
 REQUIRES = {"dma_descriptor": ("dma", "program_memory"), "dma_loops": ("dma",), "merged_banks": ("partial_sums",)}
 
 
+def set_options(config: str) -> dict:
+    """Every template option shipped configuration `config` sets (YAML-shaped values)."""
+    template = load_config(config).template
+    return {option.name: list(value) if isinstance(value := getattr(template, option.name), tuple) else value
+            for option in fields(Template) if getattr(template, option.name) != option.default}
+
+
 def compact_template() -> dict:
-    """Every option the compact iCEBreaker configuration sets (YAML-shaped values)."""
-    compact = load_config("icebreaker").template
-    return {option.name: list(value) if isinstance(value := getattr(compact, option.name), tuple) else value
-            for option in fields(Template) if getattr(compact, option.name) != option.default}
+    """Every option the compact iCEBreaker configuration sets."""
+    return set_options("icebreaker")
+
+
+ALONE = {"ecp5": "ulx3s-85f"}
+"""Per family, the shipped configuration each of whose options is calibrated alone on the full
+template."""
 
 
 # the compact template's costliest options, left out two at a time: each option's cost near the
@@ -98,9 +108,10 @@ def variants() -> list[tuple[str, dict]]:
 
 def calibration_configs(family: str) -> list[dict]:
     """The configurations synthesized for `family`: its shapes, then its first shape with each
-    template variant."""
+    template variant and each option of its `ALONE` configuration."""
     base = [shape_config(*shape) for shape in SHAPES[family]]
-    return base + [dict(base[0], name=f"{base[0]['name']}-{label}", template=t) for label, t in variants()]
+    alone = [(name, {name: value}) for name, value in set_options(ALONE[family]).items()] if family in ALONE else []
+    return base + [dict(base[0], name=f"{base[0]['name']}-{label}", template=t) for label, t in variants() + alone]
 
 
 def shape_config(rows: int, cols: int, simd: int, buffer_bytes: int, bus: int, spram: tuple[str, ...]) -> dict:

@@ -4,7 +4,7 @@ Each network is planned and compiled for the `ulx3s-85f` configuration, whose `d
 measured on the SDRAM (`bench/sdram_dram_figures.py`; the program model predicts SDRAM runs
 within 2 %). The instruction-level simulator runs the program on one input: its outputs are
 checked against the golden model and its DRAM bytes are the traffic per image. Cycles are the
-program model's; images/s follow at the SoC's clock (75 MHz) and at the Fmax of the board build
+program model's; images/s follow at the configuration's clock and at the Fmax of the board build
 (`--fmax`, from `hwgen build --board ulx3s-85f --json`).
 
 Usage: python bench/sdram_networks.py [--networks resnet18 mobilenetv2 resnet20-cifar resnet8-cifar]
@@ -65,9 +65,10 @@ def main() -> None:
     parser.add_argument("--fmax", type=float, default=78.52, help="MHz: the board build's Fmax")
     parser.add_argument("--no-isa", action="store_true", help="skip the instruction-level simulation")
     args = parser.parse_args()
-    print(f"{CONFIG}, SDRAM main memory; images/s at the 75 MHz clock and at the build's {args.fmax} MHz Fmax")
+    clock = load_config(CONFIG).clock_mhz
+    print(f"{CONFIG}, SDRAM main memory; images/s at the {clock:g} MHz clock and at the build's {args.fmax} MHz Fmax")
     header = (f"{'network':<16}{'weights KiB':>12}{'image MiB':>10}{'GMAC':>8}{'cycles':>14}{'MAC use':>8}"
-              f"{'DRAM MiB':>10}{'img/s@75':>10}{'img/s@Fmax':>11}{'bit-exact':>10}{'s':>6}")
+              f"{'DRAM MiB':>10}{'img/s@clk':>10}{'img/s@Fmax':>11}{'bit-exact':>10}{'s':>6}")
     print(header)
     for name in args.networks:
         r = measure(name, args.fmax, not args.no_isa)
