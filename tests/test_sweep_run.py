@@ -88,7 +88,8 @@ def test_failures_are_recorded_and_the_sweep_goes_on(tmp_path, jobs, raise_at, e
 # `CountingEvaluator` whose evaluation after `hang_after` others never returns: the sweep cannot
 # finish on its own, and it is interrupted with exactly that many records made.
 HELD_SWEEP = """
-import functools, sys
+import functools, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as from a terminal (a test runner may ignore it)
 sys.path.insert(0, {tests!r})
 import cli.commands.sweep as command
 from cli.main import main
