@@ -48,7 +48,7 @@ def design(config_name: str, soc: bool):
         return Accelerator(config, compiled.program)
     board = BOARDS[config.board]
     return SocCore(config, compiled, memory_bytes(board, compiled.memory.size, config), round(config.clock_mhz * 1e6),
-                   sdram=board.sdram)
+                   sdram=board.sdram, flash=board.flash)
 
 
 def lone_flip_flops(module: dict) -> int:

@@ -6,7 +6,9 @@ board clock differs), synthesized, placed, routed and packed into a bitstream.
 Main memory: the board's SDRAM chip where it has one (the ULX3S: `boards.sdram`, its pins
 through `boards.sdram.phy.SdramPhy`); else the four SPRAMs (128 KiB) on an iCE40UP, block RAM on
 ECP5, sized to the device (the largest power of two within a quarter of its block RAM, at least
-the memory image).
+the memory image). A board with a `flash` (the iCEBreaker) keeps the model's constants there,
+after the bitstream (`boards.spiflash`, its pins through `SpiFlashPhy`): `flash_image` is the
+file to program.
 """
 from __future__ import annotations
 
@@ -22,6 +24,9 @@ from boards.platforms import Board
 from boards.report import BuildReport, parse_reports
 from boards.sdram.phy import SdramPhy
 from boards.soc import SocCore
+from boards.spiflash.image import flash_image
+from boards.spiflash.memory import FLASH_OFFSET
+from boards.spiflash.phy import SpiFlashPhy
 from common.errors import ConfigError
 from hwgen.config import AcceleratorConfig, ProgramMemory
 from planner.compile.network import CompiledNetwork
@@ -31,10 +36,12 @@ SPRAM_BYTES = 4 * 32 * 1024
 
 @dataclass(frozen=True)
 class BoardBuild:
-    """A finished board build: its report and the run's files (the bitstream among them)."""
+    """A finished board build: its report and the run's files (the bitstream among them); for a
+    board with a `flash`, `flash` is the image to program (bitstream and constants)."""
 
     report: BuildReport
     products: FlowProducts
+    flash: bytes | None = None
 
 
 def memory_bytes(board: Board, image_bytes: int, config: AcceleratorConfig | None = None) -> int:
@@ -73,13 +80,22 @@ def memory_capacity(board: Board, config: AcceleratorConfig) -> tuple[int, str]:
 
 
 def check_image_fits(board: Board, compiled: CompiledNetwork) -> None:
-    """A `ConfigError` naming both sizes unless `compiled`'s memory image fits `board`'s main memory."""
+    """A `ConfigError` naming both sizes unless `compiled`'s memory image fits `board`'s main memory
+    (with a `flash`: the image less its constants, which go to the flash)."""
     capacity, what = memory_capacity(board, compiled.config)
-    size = compiled.memory.size
+    memory = compiled.memory
+    in_flash = memory.constant_bytes if board.flash is not None else 0
+    size = memory.size - in_flash
     if size > capacity:
+        parts = "activations and scratch; its constants go to the flash" if in_flash else \
+            "weights, parameters, activations"
         raise ConfigError(f"model {compiled.network.name!r} needs {size:,} bytes ({size / 1024:.0f} KiB) of main memory "
-                          f"(weights, parameters, activations); board {board.name} has at most {capacity:,} bytes "
+                          f"({parts}); board {board.name} has at most {capacity:,} bytes "
                           f"({capacity / 1024:.0f} KiB, {what}); use a smaller model or a board with more memory")
+    if board.flash is not None and in_flash > board.flash.size_bytes - FLASH_OFFSET:
+        raise ConfigError(f"model {compiled.network.name!r} has {in_flash:,} bytes of constants; board {board.name}'s "
+                          f"{board.flash.name} holds {board.flash.size_bytes - FLASH_OFFSET:,} after offset "
+                          f"{FLASH_OFFSET:#x}")
 
 
 class BoardTop(Elaboratable):
@@ -98,6 +114,9 @@ class BoardTop(Elaboratable):
         if "sdram" in soc.signature.members:
             m.submodules.sdram_phy = phy = SdramPhy(platform.request("sdram", 0, dir="-"))
             wiring.connect(m, soc.sdram, phy.pins)
+        if "flash" in soc.signature.members:
+            m.submodules.flash_phy = phy = SpiFlashPhy(platform.request("spi_flash_4x", 0, dir="-"))
+            wiring.connect(m, soc.flash, phy.pins)
         uart = platform.request("uart", 0)
         m.d.comb += [soc.rx.eq(uart.rx.i), uart.tx.o.eq(soc.tx)]
         requested = {}
@@ -116,7 +135,10 @@ def build_board(board: Board, config: AcceleratorConfig, compiled: CompiledNetwo
     board_clock_mhz = platform.default_clk_frequency / 1e6
     clock_mhz = pll_output_mhz(board.device_info.family, board_clock_mhz, config.clock_mhz)
     soc = SocCore(config, compiled, memory_bytes(board, compiled.memory.size, config), round(clock_mhz * 1e6), board.baud,
-                  board.sdram)
+                  board.sdram, board.flash)
     products = implement(platform, BoardTop(board, soc, board_clock_mhz, clock_mhz), board.device_info, Path(workdir))
     report = parse_reports(products.report, products.stat, board.device_info, clock_mhz, products.seconds, board.name)
-    return BoardBuild(report, products)
+    flash = None
+    if board.flash is not None:
+        flash = flash_image(products.bitstream.read_bytes(), compiled.image[:compiled.memory.constant_bytes].tobytes())
+    return BoardBuild(report, products, flash)

@@ -23,6 +23,7 @@ from amaranth_boards.ulx3s import ULX3S_12F_Platform, ULX3S_25F_Platform, ULX3S_
 from boards.devices import Device, device
 from common.errors import HwgenError
 from sim.sdram.chips import IS42S16160G_7, SdramChip
+from sim.spiflash.chips import W25Q128JV_IM, SpiFlashChip
 
 CONSTRAINTS_DIR = Path(__file__).resolve().parent.parent / "constraints"
 BARE_INPUTS = 4
@@ -52,7 +53,9 @@ class _OrangeCrab(OrangeCrabR0_2_25FPlatform):
 class Board:
     """A board: `device` is a key of `boards.devices.DEVICES`; `leds` are four
     (resource, number, subsignal or None) outputs: busy, done, link activity, error; `sdram`
-    the chip on the platform's "sdram" resource (None: main memory is on chip); `baud` the
+    the chip on the platform's "sdram" resource (None: main memory is on chip); `flash` the
+    SPI flash on its "spi_flash_4x" resource that holds the model's constants after the
+    bitstream (None: they are in main memory); `baud` the
     host link's rate: the fastest the board's USB-serial chip runs (the ULX3S's FT231X: 3 Mbaud)."""
 
     name: str
@@ -61,6 +64,7 @@ class Board:
     leds: tuple[tuple[str, int, str | None], ...]
     sdram: SdramChip | None = None
     baud: int = 115200
+    flash: SpiFlashChip | None = None
 
     def create_platform(self):
         """A platform instance with the board's extra constraints added."""
@@ -88,7 +92,7 @@ def _extra_resources(path: Path) -> list[Resource]:
 ULX3S_BAUD = 3_000_000  # the FT231X's highest rate
 _ULX3S_LEDS = tuple(("led", k, None) for k in range(4))
 BOARDS: dict[str, Board] = {board.name: board for board in (
-    Board("icebreaker", "ice40-up5k", _IceBreaker, tuple(("led", k, None) for k in range(4))),
+    Board("icebreaker", "ice40-up5k", _IceBreaker, tuple(("led", k, None) for k in range(4)), flash=W25Q128JV_IM),
     Board("ulx3s-12f", "ecp5-12f", ULX3S_12F_Platform, _ULX3S_LEDS, IS42S16160G_7, ULX3S_BAUD),
     Board("ulx3s-25f", "ecp5-25f", ULX3S_25F_Platform, _ULX3S_LEDS, IS42S16160G_7, ULX3S_BAUD),
     Board("ulx3s-45f", "ecp5-45f", ULX3S_45F_Platform, _ULX3S_LEDS, IS42S16160G_7, ULX3S_BAUD),

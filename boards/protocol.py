@@ -124,14 +124,18 @@ REPLY_BYTES = {Command.IDENTIFY: DeviceInfo.LAYOUT.size, Command.STATUS: STATUS_
 """Reply payload bytes of every command but READ (whose reply has the requested length)."""
 
 
-def build_id(program: Program, config: AcceleratorConfig) -> int:
+def build_id(program: Program, config: AcceleratorConfig, flash_constants: bytes | None = None) -> int:
     """CRC-32 of the program (instructions, descriptors) and the configuration it runs on: tells
     the host which program a bitstream's ROM holds, on which hardware. With a writable (SPRAM)
     program memory the bitstream holds no program, so the id covers the configuration alone
-    (the host loads the program)."""
+    (the host loads the program). With the constants in the SPI flash (`flash_constants`,
+    written beside the bitstream), the id covers their CRC-32 too: the host cannot read them
+    back, so the id tells which weights the bitstream was built with."""
     spram = config.template.program_memory == ProgramMemory.SPRAM
-    text = json.dumps({"config": config.to_dict()} if spram else {"program": program.to_dict(), "config": config.to_dict()},
-                      sort_keys=True)
+    fields = {"config": config.to_dict()} if spram else {"program": program.to_dict(), "config": config.to_dict()}
+    if flash_constants is not None:
+        fields["flash_constants"] = REGION_CRC.compute(flash_constants)
+    text = json.dumps(fields, sort_keys=True)
     return REGION_CRC.compute(text.encode())
 
 

@@ -44,11 +44,17 @@ class Inference:
 class Runtime:
     """Talks to one device over `transport`; a run may take `run_timeout` seconds (of the
     transport's clock). A reply may take its transfer time (`transport.byte_time` per byte),
-    the device's processing and `transport.latency`."""
+    the device's processing and `transport.latency`.
 
-    def __init__(self, transport: Transport, *, run_timeout: float = 10.0):
+    With `flash_constants` (the iCEBreaker) the device keeps a network's constants in its SPI
+    flash, written with the bitstream (`boards.spiflash`): main memory holds the rest of the
+    image from its address 0 (image address `constant_bytes`), the host loads no constants and
+    cannot read them back; the device's build id covers their CRC-32 instead."""
+
+    def __init__(self, transport: Transport, *, run_timeout: float = 10.0, flash_constants: bool = False):
         self.transport = transport
         self.run_timeout = run_timeout
+        self.flash_constants = flash_constants
         self._info: DeviceInfo | None = None
 
     # ---- one request, one checked reply
@@ -163,35 +169,46 @@ class Runtime:
                 raise RunTimeout(f"the accelerator did not finish within {self.run_timeout} s")
 
     # ---- networks
+    def _memory_base(self, compiled: CompiledNetwork) -> int:
+        """The image address at the device memory's address 0: past the constants if they are in flash."""
+        return compiled.memory.constant_bytes if self.flash_constants else 0
+
     def check_build(self, compiled: CompiledNetwork) -> None:
-        """An error unless the device runs `compiled`'s program on its configuration and has the
-        memory for its image."""
+        """An error unless the device runs `compiled`'s program on its configuration (and, from
+        flash, with its constants) and has the memory for its image."""
         info = self.info
-        expected = wire.build_id(compiled.program, compiled.config)
+        constants = compiled.image[:compiled.memory.constant_bytes].tobytes() if self.flash_constants else None
+        expected = wire.build_id(compiled.program, compiled.config, constants)
         if info.build_id != expected:
+            what = "and constants " if self.flash_constants else ""
             raise DeviceMismatch(f"the device runs build {info.build_id:#010x}, not {compiled.network.name!r} "
                                  f"compiled for {compiled.config.name!r} ({expected:#010x}); build the bitstream "
-                                 f"for this model and configuration")
-        if info.memory_bytes < compiled.memory.size:
+                                 f"{what}for this model and configuration")
+        needed = compiled.memory.size - self._memory_base(compiled)
+        if info.memory_bytes < needed:
             raise DeviceMismatch(f"the device has {info.memory_bytes} bytes of memory; {compiled.network.name!r} "
-                                 f"needs {compiled.memory.size}")
+                                 f"needs {needed}")
 
     def image_loaded(self, compiled: CompiledNetwork) -> bool:
-        """Whether the device memory already holds the network's constants (by CRC-32)."""
+        """Whether the device memory already holds the network's constants (by CRC-32); constants
+        in flash are the build's (`check_build`)."""
         size = compiled.memory.constant_bytes
-        return size == 0 or self.checksum(0, size) == wire.REGION_CRC.compute(compiled.image[:size].tobytes())
+        if self.flash_constants or size == 0:
+            return True
+        return self.checksum(0, size) == wire.REGION_CRC.compute(compiled.image[:size].tobytes())
 
     def load(self, compiled: CompiledNetwork, *, force: bool = False) -> bool:
         """Make the device ready for `compiled`: check its program, write the instructions into
         a writable (SPRAM) program memory with its descriptor table (always: it cannot be read
         back), and write the memory
-        image unless the constants are already there (a bitstream carries them in block RAM).
-        Returns whether the image was written; an error if it does not read back."""
+        image unless the constants are already there (a bitstream carries them in block RAM, the
+        flash in `flash_constants`: then nothing is written). Returns whether the image was
+        written; an error if it does not read back."""
         self.check_build(compiled)
         if compiled.config.template.program_memory == ProgramMemory.SPRAM:
             for start, halfwords in program_regions(compiled.program, compiled.config):
                 self.write_program(2 * start, np.array(halfwords, dtype="<u2").tobytes())
-        if not force and self.image_loaded(compiled):
+        if self.flash_constants or (not force and self.image_loaded(compiled)):
             return False
         self.write(0, compiled.image.tobytes())
         if not self.image_loaded(compiled):
@@ -203,14 +220,16 @@ class Runtime:
         net = compiled.network
         if x.dtype != np.int8 or tuple(x.shape) != tuple(net.input_shape):
             raise InputError(f"input of dtype {x.dtype} and shape {x.shape}: expected int8 of shape {net.input_shape}")
-        self.write(compiled.memory.tensors[net.input_name], activation_image(x, compiled.config.pe.simd).tobytes())
+        address = compiled.memory.tensors[net.input_name] - self._memory_base(compiled)
+        self.write(address, activation_image(x, compiled.config.pe.simd).tobytes())
 
     def read_outputs(self, compiled: CompiledNetwork) -> dict[str, np.ndarray]:
         """The network's int8 `(C, H, W)` outputs after a run."""
         shapes, simd = compiled.network.tensor_shapes(), compiled.config.pe.simd
         outputs = {}
         for name in compiled.network.outputs:
-            data = self.read(compiled.memory.tensors[name], tensor_bytes(shapes[name], simd))
+            address = compiled.memory.tensors[name] - self._memory_base(compiled)
+            data = self.read(address, tensor_bytes(shapes[name], simd))
             outputs[name] = activation_from_image(np.frombuffer(data, dtype=np.uint8), shapes[name], simd)
         return outputs
 

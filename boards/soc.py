@@ -12,6 +12,7 @@ from boards.bridge import Bridge
 from boards.main_memory import MainMemory, check_size, word_bytes
 from boards.protocol import FRAME_GAP_BYTE_TIMES, DeviceInfo, build_id
 from boards.sdram.memory import SdramMainMemory, check_sdram_memory
+from boards.spiflash.memory import FLASH_OFFSET, FlashMainMemory, check_flash_memory
 from boards.uart import FRAME_BITS, UartRx, UartTx, baud_divisor
 from hwgen.accelerator import Accelerator
 from hwgen.config import AcceleratorConfig, Counters
@@ -20,12 +21,15 @@ from planner.compile.network import CompiledNetwork
 from common.errors import ConfigError
 from sim.sdram.adapter import SDRAM_PINS
 from sim.sdram.chips import SdramChip
+from sim.spiflash.adapter import SPI_FLASH_PINS
+from sim.spiflash.chips import SpiFlashChip
 
 
 def check_soc(config: AcceleratorConfig, compiled: CompiledNetwork, memory_bytes: int,
-              sdram: SdramChip | None = None) -> None:
+              sdram: SdramChip | None = None, flash: SpiFlashChip | None = None) -> None:
     """The network must be compiled for `config` and its memory image must fit main memory
-    (`memory_bytes` of the `sdram` chip, if given)."""
+    (`memory_bytes` of the `sdram` chip, if given; with `flash`, the image less its constants,
+    whose addresses the DRAM addresses must reach too)."""
     if compiled.config != config:
         raise ConfigError(f"the network was compiled for configuration {compiled.config.name!r}, "
                           f"not for {config.name!r}; compile it for the SoC's configuration")
@@ -34,11 +38,28 @@ def check_soc(config: AcceleratorConfig, compiled: CompiledNetwork, memory_bytes
         raise ConfigError(f"main memory of {memory_bytes} bytes is beyond the {config.template.dram_address_bits}-bit "
                           f"DRAM addresses of configuration {config.name!r}; allowed: at most "
                           f"{1 << config.template.dram_address_bits} bytes (template.dram_address_bits)")
-    if compiled.memory.size > memory_bytes:
+    if flash is not None:
+        check_flash_memory(MemoryPort.from_config(config.dram), compiled.memory.constant_bytes, flash, FLASH_OFFSET)
+        check_flash_image(config, compiled, memory_bytes)
+    elif compiled.memory.size > memory_bytes:
         bits = config.template.dram_address_bits
         limits = f" (the {sdram.name} holds {sdram.bytes}; {bits}-bit DRAM addresses reach {1 << bits})" if sdram else ""
         raise ConfigError(f"the memory image of {compiled.network.name!r} needs {compiled.memory.size} bytes; "
                           f"main memory has {memory_bytes} bytes{limits}")
+
+
+def check_flash_image(config: AcceleratorConfig, compiled: CompiledNetwork, memory_bytes: int) -> None:
+    """With the constants in the flash: the rest of the image must fit `memory_bytes` of SPRAM,
+    and the DRAM addresses must reach the image's end."""
+    memory, bits = compiled.memory, config.template.dram_address_bits
+    if memory.size - memory.constant_bytes > memory_bytes:
+        raise ConfigError(f"the activations and scratch of {compiled.network.name!r} need "
+                          f"{memory.size - memory.constant_bytes:,} bytes; SPRAM main memory has {memory_bytes:,} "
+                          f"bytes (its constants, {memory.constant_bytes:,} bytes, are in the flash)")
+    if memory.size > 1 << bits:
+        raise ConfigError(f"the memory image of {compiled.network.name!r} ends at byte {memory.size:,}, beyond the "
+                          f"{bits}-bit DRAM addresses of configuration {config.name!r} (at most {1 << bits:,} bytes; "
+                          f"raise template.dram_address_bits)")
 
 
 class SocCore(wiring.Component):
@@ -46,7 +67,11 @@ class SocCore(wiring.Component):
 
     Main memory is `MainMemory` (on chip, holding the image from the start), or with `sdram`
     `SdramMainMemory` in that chip (empty until the host loads the image); the chip's pins
-    are then the `sdram` port (`SDRAM_PINS`, for `boards.sdram.phy.SdramPhy`).
+    are then the `sdram` port (`SDRAM_PINS`, for `boards.sdram.phy.SdramPhy`). With `flash`,
+    `FlashMainMemory`: the constants in that chip from `FLASH_OFFSET` (written with the
+    bitstream), `memory_bytes` of SPRAM for the rest (the host's addresses start at the end of
+    the constants); its pins are the `flash` port (`SPI_FLASH_PINS`, for
+    `boards.spiflash.phy.SpiFlashPhy`).
 
     `leds`: 0 busy, 1 done, 2 host link activity (`FRAME_GAP_BYTE_TIMES` after a byte received or
     sent: the bridge's silence timer), 3 protocol error (a refused request, until the next one is
@@ -54,24 +79,35 @@ class SocCore(wiring.Component):
     """
 
     def __init__(self, config: AcceleratorConfig, compiled: CompiledNetwork, memory_bytes: int, clk_hz: int,
-                 baud: int = 115200, sdram: SdramChip | None = None):
+                 baud: int = 115200, sdram: SdramChip | None = None, flash: SpiFlashChip | None = None):
         try:
-            check_soc(config, compiled, memory_bytes, sdram)
+            check_soc(config, compiled, memory_bytes, sdram, flash)
             if sdram is not None:
                 check_sdram_memory(MemoryPort.from_config(config.dram), memory_bytes, sdram, clk_hz / 1e6)
             self.divisor = baud_divisor(clk_hz, baud)
         except ConfigError:
             self._MustUse__silence = True  # not built, so not "created but never used"
             raise
-        self.config, self.compiled, self.sdram_chip = config, compiled, sdram
+        self.config, self.compiled, self.sdram_chip, self.flash_chip = config, compiled, sdram, flash
         self.memory_bytes, self.clk_hz, self.baud = memory_bytes, clk_hz, baud
-        self.info = DeviceInfo(memory_bytes=memory_bytes, clk_hz=clk_hz, build_id=build_id(compiled.program, config))
+        constants = compiled.image[:compiled.memory.constant_bytes].tobytes() if flash is not None else None
+        self.info = DeviceInfo(memory_bytes=memory_bytes, clk_hz=clk_hz,
+                               build_id=build_id(compiled.program, config, constants))
         members = {"rx": In(1, init=1), "tx": Out(1, init=1), "leds": Out(4)}
-        super().__init__(members if sdram is None else {**members, "sdram": Out(SDRAM_PINS)})
+        if sdram is not None:
+            members["sdram"] = Out(SDRAM_PINS)
+        if flash is not None:
+            members["flash"] = Out(SPI_FLASH_PINS)
+        super().__init__(members)
 
-    def _main_memory(self, m: Module, port: MemoryPort) -> MainMemory | SdramMainMemory:
-        """Main memory on the accelerator's `port`: in the SDRAM chip, or on chip with the image."""
-        if self.sdram_chip is None:
+    def _main_memory(self, m: Module, port: MemoryPort) -> MainMemory | SdramMainMemory | FlashMainMemory:
+        """Main memory on the accelerator's `port`: in the SDRAM chip, split between the flash
+        and SPRAM, or on chip with the image."""
+        if self.flash_chip is not None:
+            memory = FlashMainMemory(port, self.memory_bytes, self.compiled.memory.constant_bytes, self.flash_chip,
+                                     self.clk_hz / 1e6)
+            wiring.connect(m, wiring.flipped(self.flash), memory.flash)
+        elif self.sdram_chip is None:
             memory = MainMemory(port, self.memory_bytes, self.compiled.image.tobytes())
         else:
             memory = SdramMainMemory(port, self.memory_bytes, self.sdram_chip, self.clk_hz / 1e6)
@@ -111,5 +147,6 @@ class SocCore(wiring.Component):
             m.d.sync += bridge.counters.eq(accelerator.counters)
         else:
             m.d.comb += bridge.counters.cycles.eq(accelerator.counters.cycles)
-        m.d.comb += self.leds.eq(Cat(accelerator.busy, accelerator.done, bridge.link_active, bridge.error))
+        error = bridge.error | memory.write_fault if self.flash_chip is not None else bridge.error
+        m.d.comb += self.leds.eq(Cat(accelerator.busy, accelerator.done, bridge.link_active, error))
         return m

@@ -11,9 +11,13 @@ import serial
 from amaranth.sim import Simulator
 
 from boards.soc import SocCore
+from boards.spiflash.memory import FLASH_OFFSET
 from boards.uart import FRAME_BITS, MIN_DIVISOR
 from planner.compile.network import CompiledNetwork
 from common.errors import HwgenError
+from sim.spiflash.adapter import spiflash_testbench
+from sim.spiflash.chips import SpiFlashChip
+from sim.spiflash.device import SpiFlashDevice
 
 
 class TransportError(HwgenError):
@@ -74,17 +78,20 @@ class SimulatedTransport:
     """`soc` in the Amaranth simulator: the host side drives `rx` and samples `tx` bit by bit at
     the SoC's baud divisor. Time is simulated (cycles / `soc.clk_hz`), so a small `clk_hz` (a
     divisor of 4, say) keeps simulations short. `leds` holds the SoC's LED outputs. `processes`
-    run beside it (e.g. `sim.sdram.adapter.sdram_process`, the chip on an SDRAM SoC's `sdram`)."""
+    run beside it (e.g. `sim.sdram.adapter.sdram_process`, the chip on an SDRAM SoC's `sdram`),
+    and background `testbenches` (e.g. `sim.spiflash.adapter.spiflash_testbench`)."""
 
     LATENCY_BYTES = 32  # covers the bridge copying a whole WRITE into memory
 
-    def __init__(self, soc: SocCore, processes: Iterable[Callable] = ()):
+    def __init__(self, soc: SocCore, processes: Iterable[Callable] = (), testbenches: Iterable[Callable] = ()):
         self.soc = soc
         self.cycles = 0
         self._period = 1 / soc.clk_hz
         self.byte_time = FRAME_BITS * soc.divisor * self._period
         self.latency = self.LATENCY_BYTES * self.byte_time
         self.leds = 0
+        self.flash_device: SpiFlashDevice | None = None
+        """The flash model on the SoC's `flash` pins (`for_network` with a flash)."""
         self.progress: Callable[[int], None] | None = None
         """Called with the cycles simulated so far as the simulation advances."""
         self._to_device: deque[int] = deque()
@@ -96,11 +103,25 @@ class SimulatedTransport:
         self._sim.add_testbench(self._watch_leds, background=True)
         for process in processes:
             self._sim.add_process(process)
+        for testbench in testbenches:
+            self._sim.add_testbench(testbench, background=True)
 
     @classmethod
-    def for_network(cls, compiled: CompiledNetwork, memory_bytes: int, baud: int = 115200) -> SimulatedTransport:
-        """The SoC for `compiled` at the fastest clock its UART allows at `baud`."""
-        return cls(SocCore(compiled.config, compiled, memory_bytes, MIN_DIVISOR * baud, baud))
+    def for_network(cls, compiled: CompiledNetwork, memory_bytes: int, baud: int = 115200,
+                    flash: SpiFlashChip | None = None) -> SimulatedTransport:
+        """The SoC for `compiled` at the fastest clock its UART allows at `baud`; with `flash`,
+        the constants in that chip's datasheet model (`sim.spiflash`), preloaded at
+        `FLASH_OFFSET` as `hwgen build` writes them and as the iCE40 leaves it: powered down,
+        QE as the part ships."""
+        clk_hz = MIN_DIVISOR * baud
+        soc = SocCore(compiled.config, compiled, memory_bytes, clk_hz, baud, flash=flash)
+        if flash is None:
+            return cls(soc)
+        device = SpiFlashDevice(flash, clock_mhz=clk_hz / 1e6)
+        device.preload(FLASH_OFFSET, compiled.image[:compiled.memory.constant_bytes].tobytes())
+        transport = cls(soc, testbenches=[spiflash_testbench(device, soc.flash)])
+        transport.flash_device = device
+        return transport
 
     @staticmethod
     async def _wait(ctx, cycles: int) -> None:

@@ -41,6 +41,18 @@ async def write_program(ctx, dut: Accelerator, compiled: CompiledNetwork) -> Non
     ctx.set(dut.program_write.en, 0)
 
 
+async def start_and_wait(ctx, dut: Accelerator, max_cycles: int) -> int:
+    """Pulse `dut.start` and wait for `done`; the accelerator's cycle counter."""
+    ctx.set(dut.start, 1)
+    await ctx.tick()
+    ctx.set(dut.start, 0)
+    for _ in range(max_cycles):
+        if ctx.get(dut.done):
+            return ctx.get(dut.counters.cycles)
+        await ctx.tick()
+    raise SimulationTimeout(f"no `done` after {max_cycles} cycles")
+
+
 def run_rtl(compiled: CompiledNetwork, x: np.ndarray, *, max_cycles: int = 5_000_000, stall: float = 0.0,
             seed: int = 0, vcd: str | None = None) -> RtlRun:
     """Run the int8 `(C, H, W)` input through the RTL; `vcd` writes a waveform file."""

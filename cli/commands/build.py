@@ -13,6 +13,8 @@ from hwgen.config import CONFIG_DIR, load_config
 from common.files import atomic_write_bytes
 from planner.pipeline import plan_and_compile
 
+FLASH_FILE = "flash.bin"
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -21,8 +23,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the accelerator in the SoC (main memory holding the model's memory image, UART host bridge, status "
         "LEDs, a PLL when the board clock differs from clock_mhz) on a board's pins, and build it with Yosys, "
         "nextpnr and icepack/ecppack. Writes <board>.bin (iCE40) or <board>.bit (ECP5), report.json and "
-        "report.txt into the output folder (build files under build/). A build that misses timing leaves "
-        "no bitstream there unless --allow-timing-fail.",
+        "report.txt into the output folder (build files under build/); on the iCEBreaker also flash.bin, the "
+        "bitstream with the model's constants at 1 MiB, to program with `iceprog flash.bin`. A build that misses "
+        "timing leaves no bitstream there unless --allow-timing-fail.",
     )
     parser.add_argument("--board", required=True, metavar="BOARD", help=f"one of: {', '.join(BOARDS)}")
     add_output_arguments(parser, "the board's shipped configuration (icebreaker, ulx3s-85f), else default")
@@ -37,10 +40,16 @@ def run(args: argparse.Namespace) -> int:
     out = args.output or Path("rtl_out") / f"{config.name}-{target.name}"
     result = build_board(target, config, compiled, out / "build")
     bitstream = out / f"{target.name}{result.products.bitstream.suffix}"
+    flash = out / FLASH_FILE
     bitstream.unlink(missing_ok=True)
+    flash.unlink(missing_ok=True)
     if result.report.timing_met or args.allow_timing_fail:
         atomic_write_bytes(bitstream, result.products.bitstream.read_bytes())
+        if result.flash is not None:
+            atomic_write_bytes(flash, result.flash)
     status = finish(result.report, out, args)
     if not args.json:
         print(f"bitstream: {bitstream}")
+        if result.flash is not None:
+            print(f"flash image (bitstream and constants): {flash}")
     return status

@@ -34,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "load the memory image unless the board already holds it (CRC-32 check), run every input sample and "
         "compare the int8 outputs with the golden model. `--port sim` runs the SoC in the Amaranth simulator "
         "instead, its UART modelled bit by bit (slow: about a minute for the digits CNN), with on-chip main memory "
-        "(block RAM or SPRAM) even for a board whose build puts it in SDRAM.",
+        "(block RAM or SPRAM) even for a board whose build puts it in SDRAM; on the iCEBreaker the constants are in "
+        "the datasheet model of its SPI flash, preloaded as `hwgen build` writes flash.bin.",
     )
     parser.add_argument("--board", required=True, metavar="BOARD", help=f"the board: {', '.join(BOARDS)}")
     parser.add_argument("--port", required=True, metavar="PORT",
@@ -88,12 +89,12 @@ def run(args: argparse.Namespace) -> int:
     check_image_fits(chosen, compiled)
     if args.port == SIMULATED_PORT:
         size = on_chip_memory_bytes(chosen, compiled.memory.size, config)
-        transport: Transport = SimulatedTransport.for_network(compiled, size, baud)
+        transport: Transport = SimulatedTransport.for_network(compiled, size, baud, chosen.flash)
     else:
         transport = SerialTransport(args.port, baud)
     try:
         with SimulationProgress(transport) as progress:
-            runtime = Runtime(transport, run_timeout=args.timeout)
+            runtime = Runtime(transport, run_timeout=args.timeout, flash_constants=chosen.flash is not None)
             if args.port != SIMULATED_PORT:
                 runtime.resync()  # the board may hold half a request from an interrupted session
             progress.stage("loading the memory image")
@@ -124,7 +125,9 @@ def run(args: argparse.Namespace) -> int:
         save_outputs(args.output, {name: output_array(net, name, [r.outputs[name] for r, _ in results], raw=True)
                                    for name in net.outputs})
     exact = all(sample["bit_exact"] for sample in samples)
-    load = {"image_bytes": compiled.memory.size, "loaded": loaded, "seconds": load_seconds}
+    in_flash = compiled.memory.constant_bytes if chosen.flash is not None else 0
+    load = {"image_bytes": compiled.memory.size - in_flash, "flash_bytes": in_flash, "loaded": loaded,
+            "seconds": load_seconds}
     if args.json:
         print(json.dumps({"board": chosen.name, "port": args.port, "baud": baud, "network": net.name,
                           "config": config.name, "image_loaded": loaded, "load": load, "bit_exact": exact,
@@ -137,7 +140,10 @@ def run(args: argparse.Namespace) -> int:
 def show(chosen: Board, port: str, load: dict, samples: list[dict], classifier: bool) -> None:
     console = make_console()
     clock = "simulated seconds" if port == SIMULATED_PORT else "seconds"
-    state = "loaded and checked" if load["loaded"] else "already in place (CRC-32 match), checked"
+    if load["flash_bytes"]:
+        state = f"(constants, {load['flash_bytes']:,} bytes, in the flash: build id checked)"
+    else:
+        state = "loaded and checked" if load["loaded"] else "already in place (CRC-32 match), checked"
     console.print(f"{chosen.name} on {port}: memory image of {load['image_bytes']:,} bytes {state} in "
                   f"{load['seconds']:.3f} {clock}")
     table = Table(title=f"runs ({clock})")

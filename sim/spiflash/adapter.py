@@ -16,6 +16,7 @@ A line nobody drives reads 1 (a pull-up).
 """
 from __future__ import annotations
 
+from amaranth.hdl import Cat
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -38,12 +39,18 @@ def resolve(chip_io: int, chip_oe: int, io_o: int, io_oe: int) -> int:
 def spiflash_testbench(device: SpiFlashDevice, pins, domain: str = "sync"):
     """An async testbench for `Simulator.add_testbench(..., background=True)` applying `device` to
     `pins` (any object with the `SPI_FLASH_PINS` members) every cycle of `domain`."""
+    driven = Cat(pins.cs_n, pins.clk, pins.io_o, pins.io_oe)
+
     async def testbench(ctx) -> None:
-        ctx.set(pins.io_i, 0b1111)
+        lines = 0b1111
+        ctx.set(pins.io_i, lines)
         while True:
             await ctx.tick(domain)
-            cs_n, clk, io_o, io_oe = ctx.get(pins.cs_n), ctx.get(pins.clk), ctx.get(pins.io_o), ctx.get(pins.io_oe)
-            io, oe = device.clock(cs_n, clk, io_o, io_oe)
-            ctx.set(pins.io_i, resolve(io, oe, io_o, io_oe))
+            value = ctx.get(driven)  # one read of the four pins (a simulation step each otherwise)
+            io_o, io_oe = value >> 2 & 0b1111, value >> 6 & 0b1111
+            io, oe = device.clock(value & 1, value >> 1 & 1, io_o, io_oe)
+            if (resolved := resolve(io, oe, io_o, io_oe)) != lines:  # a write only on a change
+                lines = resolved
+                ctx.set(pins.io_i, lines)
 
     return testbench
