@@ -282,19 +282,22 @@ def test_hwgen_run_on_the_simulated_soc(tmp_path, capsys):
 
 def test_hwgen_run_refuses_a_model_larger_than_the_boards_memory(tmp_path, capsys):
     """One error naming the model's size and the board's capacity, before any simulation, and
-    no output file."""
-    g = GraphBuilder((1, 32, 8, 8), seed=3)
-    onnx.save(g.model(g.gemm(g.node("Flatten", [g.input_name], axis=1), 2048, 128)), tmp_path / "big.onnx")
+    no output file. On the iCEBreaker the constants go to the flash: the activations must fit
+    its SPRAM."""
+    shape = (1, 64, 48, 48)  # an input of 147,456 bytes
+    g = GraphBuilder(shape, seed=3)
+    onnx.save(g.model(g.conv(g.input_name, 64, 2, k=1)), tmp_path / "big.onnx")
     rng = np.random.default_rng(1)
-    np.save(tmp_path / "calibration.npy", rng.standard_normal((4, 32, 8, 8)).astype(np.float32))
-    np.save(tmp_path / "x.npy", rng.standard_normal((1, 32, 8, 8)).astype(np.float32))
+    np.save(tmp_path / "calibration.npy", rng.standard_normal((2, *shape[1:])).astype(np.float32))
+    np.save(tmp_path / "x.npy", rng.standard_normal(shape).astype(np.float32))
     code = main(["run", "--board", "icebreaker", "--port", "sim", str(tmp_path / "big.onnx"), "--input",
                  str(tmp_path / "x.npy"), "--hw", str(data_config_path("ice40up5k")), "--calibration",
                  str(tmp_path / "calibration.npy"), "--output", str(tmp_path / "y.npy")])
     error = capsys.readouterr().err
     assert code != 0 and "Traceback" not in error
     needed = int(re.search(r"needs ([\d,]+) bytes", error).group(1).replace(",", ""))
-    assert needed > 2048 * 128  # the FC layer's int8 weights alone
+    assert needed > 64 * 48 * 48  # the input tensor alone
+    assert "(activations and scratch; its constants go to the flash)" in error
     assert "icebreaker has at most 131,072 bytes" in error  # four 32 KiB SPRAMs
     assert not (tmp_path / "y.npy").exists()
 
