@@ -252,6 +252,28 @@ def test_build_command_keeps_no_bitstream_of_a_failed_timing_unless_allowed(repo
     assert (out / "ulx3s-25f.bit").exists()
 
 
+def test_build_command_writes_the_flash_image_beside_the_bitstream_unless_timing_failed(report, tmp_path, monkeypatch):
+    """On the iCEBreaker `hwgen build` writes flash.bin (the build's image: bitstream and
+    constants), and keeps neither file of a build that missed timing."""
+    import cli.commands.build as build_command
+    from boards.build import BoardBuild
+    from boards.implement import FlowProducts
+
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "top.bin").write_bytes(b"bits")
+    products = FlowProducts(tmp_path / "work", "ice40", 1.0)
+    outcome = {"report": report}
+    monkeypatch.setattr(build_command, "build_board",
+                        lambda *args: BoardBuild(outcome["report"], products, flash=b"bits and constants"))
+    out = tmp_path / "out"
+    assert main(["build", "--board", "icebreaker", "-o", str(out), "--json"]) == 0
+    assert (out / "flash.bin").read_bytes() == b"bits and constants"
+    assert (out / "icebreaker.bin").read_bytes() == b"bits"
+    outcome["report"] = failing(report)
+    assert main(["build", "--board", "icebreaker", "-o", str(out), "--json"]) == 2
+    assert not (out / "flash.bin").exists() and not (out / "icebreaker.bin").exists()
+
+
 @pytest.mark.parametrize("board_name, config_name", [("icebreaker", "icebreaker"), ("ulx3s-25f", "ulx3s-85f")])
 def test_build_without_hw_takes_the_boards_configuration_else_the_default(report, tmp_path, monkeypatch, board_name,
                                                                          config_name):
