@@ -28,8 +28,8 @@ from sim.spiflash.adapter import SPI_FLASH_PINS
 from sim.spiflash.chips import SpiFlashChip
 
 FLASH_OFFSET = 1 << 20
-"""Where the constants start in the flash: the first 64 KiB-aligned address well past the
-UP5K's bitstream (104,090 bytes; the flash's first MiB is left to it)."""
+"""Where the constants start in the flash: a 64 KiB-aligned address far past the UP5K's
+bitstream (about 100 KB; the flash's first MiB is left to it, `flash_image` checks)."""
 ERASE_BLOCK = 64 * 1024
 
 
