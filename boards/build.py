@@ -6,7 +6,8 @@ board clock differs), synthesized, placed, routed and packed into a bitstream.
 Main memory: the board's SDRAM chip where it has one (the ULX3S: `boards.sdram`, its pins
 through `boards.sdram.phy.SdramPhy`); else the four SPRAMs (128 KiB) on an iCE40UP, block RAM on
 ECP5, sized to the device (the largest power of two within a quarter of its block RAM, at least
-the memory image).
+the memory image). The report itemizes main memory (its controller, queues and ports): it is
+synthesized as a module of its own.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from amaranth.hdl import Elaboratable, Module
 from amaranth.lib import wiring
 
 from boards.clocking import PllClock, pll_output_mhz
-from boards.implement import FlowProducts, implement
+from boards.implement import NAME, FlowProducts, implement
 from boards.platforms import Board
 from boards.report import BuildReport, parse_reports
 from boards.sdram.phy import SdramPhy
@@ -27,6 +28,8 @@ from hwgen.config import AcceleratorConfig, ProgramMemory
 from planner.compile.network import CompiledNetwork
 
 SPRAM_BYTES = 4 * 32 * 1024
+MAIN_MEMORY_MODULE = f"{NAME}.soc.memory"
+"""The main memory's module in the build (`BoardTop`'s `soc`, `SocCore`'s `memory`)."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,9 @@ def build_board(board: Board, config: AcceleratorConfig, compiled: CompiledNetwo
     clock_mhz = pll_output_mhz(board.device_info.family, board_clock_mhz, config.clock_mhz)
     soc = SocCore(config, compiled, memory_bytes(board, compiled.memory.size, config), round(clock_mhz * 1e6), board.baud,
                   board.sdram)
-    products = implement(platform, BoardTop(board, soc, board_clock_mhz, clock_mhz), board.device_info, Path(workdir))
-    report = parse_reports(products.report, products.stat, board.device_info, clock_mhz, products.seconds, board.name)
+    products = implement(platform, BoardTop(board, soc, board_clock_mhz, clock_mhz), board.device_info, Path(workdir),
+                         kept=(MAIN_MEMORY_MODULE,))
+    memory = f"main memory ({board.sdram.name} controller)" if board.sdram else "main memory (on chip)"
+    report = parse_reports(products.report, products.stat, board.device_info, clock_mhz, products.seconds, board.name,
+                           {memory: MAIN_MEMORY_MODULE})
     return BoardBuild(report, products)

@@ -6,6 +6,8 @@ constraint, `critical_paths`) and Yosys' `stat -json` (flip-flop cells). LUTs ar
 cells nextpnr placed (ICESTORM_LC on iCE40: a LUT4 with its flip-flop and carry; TRELLIS_COMB
 on ECP5: a LUT4 or half a carry cell); FFs are the flip-flop cells Yosys mapped; DSPs are
 multiplier blocks (SB_MAC16 / MULT18X18D), BRAMs SB_RAM40_4K / DP16KD, SPRAMs SB_SPRAM256KA.
+A block synthesized as a module of its own (`boards.implement`, the main memory of a board's
+SoC) is itemized from its Yosys cells (`boards.devices.cell_resources`).
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from boards.devices import Device, Resources
+from boards.devices import Device, Resources, cell_resources
 from common.errors import HwgenError
 from common.files import atomic_write_text
 
@@ -75,6 +77,8 @@ class BuildReport:
     clock_targets_mhz: dict[str, float] = field(default_factory=dict)
     board: str | None = None
     utilization: dict[str, tuple[int, int]] = field(default_factory=dict)
+    blocks: dict[str, Resources] = field(default_factory=dict)
+    """Resources of itemized blocks, by a label saying what each is."""
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -86,7 +90,8 @@ class BuildReport:
         path = data.get("worst_path")
         worst = None if path is None else WorstPath(**{**path, "steps": tuple(PathStep(**s) for s in path["steps"])})
         return cls(**{**data, "resources": Resources(**data["resources"]), "totals": Resources(**data["totals"]),
-                      "worst_path": worst, "utilization": {k: tuple(v) for k, v in data["utilization"].items()}})
+                      "worst_path": worst, "utilization": {k: tuple(v) for k, v in data["utilization"].items()},
+                      "blocks": {label: Resources(**r) for label, r in data.get("blocks", {}).items()}})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -107,6 +112,10 @@ class BuildReport:
             used, total = getattr(self.resources, name), getattr(self.totals, name)
             share = f"{100 * used / total:.1f} %" if total else ("-" if not used else "over")
             table.add_row(label, str(used), str(total), share)
+        for block, used in self.blocks.items():
+            for name, label in (("lut", "LUTs"), ("ff", "flip-flops"), ("dsp", "DSP multipliers"), ("bram", "block RAMs")):
+                if getattr(used, name) or name in ("lut", "ff"):
+                    table.add_row(f"  {label} in {block}", str(getattr(used, name)), "", "")
         for clock, fmax in self.fmax_mhz.items():
             target = self.clock_targets_mhz.get(clock, self.target_mhz)
             verdict = "met" if fmax >= target else "FAILED"
@@ -179,8 +188,9 @@ def _endpoint(point: dict) -> str:
 
 
 def parse_reports(nextpnr_path: Path, stat_path: Path, device: Device, target_mhz: float, build_seconds: float,
-                  board: str | None = None) -> BuildReport:
-    """A `BuildReport` from nextpnr's JSON report and Yosys' statistics of one run."""
+                  board: str | None = None, blocks: dict[str, str] | None = None) -> BuildReport:
+    """A `BuildReport` from nextpnr's JSON report and Yosys' statistics of one run; `blocks`
+    maps a label to the name of a module the run kept (`boards.implement.implement`'s `kept`)."""
     nextpnr, stat = _read_json(nextpnr_path), _read_json(stat_path)
     try:
         utilization = {bel: (int(v["used"]), int(v["available"])) for bel, v in nextpnr["utilization"].items()}
@@ -193,6 +203,15 @@ def parse_reports(nextpnr_path: Path, stat_path: Path, device: Device, target_mh
     resources = Resources(lut=used["lut"], ff=yosys_flip_flops(stat, device.family), dsp=used["dsp"],
                           bram=used["bram"], spram=used.get("spram", 0))
     met = bool(fmax) and all(fmax[clock] >= targets[clock] for clock in fmax)
+    itemized = {label: block_resources(stat, stat_path, module, device.family) for label, module in (blocks or {}).items()}
     return BuildReport(device=device.name, target_mhz=target_mhz, fmax_mhz=fmax, timing_met=met, resources=resources,
                        totals=device.totals, build_seconds=round(build_seconds, 1), worst_path=worst_path(nextpnr),
-                       clock_targets_mhz=targets, board=board, utilization=utilization)
+                       clock_targets_mhz=targets, board=board, utilization=utilization, blocks=itemized)
+
+
+def block_resources(stat: dict, stat_path: Path, module: str, family: str) -> Resources:
+    """The resources of `module`'s own cells in a Yosys `stat -json` document."""
+    try:
+        return cell_resources(family, stat["modules"][f"\\{module}"]["num_cells_by_type"])
+    except (KeyError, TypeError):
+        raise ReportError(f"{stat_path}: no statistics of module {module!r} (was it kept as a module?)") from None

@@ -6,11 +6,16 @@ import json
 
 import pytest
 import yaml
+from amaranth.back.verilog import convert
 
 from boards.build import SPRAM_BYTES, memory_bytes, on_chip_memory_bytes
+from boards.devices import cell_resources
 from boards.platforms import board
+from boards.sdram.memory import SdramMainMemory
+from boards.yosys import synthesize
 from cli.main import main
 from hwgen.config import load_config
+from hwgen.memory_port import MemoryPort
 from test_pnr_smoke import SMALL
 from hw_configs import data_config
 
@@ -50,3 +55,11 @@ def test_ulx3s_build_writes_a_bitstream_and_a_report(tmp_path, capsys):
     assert report["resources"]["dsp"] >= pe["rows"] * pe["cols"] * pe["simd"]
     for name, used in report["resources"].items():
         assert used <= report["totals"][name]
+    # main memory is itemized: its cells as synthesized alone, less what the SoC's wiring lets
+    # Yosys remove, within the whole design
+    memory = report["blocks"]["main memory (IS42S16160G-7 controller)"]
+    alone = cell_resources("ecp5", synthesize("ecp5", convert(SdramMainMemory(
+        MemoryPort.from_config(load_config(str(tmp_path / "smoke.yaml")).dram), board("ulx3s-25f").sdram.bytes,
+        board("ulx3s-25f").sdram, 30.0))))
+    assert 0.9 * alone.ff <= memory["ff"] <= alone.ff and 0.8 * alone.lut <= memory["lut"] <= 1.1 * alone.lut
+    assert memory["lut"] < report["resources"]["lut"] and memory["ff"] < report["resources"]["ff"]

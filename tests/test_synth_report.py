@@ -98,6 +98,30 @@ def test_a_missed_clock_is_timing_failed(tmp_path):
     assert "TIMING FAILED" in report.text()
 
 
+KEPT_ADDER = """
+module adder(input clk, input [7:0] a, b, output reg [7:0] q); always @(posedge clk) q <= a + b; endmodule
+module top(input clk, input [7:0] a, b, output reg [7:0] q);
+  wire [7:0] s; adder u(clk, a, b, s); always @(posedge clk) q <= s ^ a;
+endmodule
+"""
+
+
+def test_a_kept_module_is_itemized_with_its_own_cells(tmp_path):
+    (tmp_path / "t.v").write_text(KEPT_ADDER)
+    subprocess.run([tool_path("yosys"), "-q", "-p", "read_verilog t.v; setattr -mod -set keep_hierarchy 1 adder; "
+                    "synth_ecp5 -top top; tee -q -o stat.json stat -json"], cwd=tmp_path, check=True)
+    report = parse_reports(NEXTPNR_REPORT, tmp_path / "stat.json", device("ecp5-25f"), 50.0, 1.0,
+                           blocks={"the adder": "adder"})
+    adder = report.blocks["the adder"]
+    # a registered 8-bit adder: 8 flip-flops and an 8-bit carry chain (4 CCU2C, 2 LUTs each)
+    assert (adder.ff, adder.lut, adder.dsp, adder.bram) == (8, 8, 0, 0)
+    assert report.resources.ff == 16  # the design's flip-flops include the kept module's
+    assert BuildReport.from_json(report.to_json()) == report
+    assert "LUTs in the adder" in report.text()
+    with pytest.raises(ReportError, match="no statistics of module 'memory'"):
+        parse_reports(NEXTPNR_REPORT, tmp_path / "stat.json", device("ecp5-25f"), 50.0, 1.0, blocks={"m": "memory"})
+
+
 @pytest.mark.parametrize("content", ["{", '{"utilization": {}}', '{"fmax": {"clk": {}}, "utilization": {}}'])
 def test_malformed_nextpnr_reports_are_named(tmp_path, content):
     (tmp_path / "bad.json").write_text(content)
