@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from planner.zoo.reference import REFERENCE_NETWORKS as REFERENCE_MODELS, build_reference
+
 DEFAULT_MODEL = "digits"
-REFERENCE_MODELS = ("alexnet", "vgg16", "resnet18", "resnet50", "mobilenetv2", "resnet8-cifar", "resnet20-cifar")
 BUILTIN_MODELS = (DEFAULT_MODEL, *REFERENCE_MODELS)
 SYNTHETIC_CALIBRATION_SAMPLES = 4
 
@@ -28,8 +29,6 @@ def resolve_model(spec: str | Path | None) -> str | Path | onnx.ModelProto:
             from planner.zoo.digits import DIGITS_MODEL_PATH
 
             return DIGITS_MODEL_PATH
-        from planner.zoo.reference import build_reference
-
         return build_reference(spec)
     return Path(spec)
 
