@@ -18,7 +18,7 @@ from amaranth.hdl import Elaboratable, Module
 from amaranth.lib import wiring
 
 from boards.clocking import PllClock, pll_output_mhz
-from boards.implement import NAME, FlowProducts, implement
+from boards.implement import NAME, FlowProducts, Progress, implement
 from boards.platforms import Board
 from boards.report import BuildReport, parse_reports
 from boards.sdram.phy import SdramPhy
@@ -112,8 +112,10 @@ class BoardTop(Elaboratable):
         return m
 
 
-def build_board(board: Board, config: AcceleratorConfig, compiled: CompiledNetwork, workdir: Path) -> BoardBuild:
-    """Build `board`'s bitstream for `config` running `compiled`, with the build files in `workdir`."""
+def build_board(board: Board, config: AcceleratorConfig, compiled: CompiledNetwork, workdir: Path,
+                progress: Progress | None = None) -> BoardBuild:
+    """Build `board`'s bitstream for `config` running `compiled`, with the build files in `workdir`
+    (`progress`: see `boards.implement.implement`)."""
     check_image_fits(board, compiled)
     platform = board.create_platform()
     board_clock_mhz = platform.default_clk_frequency / 1e6
@@ -121,7 +123,7 @@ def build_board(board: Board, config: AcceleratorConfig, compiled: CompiledNetwo
     soc = SocCore(config, compiled, memory_bytes(board, compiled.memory.size, config), round(clock_mhz * 1e6), board.baud,
                   board.sdram)
     products = implement(platform, BoardTop(board, soc, board_clock_mhz, clock_mhz), board.device_info, Path(workdir),
-                         kept=(MAIN_MEMORY_MODULE,))
+                         kept=(MAIN_MEMORY_MODULE,), progress=progress)
     memory = f"main memory ({board.sdram.name} controller)" if board.sdram else "main memory (on chip)"
     report = parse_reports(products.report, products.stat, board.device_info, clock_mhz, products.seconds, board.name,
                            {memory: MAIN_MEMORY_MODULE})

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,12 @@ NAME = "top"
 STAT_FILE = f"{NAME}.stat.json"
 REPORT_FILE = f"{NAME}.report.json"
 BITSTREAM = {"ice40": f"{NAME}.bin", "ecp5": f"{NAME}.bit"}
+NEXTPNR_STAGES = (("Program finished normally", "writing the bitstream"), ("Routing..", "routing"),
+                  ("Creating initial", "placement"), ("Packing", "packing cells"))
+"""Markers in nextpnr's log, latest stage first, and the stage each begins."""
+
+Progress = Callable[[str, float], None]
+"""Called with the flow's stage (`flow_stage`) and the seconds since it started."""
 
 
 @dataclass(frozen=True)
@@ -66,18 +73,30 @@ def overrides(device: Device, kept: tuple[str, ...] = ()) -> dict[str, str]:
     }
 
 
-def implement(platform, top, device: Device, workdir: Path, kept: tuple[str, ...] = ()) -> FlowProducts:
+def flow_stage(workdir: Path) -> str:
+    """What a run in `workdir` is doing: "synthesis" until nextpnr's log appears, then the stage
+    its log has reached (`NEXTPNR_STAGES`)."""
+    log = workdir / f"{NAME}.tim"
+    if not log.exists():
+        return "synthesis"
+    text = log.read_text(errors="replace")
+    return next((stage for marker, stage in NEXTPNR_STAGES if marker in text), "reading the netlist")
+
+
+def implement(platform, top, device: Device, workdir: Path, kept: tuple[str, ...] = (),
+              progress: Progress | None = None) -> FlowProducts:
     """Elaborate `top` on `platform` (an Amaranth Lattice platform for `device`), write the
     build files into `workdir` and run synthesis (the modules named `kept` not flattened),
-    place and route and packing there."""
+    place and route and packing there, telling `progress` the stage as it runs."""
     for file_name, text in family_sources(device.family).items():
         platform.add_file(file_name, text)
     plan = platform.prepare(top, name=NAME, **overrides(device, kept))
     plan.extract(workdir)
     products = FlowProducts(workdir, device.family, 0.0)
     start = time.monotonic()
+    poll = None if progress is None else lambda: progress(flow_stage(workdir), time.monotonic() - start)
     try:
-        run_script(workdir / f"{plan.script}.sh", device.family, products.logs)
+        run_script(workdir / f"{plan.script}.sh", device.family, products.logs, poll)
     except ToolchainError as error:
         overflow = overflowing_bels(products.logs[1])
         if overflow:

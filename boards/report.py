@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -179,8 +180,20 @@ def worst_path(nextpnr: dict) -> WorstPath | None:
 
 
 def _clock(edge: str) -> str:
-    """`posedge CLOCK` -> `CLOCK`."""
-    return edge.split(" ", 1)[1] if edge.startswith(("posedge ", "negedge ")) else edge
+    """`posedge NET` -> the clock domain of NET."""
+    return clock_domain(edge.split(" ", 1)[1]) if edge.startswith(("posedge ", "negedge ")) else edge
+
+
+def clock_domain(net: str) -> str:
+    """The Amaranth clock domain a nextpnr clock net carries: `$glbnet$cd_sync.clk` and
+    `cd_sync.clk_$glb_clk` (a domain made by the platform) -> `sync`; `clk` and
+    `$glbnet$clock.clk` (the `clk` of the one domain a design makes, in `boards.clocking`'s
+    PLL module: `sync`) -> `sync`; any other net keeps its name."""
+    bare = re.sub(r"^\$glbnet\$|_?\$glb_clk$", "", net)
+    named = re.fullmatch(r"(?:.*\.)?cd_(\w+)\.clk", bare)
+    if named:
+        return named[1]
+    return "sync" if re.fullmatch(r"(?:clock\.)?clk", bare) else net
 
 
 def _endpoint(point: dict) -> str:
@@ -194,8 +207,8 @@ def parse_reports(nextpnr_path: Path, stat_path: Path, device: Device, target_mh
     nextpnr, stat = _read_json(nextpnr_path), _read_json(stat_path)
     try:
         utilization = {bel: (int(v["used"]), int(v["available"])) for bel, v in nextpnr["utilization"].items()}
-        fmax = {clock: float(v["achieved"]) for clock, v in nextpnr["fmax"].items()}
-        targets = {clock: float(v["constraint"]) for clock, v in nextpnr["fmax"].items()}
+        fmax = {clock_domain(net): float(v["achieved"]) for net, v in nextpnr["fmax"].items()}
+        targets = {clock_domain(net): float(v["constraint"]) for net, v in nextpnr["fmax"].items()}
     except (KeyError, TypeError, ValueError) as error:
         raise ReportError(f"{nextpnr_path}: not a nextpnr report ({error!r} missing or malformed)") from None
     bels = BELS[device.family]

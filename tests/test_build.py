@@ -42,8 +42,12 @@ def test_ulx3s_build_writes_a_bitstream_and_a_report(tmp_path, capsys):
     (tmp_path / "smoke.yaml").write_text(yaml.safe_dump(config))
     out = tmp_path / "out"
     status = main(["build", "--board", "ulx3s-25f", "--hw", str(tmp_path / "smoke.yaml"), "--json", "-o", str(out)])
-    report = json.loads(capsys.readouterr().out)
+    printed = capsys.readouterr()
+    report = json.loads(printed.out)
     assert status == 0
+    stages = [line.split(": ", 1)[1].split(" (")[0] for line in printed.err.splitlines()
+              if line.startswith("building the ulx3s-25f SoC: ")]
+    assert stages[0] == "synthesis" and {"placement", "routing"} <= set(stages)  # the stages as they ran
     bitstream = (out / "ulx3s-25f.bit").read_bytes()
     assert bitstream.startswith(ECP5_BITSTREAM_PREAMBLE) and ECP5_SYNC_WORD in bitstream[:4096]
     assert b"LFE5U-25F" in bitstream[:64]  # ecppack names the part in the header comment

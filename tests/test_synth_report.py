@@ -3,6 +3,7 @@
 tests/test_build.py)."""
 from __future__ import annotations
 
+import io
 import json
 import re
 import shutil
@@ -10,12 +11,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from boards.clocking import ClockingError, ecp5_pll, ice40_pll
 from boards.devices import DEVICES, device
 from boards.platforms import BOARDS, UnknownBoardError, bare_platform, board
-from boards.report import BuildReport, ReportError, load_report, parse_reports
-from boards.toolchain import TOOLS, ToolchainError, tool_path
+from boards.report import BuildReport, ReportError, clock_domain, load_report, parse_reports
+from boards.implement import flow_stage
+from boards.toolchain import TOOLS, ToolchainError, run_script, tool_path
+from cli.flow_progress import FlowProgress
 from cli.main import main
 from common.errors import HwgenError
 
@@ -56,8 +60,8 @@ def test_report_totals_are_the_datasheet_figures_nextpnr_also_counts(report):
 
 def test_report_fmax_timing_and_worst_path_match_the_log(report):
     text = NEXTPNR_LOG.read_text()
-    clock, fmax, target = re.search(r"Max frequency for clock '(.+)': ([\d.]+) MHz \(PASS at ([\d.]+) MHz\)", text).groups()
-    assert list(report.fmax_mhz) == [clock]
+    net, fmax, target = re.search(r"Max frequency for clock '(.+)': ([\d.]+) MHz \(PASS at ([\d.]+) MHz\)", text).groups()
+    assert net == "$glbnet$cd_sync.clk" and list(report.fmax_mhz) == [clock := "sync"]  # named by its domain
     assert report.fmax_mhz[clock] == pytest.approx(float(fmax), abs=0.005)
     assert report.clock_targets_mhz[clock] == pytest.approx(float(target))
     assert report.timing_met
@@ -69,6 +73,14 @@ def test_report_fmax_timing_and_worst_path_match_the_log(report):
     assert 1000 / path.delay_ns == pytest.approx(float(fmax), rel=0.01)
     assert path.start == re.findall(r"Source (\S+)", section)[0]
     assert path.end.endswith(".M") and path.steps[0].kind == "clk-to-q" and path.steps[-1].kind == "setup"
+
+
+@pytest.mark.parametrize("net, domain", [
+    ("$glbnet$cd_sync.clk", "sync"), ("cd_sync.clk_$glb_clk", "sync"),  # bare devices: the platform's domain
+    ("$glbnet$clock.clk", "sync"), ("clk", "sync"),  # boards: the PLL's domain, the iCEBreaker's clock pin
+    ("$glbnet$cd_sync2x.clk", "sync2x"), ("$glbnet$clock.clk$2", "$glbnet$clock.clk$2")])
+def test_clocks_are_named_by_their_domain(net, domain):
+    assert clock_domain(net) == domain
 
 
 def test_report_round_trips_through_json_and_prints_a_table(report, tmp_path):
@@ -184,6 +196,54 @@ def test_a_missing_tool_names_its_variable_and_package(monkeypatch):
     assert set(TOOLS) == {"yosys", "nextpnr-ice40", "icepack", "nextpnr-ecp5", "ecppack"}
 
 
+NEXTPNR_LOG_LINES = ["Info: Packing IOs..", "Info: Creating initial analytic placement for 81 cells",
+                     "Info: Routing..", "Info: Program finished normally."]
+
+
+def test_flow_stage_follows_the_tools_logs(tmp_path):
+    assert flow_stage(tmp_path) == "synthesis"  # no nextpnr log yet
+    (tmp_path / "top.tim").write_text("Info: Loading design\n")
+    assert flow_stage(tmp_path) == "reading the netlist"
+    stages = []
+    for k in range(len(NEXTPNR_LOG_LINES)):
+        (tmp_path / "top.tim").write_text("\n".join(NEXTPNR_LOG_LINES[:k + 1]))
+        stages.append(flow_stage(tmp_path))
+    assert stages == ["packing cells", "placement", "routing", "writing the bitstream"]
+
+
+def test_a_running_script_is_polled_and_an_exception_in_the_poll_stops_its_tools(tmp_path):
+    (tmp_path / "build.sh").write_text("sleep 60 & echo $! > sleeper.pid; wait\n")
+    calls = []
+
+    def poll():
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_script(tmp_path / "build.sh", "ice40", (), poll)
+    assert len(calls) == 2
+    sleeper = int((tmp_path / "sleeper.pid").read_text())
+    assert subprocess.run(["ps", "-o", "stat=", "-p", str(sleeper)], capture_output=True, text=True).stdout.strip() in ("", "Z")
+
+
+def test_a_failed_script_shows_its_log_tail(tmp_path):
+    (tmp_path / "build.sh").write_text("echo partial > top.rpt; echo 'ERROR: no such cell' >> top.rpt; exit 3\n")
+    with pytest.raises(ToolchainError, match=r"(?s)exit 3.*ERROR: no such cell"):
+        run_script(tmp_path / "build.sh", "ice40", (tmp_path / "top.rpt",))
+
+
+def test_flow_progress_prints_each_stage_once_when_not_a_terminal():
+    console = Console(file=io.StringIO(), force_terminal=False, width=100)
+    with FlowProgress("building the icebreaker SoC", console) as progress:
+        for stage, seconds in (("synthesis", 1), ("synthesis", 2), ("placement", 75.4), ("routing", 3725)):
+            progress(stage, seconds)
+    assert console.file.getvalue().splitlines() == [
+        "building the icebreaker SoC: synthesis (0:01 elapsed)",
+        "building the icebreaker SoC: placement (1:15 elapsed)",
+        "building the icebreaker SoC: routing (1:02:05 elapsed)"]
+
+
 def icepll_achieved(f_in: float, f_out: float) -> float:
     out = subprocess.run([shutil.which("yowasp-icepll"), "-i", str(f_in), "-o",
                           str(f_out)], capture_output=True, text=True).stdout
@@ -288,7 +348,7 @@ def test_build_without_hw_takes_the_boards_configuration_else_the_default(report
     (tmp_path / "work" / "top.bin").write_bytes(b"bits")
     built = []
 
-    def build_board(target, config, compiled, workdir):
+    def build_board(target, config, compiled, workdir, progress):
         built.append(config.name)
         return BoardBuild(report, FlowProducts(tmp_path / "work", target.device_info.family, 1.0))
 
