@@ -2,6 +2,7 @@
 by `sim.memory_model.MemoryModel` (latency and bandwidth of the configuration)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,9 +42,14 @@ async def write_program(ctx, dut: Accelerator, compiled: CompiledNetwork) -> Non
     ctx.set(dut.program_write.en, 0)
 
 
+PROGRESS_EVERY = 1000
+"""Cycles between calls of a `run_rtl` progress callback."""
+
+
 def run_rtl(compiled: CompiledNetwork, x: np.ndarray, *, max_cycles: int = 5_000_000, stall: float = 0.0,
-            seed: int = 0, vcd: str | None = None) -> RtlRun:
-    """Run the int8 `(C, H, W)` input through the RTL; `vcd` writes a waveform file."""
+            seed: int = 0, vcd: str | None = None, progress: Callable[[int], None] | None = None) -> RtlRun:
+    """Run the int8 `(C, H, W)` input through the RTL; `vcd` writes a waveform file; `progress` is
+    called with the cycles run every `PROGRESS_EVERY` cycles."""
     dram = compiled.dram_with_input(x)
     dut = Accelerator(compiled.config, compiled.program)
     memory = MemoryModel.from_config(dut.port, dram, compiled.config.dram, stall=stall, seed=seed)
@@ -60,6 +66,8 @@ def run_rtl(compiled: CompiledNetwork, x: np.ndarray, *, max_cycles: int = 5_000
             cycles += 1
             if cycles > max_cycles:
                 raise SimulationTimeout(f"no `done` after {max_cycles} cycles")
+            if progress is not None and cycles % PROGRESS_EVERY == 0:
+                progress(cycles)
         result["cycles"] = ctx.get(dut.counters.cycles)
         result["counters"] = {q: {k: ctx.get(getattr(getattr(dut.counters, q), k)) for k in ("active", "waiting")}
                               for q in ("load", "compute", "store")}

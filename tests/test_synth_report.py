@@ -3,7 +3,6 @@
 tests/test_build.py)."""
 from __future__ import annotations
 
-import io
 import json
 import re
 import shutil
@@ -11,7 +10,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from boards.clocking import ClockingError, ecp5_pll, ice40_pll
 from boards.devices import DEVICES, device
@@ -19,7 +17,6 @@ from boards.platforms import BOARDS, UnknownBoardError, bare_platform, board
 from boards.report import BuildReport, ReportError, clock_domain, load_report, parse_reports
 from boards.implement import flow_stage
 from boards.toolchain import TOOLS, ToolchainError, run_script, tool_path
-from cli.flow_progress import FlowProgress
 from cli.main import main
 from common.errors import HwgenError
 
@@ -231,17 +228,6 @@ def test_a_failed_script_shows_its_log_tail(tmp_path):
     (tmp_path / "build.sh").write_text("echo partial > top.rpt; echo 'ERROR: no such cell' >> top.rpt; exit 3\n")
     with pytest.raises(ToolchainError, match=r"(?s)exit 3.*ERROR: no such cell"):
         run_script(tmp_path / "build.sh", "ice40", (tmp_path / "top.rpt",))
-
-
-def test_flow_progress_prints_each_stage_once_when_not_a_terminal():
-    console = Console(file=io.StringIO(), force_terminal=False, width=100)
-    with FlowProgress("building the icebreaker SoC", console) as progress:
-        for stage, seconds in (("synthesis", 1), ("synthesis", 2), ("placement", 75.4), ("routing", 3725)):
-            progress(stage, seconds)
-    assert console.file.getvalue().splitlines() == [
-        "building the icebreaker SoC: synthesis (0:01 elapsed)",
-        "building the icebreaker SoC: placement (1:15 elapsed)",
-        "building the icebreaker SoC: routing (1:02:05 elapsed)"]
 
 
 def icepll_achieved(f_in: float, f_out: float) -> float:

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from cli.commands.common import add_calibration_argument, add_model_argument, load_model, quantized
+from cli.cycle_progress import CycleProgress
 from common.errors import InputError
 from common.files import atomic_save_npy, atomic_write_bytes
 from planner.ir import Network, Op
@@ -66,10 +67,14 @@ def run(args: argparse.Namespace) -> int:
     net = quantized(load_model(args), args)
     inputs = read_input(args.input, net)
     engine = ENGINES[args.engine]
-    compiled = plan_and_compile(net, load_config(args.hw)).compiled if engine.needs_program else None
+    flow = plan_and_compile(net, load_config(args.hw)) if engine.needs_program else None
+    compiled = None if flow is None else flow.compiled
     per_output: dict[str, list[np.ndarray]] = {name: [] for name in net.outputs}
-    for sample in inputs:
-        for name, value in engine.run(net, compiled, sample).outputs.items():
+    for k, sample in enumerate(inputs):
+        what = f"{args.engine}: input {k + 1} of {len(inputs)}"
+        with CycleProgress(what, flow.prediction.cycles if flow else 0, engine.shows_progress) as progress:
+            outputs = engine.run(net, compiled, sample, progress=progress).outputs
+        for name, value in outputs.items():
             per_output[name].append(value)
     arrays = {name: output_array(net, name, values, args.raw) for name, values in per_output.items()}
     if len(arrays) == 1:

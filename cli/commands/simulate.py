@@ -11,6 +11,7 @@ from rich.table import Table
 
 from cli.commands.common import add_calibration_argument, add_model_argument, load_model, quantized
 from cli.commands.infer import read_input
+from cli.cycle_progress import CycleProgress
 from hwgen.config import load_config
 from common.console import make_console
 from planner.ir import Network, single_layer_network
@@ -60,7 +61,9 @@ def run(args: argparse.Namespace) -> int:
         x, net = run_quantized(net, x)[layer_net.input_name], layer_net
     config = load_config(args.hw)
     flow = plan_and_compile(net, config)
-    result = ENGINES[args.engine].run(net, flow.compiled, x, vcd=args.vcd)
+    engine = ENGINES[args.engine]
+    with CycleProgress(f"{args.engine}: {net.name}", flow.prediction.cycles, engine.shows_progress) as progress:
+        result = engine.run(net, flow.compiled, x, vcd=args.vcd, progress=progress)
     golden = run_quantized(net, x)
     exact = all(np.array_equal(result.outputs[name], golden[name]) for name in net.outputs)
     macs = sum(layer.macs for layer in net.layers)
