@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     target = board(args.board)
     shipped = (CONFIG_DIR / f"{target.name}.yaml").exists()
     config = load_config(args.hw if args.hw is not None or not shipped else target.name)
-    compiled = plan_and_compile(quantized(load_model(args), args), config).compiled
+    compiled = plan_and_compile(quantized(load_model(args), args, synthetic=True), config).compiled
     out = args.output or Path("rtl_out") / f"{config.name}-{target.name}"
     result = build_board(target, config, compiled, out / "build")
     bitstream = out / f"{target.name}{result.products.bitstream.suffix}"

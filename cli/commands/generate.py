@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     if args.program is not None:
         program = Program.load(args.program)
     else:
-        program = plan_and_compile(quantized(load_model(args), args), config).compiled.program
+        program = plan_and_compile(quantized(load_model(args), args, synthetic=True), config).compiled.program
     out = args.output or Path("rtl_out") / config.name
     verilog_text, rtlil_text = emit(Accelerator(config, program))
     atomic_write_text(out / f"{TOP}.v", verilog_text)

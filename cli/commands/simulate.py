@@ -53,7 +53,7 @@ def default_input(args: argparse.Namespace, net: Network) -> np.ndarray:
 
 
 def run(args: argparse.Namespace) -> int:
-    net = quantized(load_model(args), args)
+    net = quantized(load_model(args), args, synthetic=True)
     x = default_input(args, net)
     if args.layer is not None:
         layer_net = single_layer_network(net, args.layer)

@@ -68,6 +68,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     dev = device(args.device)
     config = load_config(args.hw)
-    program = plan_and_compile(quantized(load_model(args), args), config).compiled.program
+    program = plan_and_compile(quantized(load_model(args), args, synthetic=True), config).compiled.program
     out = args.output or Path("rtl_out") / f"{config.name}-{dev.name}"
     return finish(synth_report(dev.name, config, out / "build", program), out, args)

@@ -42,5 +42,10 @@ def builtin_calibration(spec: str, input_shape: tuple[int, int, int]) -> np.ndar
         from planner.zoo.digits import calibration_inputs
 
         return calibration_inputs()
+    return synthetic_calibration(input_shape)
+
+
+def synthetic_calibration(input_shape: tuple[int, int, int]) -> np.ndarray:
+    """`SYNTHETIC_CALIBRATION_SAMPLES` seeded N(0, 1) inputs: ranges for figures, not for accuracy."""
     rng = np.random.default_rng(0)
     return rng.standard_normal((SYNTHETIC_CALIBRATION_SAMPLES, *input_shape)).astype(np.float32)
