@@ -16,8 +16,7 @@ from planner.pipeline import plan_and_compile
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "build", help="build a board's bitstream (SoC with accelerator, memory and UART link) and its report",
-        description="Compile a model (the built-in digits CNN by default) for a hardware configuration, wrap "
+        "build", description="Compile a model (the built-in digits CNN by default) for a hardware configuration, wrap "
         "the accelerator in the SoC (main memory holding the model's memory image, UART host bridge, status "
         "LEDs, a PLL when the board clock differs from clock_mhz) on a board's pins, and build it with Yosys, "
         "nextpnr and icepack/ecppack. Writes <board>.bin (iCE40) or <board>.bit (ECP5), report.json and "

@@ -5,13 +5,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from sim.golden.calibration import quantize_network
 from common.errors import InputError
-from planner.frontend import load_network
-from planner.ir import Network
 from planner.zoo import BUILTIN_MODELS, DEFAULT_MODEL, builtin_calibration, resolve_model, synthetic_calibration
+
+if TYPE_CHECKING:
+    from planner.ir import Network
 
 
 def add_model_argument(parser: argparse.ArgumentParser) -> None:
@@ -37,6 +39,8 @@ def parse_shape(text: str) -> tuple[int, ...]:
 
 def load_model(args: argparse.Namespace) -> Network:
     """The (float or quantized) Network IR of the MODEL argument; absent weights are noted on stderr."""
+    from planner.frontend import load_network
+
     net = load_network(resolve_model(args.model), args.input_shape)
     if net.absent_weights:
         warn(args, f"{args.model} has no weight data for {len(net.absent_weights)} tensor(s) "
@@ -53,7 +57,8 @@ def add_calibration_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--calibration", metavar="DIR_OR_NPY",
         help="calibration inputs for float models: an .npy of shape (N, C, H, W) or a folder of .npy files "
-        "(default for built-in models: digits training images, or seeded random inputs for reference networks)",
+        "(default for built-in models: digits training images, or seeded random inputs for reference networks; "
+        "for other float models infer and run need it, the other commands use seeded random inputs and warn)",
     )
 
 
@@ -93,4 +98,6 @@ def quantized(net: Network, args: argparse.Namespace, synthetic: bool = False) -
             samples = synthetic_calibration(net.input_shape)
             warn(args, f"{args.model} is a float model without --calibration: quantized with ranges of "
                  f"{len(samples)} seeded N(0, 1) inputs (cycles and traffic hold, accuracy does not)")
+    from sim.golden.calibration import quantize_network
+
     return quantize_network(net, samples)

@@ -17,8 +17,7 @@ from planner.pipeline import plan_and_compile
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "infer", help="run a model on an input array",
-        description="Quantize the model if it is float, run the input through an engine and save the "
+        "infer", description="Quantize the model if it is float, run the input through an engine and save the "
         "outputs. Float inputs are quantized with the model's input parameters; int8 inputs are "
         "taken as already quantized. Outputs are dequantized to float32 unless --raw; a trailing "
         "Softmax, LogSoftmax or ArgMax is then computed on the host (--raw: the accelerator's outputs).",

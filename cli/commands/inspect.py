@@ -13,8 +13,7 @@ from planner.ir import Layer, Network
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "inspect", help="show a model's layers, shapes, MACs and parameters",
-        description="Load an ONNX model into the Network IR (BatchNorm folded, activations fused, "
+        "inspect", description="Load an ONNX model into the Network IR (BatchNorm folded, activations fused, "
         "quantization read) and print its layer table and totals.",
     )
     add_model_argument(parser)

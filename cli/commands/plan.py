@@ -11,8 +11,8 @@ from planner.plan import Strategy, plan_network, save_plan
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("plan", help="plan tiling and loop order of every layer",
-                                   description="Choose per-layer tiles and DRAM loop orders and predict traffic, "
+    parser = subparsers.add_parser(
+        "plan", description="Choose per-layer tiles and DRAM loop orders and predict traffic, "
                                    "cycles and energy.")
     add_model_argument(parser)
     parser.add_argument("--hw", default=None, metavar="CFG",

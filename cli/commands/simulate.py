@@ -24,8 +24,7 @@ PROGRAM_ENGINES = sorted(name for name, engine in ENGINES.items() if engine.need
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "simulate", help="run a network or a layer on a simulator and check it",
-        description="Plan and compile the model for a hardware configuration, run one input through an engine, "
+        "simulate", description="Plan and compile the model for a hardware configuration, run one input through an engine, "
         "check the outputs against the golden model and print measured vs predicted cycles, DRAM bytes and PE "
         "utilization. The input is --input (its first sample), else the first held-out digit for the built-in "
         "model, else a seeded random input.",

@@ -20,8 +20,7 @@ from planner.zoo import is_builtin
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "sweep", help="explore PE-array, buffer and bus sizes for a network (Pareto fronts)",
-        description="Plan the network on every configuration of a design space, estimate (or, with --synth, "
+        "sweep", description="Plan the network on every configuration of a design space, estimate (or, with --synth, "
         "measure) each one's resources on the device, and write CSV/JSON of all points, the Pareto fronts, "
         "plots and a Markdown summary. Finished points are cached in the output folder: a rerun skips them.")
     add_model_argument(parser)

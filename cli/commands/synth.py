@@ -54,8 +54,7 @@ def finish(report: BuildReport, out: Path, args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "synth", help="synthesize and place the accelerator alone on a bare device; print its report",
-        description="Synthesize, place and route the accelerator (with the program of a model, the built-in "
+        "synth", description="Synthesize, place and route the accelerator (with the program of a model, the built-in "
         "digits CNN by default) on a bare FPGA device with Yosys and nextpnr, and report LUT/FF/DSP/BRAM/SPRAM "
         "use and Fmax against the configuration's clock. Writes report.json and report.txt (and the build "
         "files under build/) into the output folder.",

@@ -11,7 +11,6 @@ from common.errors import QuantizationError, ShapeError, UnsupportedModelError
 from planner.frontend.tensors import TensorTable, int8_weights, quantized_constant
 from planner.frontend.window_attrs import attributes, node_label, parse_window
 from planner.ir import Activation, HostOp, HostStep, HostTail, Layer, Network, Op, Shape, TensorQuant
-from planner.quant import layer_quant
 
 PASS_THROUGH_OPS = ("QuantizeLinear", "DequantizeLinear", "Identity", "Dropout", "Flatten", "Reshape", "Constant")
 LAYER_OPS = (
@@ -486,6 +485,8 @@ class NetworkBuilder:
         known = self.tensors.quant
         if not known:
             return network
+        from planner.quant import layer_quant  # the hardware's number formats, needed by quantized models only
+
         def quant_of(tensor: str, where: str) -> TensorQuant:
             if tensor not in known:
                 raise QuantizationError(f"{where}: tensor {tensor!r} has no quantization parameters; the model mixes float and quantized parts")

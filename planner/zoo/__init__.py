@@ -6,9 +6,12 @@ A model argument on the command line is either a path to an ONNX file or one of
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import onnx
+
+if TYPE_CHECKING:
+    import onnx
 
 DEFAULT_MODEL = "digits"
 REFERENCE_MODELS = ("alexnet", "vgg16", "resnet18", "resnet50", "mobilenetv2", "resnet8-cifar", "resnet20-cifar")
