@@ -71,3 +71,20 @@ def test_bad_options_give_one_clear_error(tmp_path, capsys, arguments, message):
     assert main(["sweep", "digits", "-o", str(tmp_path / "out"), *arguments]) == 2
     error = capsys.readouterr().err
     assert error.startswith("hwgen sweep: error:") and message in error
+
+
+def test_sweep_where_no_point_is_feasible_exits_nonzero_with_numbered_reasons(tmp_path, capsys):
+    """Two arrays beyond the LFE5U-85F's 156 multipliers (datasheet): exit 1, the DSP counts printed."""
+    space = tmp_path / "space.yaml"
+    space.write_text(f"base: {data_config_path('ecp5-85f')}\npe: {{rows: [16], cols: [8, 16], simd: [2]}}\n")
+    out = tmp_path / "out"
+    assert main(["sweep", "digits", "--space", str(space), "--jobs", "1", "-o", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert "best of" not in captured.out
+    assert "none of the 2 points is feasible" in captured.err
+    rows = json.loads((out / "points.json").read_text())["points"]
+    dsps = sorted(int(row["est_dsp"]) for row in rows)
+    assert all(dsp >= 16 * 8 * 2 > 156 for dsp in dsps)
+    line = next(line for line in captured.err.splitlines() if "dsp" in line)
+    assert f"dsp {dsps[0]}-{dsps[1]} > 156" in line and "#" not in line
+    assert f"dsp {dsps[0]}-{dsps[1]} > 156" in (out / "summary.md").read_text()

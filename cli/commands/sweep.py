@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 from rich.table import Table
@@ -12,9 +13,9 @@ from common.console import make_console
 from common.errors import InputError
 from planner.objective import Objective
 from explore.sweep.driver import run_sweep
-from explore.sweep.evaluate import ModelSpec
 from explore.sweep.space import SPACE_DIR, load_space
-from explore.sweep.summary import best_points
+from explore.sweep.evaluate import OK, ModelSpec
+from explore.sweep.summary import best_points, reason_groups
 from planner.zoo import is_builtin
 
 
@@ -65,6 +66,12 @@ def run(args: argparse.Namespace) -> int:
                        synth=args.synth, jobs=args.jobs, scheduler=args.dask, timeout=args.timeout,
                        retry_failed=args.retry_failed)
     console = make_console()
+    if not any(row["status"] == OK for row in result.rows):
+        print(f"hwgen sweep: error: none of the {len(result.rows)} points is feasible (summary in {out}/summary.md):",
+              file=sys.stderr)
+        for count, reason in reason_groups([row["reason"] for row in result.rows]):
+            print(f"  {count} point{'s' if count != 1 else ''}: {reason}", file=sys.stderr)
+        return 1
     table = Table(title=f"best of {len(result.rows)} points ({result.evaluated} evaluated, {result.reused} cached)")
     for column in ("objective", "best", "point"):
         table.add_column(column)
