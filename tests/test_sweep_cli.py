@@ -88,3 +88,15 @@ def test_sweep_where_no_point_is_feasible_exits_nonzero_with_numbered_reasons(tm
     line = next(line for line in captured.err.splitlines() if "dsp" in line)
     assert f"dsp {dsps[0]}-{dsps[1]} > 156" in line and "#" not in line
     assert f"dsp {dsps[0]}-{dsps[1]} > 156" in (out / "summary.md").read_text()
+
+
+def test_reason_groups_keep_names_and_give_varying_numbers_as_ranges():
+    from explore.sweep.summary import reason_groups
+
+    reasons = ["plan: layer 'layer1.0.conv1' (64x56x56 -> 64x56x56, kernel 3x3): weight buffer needs >= 2304 B (has 2048)",
+               "plan: layer 'layer1.0.conv1' (64x56x56 -> 64x56x56, kernel 3x3): weight buffer needs >= 4608 B (has 2048)",
+               "exceeds ice40-up5k: dsp 12 > 8, lut 5280.5 > 5280 {#}"]
+    assert reason_groups(reasons) == [
+        (2, "plan: layer 'layer1.0.conv1' (64x56x56 -> 64x56x56, kernel 3x3): weight buffer needs >= 2304-4608 B (has 2048)"),
+        (1, "exceeds ice40-up5k: dsp 12 > 8, lut 5280.5 > 5280 {#}"),
+    ]

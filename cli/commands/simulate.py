@@ -69,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
         "dram_bytes": result.dram_bytes, "predicted_dram_bytes": flow.prediction.dram_bytes,
         "utilization": None if not result.cycles else macs / (result.cycles * config.pe.macs_per_cycle),
         "predicted_utilization": macs / (flow.prediction.cycles * config.pe.macs_per_cycle),
+        "plan_cycles": flow.plan.cycles,
     }
     if args.json:
         print(json.dumps(record, indent=2))
@@ -79,7 +80,11 @@ def run(args: argparse.Namespace) -> int:
         table.add_row("bit-exact vs golden", "yes" if exact else "NO", "")
         for label, key in (("cycles", "cycles"), ("DRAM bytes", "dram_bytes"), ("PE utilization", "utilization")):
             measured, predicted = record[key], record[f"predicted_{key}"]
-            fmt = (lambda v: "-" if v is None else f"{v:.1%}") if key == "utilization" else (lambda v: "-" if v is None else f"{v:,}")
+            fmt = (lambda v: "n/a" if v is None else f"{v:.1%}") if key == "utilization" else (lambda v: "n/a" if v is None else f"{v:,}")
             table.add_row(label, fmt(measured), fmt(predicted))
-        make_console().print(table)
+        console = make_console()
+        console.print(table)
+        difference = flow.prediction.cycles - flow.plan.cycles
+        console.print("predicted: the compiled program, its layers back to back;", style="dim")
+        console.print(f"`hwgen plan` sums the layers planned alone: {flow.plan.cycles:,} cycles ({-difference:+,})", style="dim")
     return 0 if exact else 1

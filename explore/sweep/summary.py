@@ -48,31 +48,34 @@ def best_points(rows: Sequence[dict]) -> list[tuple[Goal, dict]]:
     return out
 
 
-NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
+NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
+"""A number standing alone (not part of a name such as `layer1.0` or a shape such as `3x3`)."""
+SLOT = "\x00"
 
 
-def _first_clause(reason: str) -> str:
-    return (reason.splitlines()[0].split(";")[0] if reason else "(none)")[:160]
+def _first_line(reason: str) -> str:
+    return (reason.splitlines()[0] if reason else "(none)")[:400]
 
 
 def reason_groups(reasons: Sequence[str]) -> list[tuple[int, str]]:
-    """Reasons grouped by their first clause with the numbers set aside (points failing alike
+    """Reasons grouped by their first line with the numbers set aside (points failing alike
     group together), most frequent first, each with its numbers back: a number that varies
     within the group as its range, e.g. `exceeds ecp5-85f: dsp 160-288 > 156`."""
-    groups: dict[str, list[list[float]]] = {}
+    groups: dict[str, list[list[str]]] = {}
     for reason in reasons:
-        clause = _first_clause(reason)
-        groups.setdefault(NUMBER.sub("#", clause), []).append([float(n) for n in NUMBER.findall(clause)])
+        line = _first_line(reason)
+        groups.setdefault(NUMBER.sub(SLOT, line), []).append(NUMBER.findall(line))
     out = []
     for kind, numbers in sorted(groups.items(), key=lambda item: -len(item[1])):
-        columns = iter(zip(*numbers))
-        out.append((len(numbers), re.sub("#", lambda _: _span(next(columns)), kind)))
+        pieces = kind.split(SLOT)
+        spans = [_span(column) for column in zip(*numbers)] + [""]
+        out.append((len(numbers), "".join(piece + span for piece, span in zip(pieces, spans))))
     return out
 
 
-def _span(values: Sequence[float]) -> str:
-    low, high = _cell(min(values)), _cell(max(values))
-    return low if low == high else f"{low}-{high}"
+def _span(numbers: Sequence[str]) -> str:
+    low, high = min(numbers, key=float), max(numbers, key=float)
+    return low if float(low) == float(high) else f"{low}-{high}"
 
 
 def _cell(value) -> str:
