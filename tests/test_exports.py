@@ -185,3 +185,18 @@ def test_infer_on_a_float_model_still_requires_calibration(tmp_path, capsys):
     assert main(["infer", str(tmp_path / "m.onnx"), "--input", str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy")]) == 2
     assert "give calibration inputs with --calibration" in capsys.readouterr().err
     assert not (tmp_path / "y.npy").exists()
+
+
+def test_quantized_model_with_trailing_softmax_matches_onnxruntime(tmp_path):
+    """onnxruntime's QDQ quantizer wraps the Softmax in Q/DQ: the graph output is that alias."""
+    from ort_quant import ort_quantize, ort_reference_session
+
+    x = np.random.default_rng(3).uniform(0, 1, (8, 3, 8, 8)).astype(np.float32)
+    model = ort_quantize(classifier("view", ("Softmax",)), x)
+    onnx.save(model, tmp_path / "q.onnx")
+    np.save(tmp_path / "x.npy", x)
+    assert main(["infer", str(tmp_path / "q.onnx"), "--input", str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy")]) == 0
+    session = ort_reference_session(model)
+    reference = np.concatenate([session.run(None, {"input": sample[None]})[0] for sample in x])
+    # the same int8 logits; onnxruntime requantizes the softmax to int8 (step 1/255), the host does not
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), reference, atol=1 / 255)

@@ -80,10 +80,12 @@ class NetworkBuilder:
                 getattr(self, f"_op_{node.op_type}")(node)
             elif node.op_type in HOST_TAIL_OPS:
                 self._host_step(node)
-        tails = tuple(self.host_tails[o.name] for o in self.graph.output if o.name in self.host_tails)
+        # a graph output may be an alias of a host operator's output (a Q/DQ pair after a Softmax)
+        tails = tuple(dataclasses.replace(self.host_tails[canonical], output=o.name) for o in self.graph.output
+                      if (canonical := self.tensors.canonical(o.name)) in self.host_tails)
         outputs = tuple(dict.fromkeys(
-            tail.source if (tail := self.host_tails.get(o.name)) else self._activation(o.name, f"graph output {o.name!r}")
-            for o in self.graph.output
+            tail.source if (tail := self.host_tails.get(self.tensors.canonical(o.name)))
+            else self._activation(o.name, f"graph output {o.name!r}") for o in self.graph.output
         ))
         for out in outputs:
             if out not in self.producer:
