@@ -1,13 +1,19 @@
-"""Outputs that explain themselves: plan latency and images/s, 80 columns, plan vs simulate, n/a."""
+"""Outputs that explain themselves: plan latency and images/s, tables within 80 columns, plan vs
+simulate cycles, n/a for what was not counted."""
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
 import yaml
+from rich.console import Console
 
+from cli.commands.inspect import render_table
 from cli.main import main
 from hwgen.config import config_path
+from planner.frontend import load_network
+from planner.zoo import resolve_model
 
 
 def clock_mhz(name: str) -> float:
@@ -48,3 +54,13 @@ def test_simulate_names_the_plan_cycles_and_prints_na_for_uncounted(capsys):
     assert f"`hwgen plan` sums the layers planned alone: {plan_cycles:,} cycles ({difference:+,})" in out
     cycles_row = next(line for line in out.splitlines() if " cycles " in line and "│" in line)
     assert "n/a" in cycles_row and record["cycles"] is None  # the instruction-level simulator counts no cycles
+
+
+@pytest.mark.parametrize("model", ["resnet50", "mobilenetv2"])
+def test_inspect_table_fits_80_columns_without_cutting_a_value(model):
+    net = load_network(resolve_model(model))
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(render_table(net))
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80 and "…" not in text
+    assert f"{net.total_macs:,}" in text and f"{net.total_params:,}" in text
