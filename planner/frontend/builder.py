@@ -28,14 +28,20 @@ CONTRIB_LAYER_OPS = (*QLINEAR_CONTRIB_OPS, "QGemm")
 HOST_TAIL_OPS = tuple(op.value for op in HostOp)
 """Trailing operators computed on the host after the accelerator (`planner.ir.HostTail`)."""
 SUPPORTED_OPS = tuple(sorted(set(PASS_THROUGH_OPS + LAYER_OPS + CONTRIB_LAYER_OPS + HOST_TAIL_OPS) - {"Constant"}))
-LUT_ACTIVATIONS = {"Sigmoid": "SiLU (Sigmoid · Mul) or Sigmoid", "HardSwish": "HardSwish", "HardSigmoid": "HardSigmoid"}
+LUT_ACTIVATIONS = ("Sigmoid", "HardSwish", "HardSigmoid")
 """Activations the post-processing cannot compute: it applies clamps (ReLU, ReLU6) only."""
 
 
-def _unsupported_op(node: onnx.NodeProto) -> UnsupportedModelError:
+def _is_silu(sigmoid: onnx.NodeProto, graph: onnx.GraphProto) -> bool:
+    """Whether `x * Sigmoid(x)` follows: SiLU (Swish) as exporters write it."""
+    return any(node.op_type == "Mul" and set(node.input) == {sigmoid.input[0], sigmoid.output[0]} for node in graph.node)
+
+
+def _unsupported_op(node: onnx.NodeProto, graph: onnx.GraphProto) -> UnsupportedModelError:
     if node.op_type in LUT_ACTIVATIONS:
+        what = "SiLU (Sigmoid · Mul)" if node.op_type == "Sigmoid" and _is_silu(node, graph) else node.op_type
         return UnsupportedModelError(
-            f"{node_label(node)}: {LUT_ACTIVATIONS[node.op_type]} is not supported: the accelerator's post-processing "
+            f"{node_label(node)}: {what} is not supported: the accelerator's post-processing "
             "computes clamp activations only (ReLU, ReLU6); replace the activation by ReLU or ReLU6"
         )
     return UnsupportedModelError(
@@ -68,7 +74,7 @@ class NetworkBuilder:
         for node in self.graph.node:
             standard = node.op_type in PASS_THROUGH_OPS + LAYER_OPS + HOST_TAIL_OPS and node.domain in ("", "ai.onnx")
             if not standard and not (node.op_type in CONTRIB_LAYER_OPS and node.domain == "com.microsoft"):
-                raise _unsupported_op(node)
+                raise _unsupported_op(node, self.graph)
         for node in self.graph.node:
             if node.op_type in PASS_THROUGH_OPS:
                 self._pass_through(node)
