@@ -17,8 +17,7 @@ from planner.pipeline import plan_and_compile
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "build", help="build a board's bitstream (SoC with accelerator, memory and UART link) and its report",
-        description="Compile a model (the built-in digits CNN by default) for a hardware configuration, wrap "
+        "build", description="Compile a model (the built-in digits CNN by default) for a hardware configuration, wrap "
         "the accelerator in the SoC (main memory holding the model's memory image, UART host bridge, status "
         "LEDs, a PLL when the board clock differs from clock_mhz) on a board's pins, and build it with Yosys, "
         "nextpnr and icepack/ecppack. Writes <board>.bin (iCE40) or <board>.bit (ECP5), report.json and "
@@ -35,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     target = board(args.board)
     shipped = (CONFIG_DIR / f"{target.name}.yaml").exists()
     config = load_config(args.hw if args.hw is not None or not shipped else target.name)
-    compiled = plan_and_compile(quantized(load_model(args), args), config).compiled
+    compiled = plan_and_compile(quantized(load_model(args), args, synthetic=True), config).compiled
     out = args.output or Path("rtl_out") / f"{config.name}-{target.name}"
     with FlowProgress(f"building the {target.name} SoC") as progress:
         result = build_board(target, config, compiled, out / "build", progress)

@@ -21,8 +21,7 @@ from sim.rtl_sim import run_rtl
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "demo", help="run the whole flow on the built-in digits CNN",
-        description="Load the built-in digits CNN, quantize it to int8, compare float and int8 (golden model) "
+        "demo", description="Load the built-in digits CNN, quantize it to int8, compare float and int8 (golden model) "
         "accuracy on the held-out digits, plan it for a hardware configuration, compile it, run the held-out "
         "digits on the instruction-level simulator and one image on the generated RTL (Amaranth simulator).",
     )

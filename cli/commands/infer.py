@@ -18,10 +18,10 @@ from planner.pipeline import plan_and_compile
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "infer", help="run a model on an input array",
-        description="Quantize the model if it is float, run the input through an engine and save the "
+        "infer", description="Quantize the model if it is float, run the input through an engine and save the "
         "outputs. Float inputs are quantized with the model's input parameters; int8 inputs are "
-        "taken as already quantized. Outputs are dequantized to float32 unless --raw.",
+        "taken as already quantized. Outputs are dequantized to float32 unless --raw; a trailing "
+        "Softmax, LogSoftmax or ArgMax is then computed on the host (--raw: the accelerator's outputs).",
     )
     add_model_argument(parser)
     parser.add_argument("--input", required=True, type=Path, metavar="X.npy", help="input array (N, C, H, W) or (C, H, W)")
@@ -63,6 +63,15 @@ def output_array(net: Network, name: str, batch: list[np.ndarray], raw: bool) ->
     return stacked.reshape(len(batch), -1) if producer.op == Op.FC else stacked
 
 
+def with_host_tails(net: Network, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The graph's outputs: trailing host operators (Softmax, ArgMax) applied to the accelerator's."""
+    result = {}
+    for name, array in arrays.items():
+        tails = [tail for tail in net.host_tails if tail.source == name]
+        result.update({tail.output: tail.apply(array) for tail in tails} if tails else {name: array})
+    return result
+
+
 def run(args: argparse.Namespace) -> int:
     net = quantized(load_model(args), args)
     inputs = read_input(args.input, net)
@@ -77,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
         for name, value in outputs.items():
             per_output[name].append(value)
     arrays = {name: output_array(net, name, values, args.raw) for name, values in per_output.items()}
+    if not args.raw:
+        arrays = with_host_tails(net, arrays)
     if len(arrays) == 1:
         atomic_save_npy(args.output, next(iter(arrays.values())))
     else:

@@ -5,6 +5,7 @@ import argparse
 import json
 
 from common.console import make_console
+from rich import box
 from rich.table import Table
 
 from cli.commands.common import add_model_argument, load_model
@@ -13,8 +14,7 @@ from planner.ir import Layer, Network
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "inspect", help="show a model's layers, shapes, MACs and parameters",
-        description="Load an ONNX model into the Network IR (BatchNorm folded, activations fused, "
+        "inspect", description="Load an ONNX model into the Network IR (BatchNorm folded, activations fused, "
         "quantization read) and print its layer table and totals.",
     )
     add_model_argument(parser)
@@ -55,17 +55,25 @@ def _shape(shape: tuple[int, ...]) -> str:
 
 
 def render_table(net: Network) -> Table:
-    table = Table(title=f"{net.name}: input {_shape(net.input_shape)}, {'int8' if net.quantized else 'float'}")
-    for column in ("#", "layer", "op", "input", "output", "kernel/stride", "act", "MACs", "params"):
-        table.add_column(column, justify="right" if column in ("#", "MACs", "params") else "left")
-    for index, layer in enumerate(net.layers):
+    """The layer table, 80 columns wide at most (the activation follows the op)."""
+    table = Table(title=f"{net.name}: input {_shape(net.input_shape)}, {'int8' if net.quantized else 'float'}",
+                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table.add_column("layer", min_width=9, overflow="fold")
+    table.add_column("op")
+    for column in ("input", "output"):
+        table.add_column(column, min_width=10, overflow="fold")
+    table.add_column("k/s", no_wrap=True)
+    for column in ("MACs", "params"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for layer in net.layers:
         op = layer.op.value + (f" g{layer.groups}" if layer.groups > 1 else "")
+        act = "" if layer.activation.value == "none" else f" {layer.activation.value}"
         table.add_row(
-            str(index), layer.name, op, " + ".join(_shape(s) for s in layer.in_shapes), _shape(layer.out_shape),
-            f"{_shape(layer.kernel)}/{layer.stride[0]}", layer.activation.value, f"{layer.macs:,}", f"{layer.params:,}",
+            layer.name, op + act, " + ".join(_shape(s) for s in layer.in_shapes), _shape(layer.out_shape),
+            f"{_shape(layer.kernel)}/{layer.stride[0]}", f"{layer.macs:,}", f"{layer.params:,}",
         )
     table.add_section()
-    table.add_row("", "total", "", "", "", "", "", f"{net.total_macs:,}", f"{net.total_params:,}")
+    table.add_row("total", "", "", "", "", f"{net.total_macs:,}", f"{net.total_params:,}")
     return table
 
 

@@ -29,8 +29,7 @@ SIMULATED_PORT = "sim"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "run", help="run a model on a board over its serial link",
-        description="Compile the model for the board's configuration, check that the board runs that program, "
+        "run", description="Compile the model for the board's configuration, check that the board runs that program, "
         "load the memory image unless the board already holds it (CRC-32 check), run every input sample and "
         "compare the int8 outputs with the golden model. `--port sim` runs the SoC in the Amaranth simulator "
         "instead, its UART modelled bit by bit (slow: about a minute for the digits CNN), with on-chip main memory "

@@ -25,8 +25,7 @@ PROGRAM_ENGINES = sorted(name for name, engine in ENGINES.items() if engine.need
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "simulate", help="run a network or a layer on a simulator and check it",
-        description="Plan and compile the model for a hardware configuration, run one input through an engine, "
+        "simulate", description="Plan and compile the model for a hardware configuration, run one input through an engine, "
         "check the outputs against the golden model and print measured vs predicted cycles, DRAM bytes and PE "
         "utilization. The input is --input (its first sample), else the first held-out digit for the built-in "
         "model, else a seeded random input.",
@@ -54,7 +53,7 @@ def default_input(args: argparse.Namespace, net: Network) -> np.ndarray:
 
 
 def run(args: argparse.Namespace) -> int:
-    net = quantized(load_model(args), args)
+    net = quantized(load_model(args), args, synthetic=True)
     x = default_input(args, net)
     if args.layer is not None:
         layer_net = single_layer_network(net, args.layer)
@@ -73,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         "dram_bytes": result.dram_bytes, "predicted_dram_bytes": flow.prediction.dram_bytes,
         "utilization": None if not result.cycles else macs / (result.cycles * config.pe.macs_per_cycle),
         "predicted_utilization": macs / (flow.prediction.cycles * config.pe.macs_per_cycle),
+        "plan_cycles": flow.plan.cycles,
     }
     if args.json:
         print(json.dumps(record, indent=2))
@@ -83,7 +83,11 @@ def run(args: argparse.Namespace) -> int:
         table.add_row("bit-exact vs golden", "yes" if exact else "NO", "")
         for label, key in (("cycles", "cycles"), ("DRAM bytes", "dram_bytes"), ("PE utilization", "utilization")):
             measured, predicted = record[key], record[f"predicted_{key}"]
-            fmt = (lambda v: "-" if v is None else f"{v:.1%}") if key == "utilization" else (lambda v: "-" if v is None else f"{v:,}")
+            fmt = (lambda v: "n/a" if v is None else f"{v:.1%}") if key == "utilization" else (lambda v: "n/a" if v is None else f"{v:,}")
             table.add_row(label, fmt(measured), fmt(predicted))
-        make_console().print(table)
+        console = make_console()
+        console.print(table)
+        difference = flow.prediction.cycles - flow.plan.cycles
+        console.print("predicted: the compiled program, its layers back to back;", style="dim")
+        console.print(f"`hwgen plan` sums the layers planned alone: {flow.plan.cycles:,} cycles ({-difference:+,})", style="dim")
     return 0 if exact else 1
