@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -221,7 +222,15 @@ def test_a_running_script_is_polled_and_an_exception_in_the_poll_stops_its_tools
         run_script(tmp_path / "build.sh", "ice40", (), poll)
     assert len(calls) == 2
     sleeper = int((tmp_path / "sleeper.pid").read_text())
-    assert subprocess.run(["ps", "-o", "stat=", "-p", str(sleeper)], capture_output=True, text=True).stdout.strip() in ("", "Z")
+
+    def sleeping() -> bool:  # SIGKILL lands asynchronously; a killed process is gone or a zombie
+        state = subprocess.run(["ps", "-o", "stat=", "-p", str(sleeper)], capture_output=True, text=True).stdout
+        return state.strip() not in ("", "Z")
+
+    deadline = time.monotonic() + 30  # (the tool would have slept 60 s)
+    while sleeping() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not sleeping()
 
 
 def test_a_failed_script_shows_its_log_tail(tmp_path):
