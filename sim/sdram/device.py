@@ -165,6 +165,13 @@ class SdramDevice:
         self.cycle += 1
         return value, self._driving is not None
 
+    @property
+    def quiet(self) -> bool:
+        """No burst runs or is due and no auto precharge is pending: until the next command, NOP
+        edges change nothing but the edge count, the refresh debt and the tRAS max checks."""
+        return (self._write is None and all(bank.closing_at is None for bank in self._banks)
+                and not any(burst.has_beat_from(self.cycle) for burst in self._reads))
+
     def finish(self) -> None:
         """End-of-simulation check: raise if more refreshes are owed than may be postponed."""
         self._check_refresh_debt()

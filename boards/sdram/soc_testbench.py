@@ -1,0 +1,176 @@
+"""The cocotb test that `boards.sdram.soc_transport` runs inside the simulator on `hwgen_soc_cosim`
+(`boards.sdram.soc_top`): the board's SoC in Verilog, its SDRAM chip the Python datasheet model
+(`sim.sdram.device.SdramDevice`), its UART driven and sampled bit by bit, all at the pace the
+host sets over the job's socket (`boards.sdram.soc_link`).
+
+The chip model sees every rising edge, as in `boards.sdram.cosim_testbench`: at each falling
+edge the testbench drives DQ with the model's data for the edge to come, reads the pins and
+clocks the model. While the controller sends only NOPs and the model has nothing in flight
+(`SdramDevice.quiet`), the testbench waits for the top level's `active` instead and then
+clocks the model once per edge that passed, with the same NOP pins: the same calls, without
+waking the simulator's Python every cycle (the SoC is idle most of the time a host loads it).
+UART bits change and are sampled at falling edges, the line's bytes as the host queued them.
+"""
+from __future__ import annotations
+
+import time
+from collections import deque
+from multiprocessing.connection import Client, Connection
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import Event, FallingEdge, First, RisingEdge, Timer
+from cocotb.utils import get_sim_time
+
+from boards.sdram.cosim_job import PIN_NAMES, STATUS_LAYOUT
+from boards.sdram.soc_link import DONE_FILE, SOCKET_FILE, Advance, Finish, Reply, SocJob
+from sim.cosim.job import CLOCK_PERIOD_NS, Job
+from sim.sdram.device import SdramDevice, SdramViolation
+
+PIN_FIELDS = tuple((STATUS_LAYOUT[name].offset, (1 << STATUS_LAYOUT[name].width) - 1) for name in PIN_NAMES)
+IDLE_LIMIT = 4096
+"""Cycles the model is left unclocked at most (it then checks the refresh debt)."""
+
+
+def cycles() -> int:
+    """Rising edges so far (edge `e` comes at `(e + 1/2)` periods; this is called at falling edges)."""
+    return int(get_sim_time("ns")) // CLOCK_PERIOD_NS
+
+
+def wait(count: int) -> Timer:
+    return Timer(count * CLOCK_PERIOD_NS, "ns")
+
+
+def idle(pins: tuple[int, ...]) -> bool:
+    """Pins (in `PIN_NAMES` order) of a NOP or DESELECT with CKE high and DQ not driven."""
+    cke, cs_n, ras_n, cas_n, we_n, *_, dq_oe = pins
+    return bool(cke) and not dq_oe and (bool(cs_n) or bool(ras_n & cas_n & we_n))
+
+
+class Chip:
+    """The chip model on the top level's pins; `violation` is set when the model raises."""
+
+    def __init__(self, dut, device: SdramDevice):
+        self.dut, self.device = dut, device
+        self.edge = 0  # the last edge the model was clocked for
+        self.idle_pins: tuple[int, ...] | None = None  # the NOP the model is being held on
+        self.violation: str | None = None
+
+    def _pins(self) -> tuple[int, ...]:
+        value = int(self.dut.status.value)
+        return tuple((value >> offset) & mask for offset, mask in PIN_FIELDS)
+
+    def catch_up(self, edge: int) -> None:
+        """Clock the model with the held NOP for every edge up to `edge`."""
+        if self.idle_pins is not None:
+            for _ in range(edge - self.edge):
+                self.device.clock(*self.idle_pins)
+            self.edge = max(self.edge, edge)
+
+    async def run(self) -> None:
+        try:
+            await self._run()
+        except SdramViolation as error:
+            self.violation = str(error)
+
+    async def _run(self) -> None:
+        dq_i, active, falling = self.dut.dq_i, self.dut.active, FallingEdge(self.dut.clk)
+        dq_i.value = driven = 0
+        await Timer(1, "ns")  # the initial values have settled; edge 0 comes at half a period
+        pins = self._pins()
+        dq, _ = self.device.clock(*pins)
+        while True:
+            if dq == driven == 0 and idle(pins) and self.device.quiet:
+                self.idle_pins = pins
+                await First(RisingEdge(active), wait(IDLE_LIMIT))
+                await falling
+                self.catch_up(cycles() - 1)
+                self.idle_pins = None
+            else:
+                await falling
+            self.edge += 1
+            if dq != driven:
+                dq_i.value = driven = dq
+            pins = self._pins()
+            dq, _ = self.device.clock(*pins)
+
+
+class Uart:
+    """The host's end of the SoC's UART: bytes queued are sent on `rx`, bytes on `tx` collected."""
+
+    def __init__(self, dut, divisor: int):
+        self.dut, self.divisor = dut, divisor
+        self.outgoing: deque[int] = deque()
+        self.received = bytearray()
+        self.queued = Event()
+
+    def send(self, data: bytes) -> None:
+        self.outgoing.extend(data)
+        self.queued.set()
+
+    async def drive_rx(self) -> None:
+        rx = self.dut.rx
+        rx.value = 1
+        while True:
+            if not self.outgoing:
+                self.queued.clear()
+                await self.queued.wait()
+                continue
+            byte = self.outgoing.popleft()
+            for bit in (0, *((byte >> i) & 1 for i in range(8)), 1):
+                rx.value = bit
+                await wait(self.divisor)
+
+    async def sample_tx(self) -> None:
+        tx = self.dut.tx
+        while True:
+            await FallingEdge(tx)  # just after a rising clock edge
+            await Timer((self.divisor // 2) * CLOCK_PERIOD_NS + CLOCK_PERIOD_NS // 2, "ns")  # mid start bit, a falling edge
+            byte = 0
+            for i in range(8):
+                await wait(self.divisor)
+                byte |= int(tx.value) << i
+            await wait(self.divisor)  # the middle of the stop bit
+            if int(tx.value):
+                self.received.append(byte)  # (a framing error loses the byte, as a host UART would)
+
+
+async def _serve(dut, link: Connection, chip: Chip, uart: Uart) -> None:
+    """Answer the host's requests until `Finish` or a violation."""
+    step = 10 * uart.divisor  # a byte on the line
+    while True:
+        request = link.recv()
+        if isinstance(request, Finish):
+            chip.catch_up(cycles() - 1)
+            try:
+                chip.device.finish()
+            except SdramViolation as error:
+                chip.violation = chip.violation or str(error)
+        else:
+            assert isinstance(request, Advance), request
+            uart.send(request.data)
+            started = time.monotonic()
+            while (chip.violation is None and cycles() < request.until and len(uart.received) < request.want
+                   and time.monotonic() - started < request.wall_seconds):
+                await wait(min(step, request.until - cycles()))
+        link.send(Reply(cycles(), bytes(uart.received), int(dut.leds.value), chip.violation))
+        uart.received.clear()
+        if isinstance(request, Finish) or chip.violation is not None:
+            return
+
+
+@cocotb.test()
+async def soc_on_sdram(dut) -> None:
+    """Serve the host until it finishes; the done file tells it the simulation ended normally."""
+    folder = Job.folder()
+    job = SocJob.load(folder)
+    device = SdramDevice(job.chip, job.clock_mhz)
+    device.memory.preload(0, job.contents)
+    chip, uart = Chip(dut, device), Uart(dut, job.divisor)
+    Clock(dut.clk, CLOCK_PERIOD_NS, unit="ns", impl="gpi").start(start_high=False)
+    cocotb.start_soon(chip.run())
+    cocotb.start_soon(uart.drive_rx())
+    cocotb.start_soon(uart.sample_tx())
+    with Client(str(folder / SOCKET_FILE)) as link:
+        await _serve(dut, link, chip, uart)
+    (folder / DONE_FILE).write_text("done\n")
