@@ -7,8 +7,9 @@ The chip model sees every rising edge, as in `boards.sdram.cosim_testbench`: at 
 edge the testbench drives DQ with the model's data for the edge to come, reads the pins and
 clocks the model. While the controller sends only NOPs and the model has nothing in flight
 (`SdramDevice.quiet`), the testbench waits for the top level's `active` instead and then
-clocks the model once per edge that passed, with the same NOP pins: the same calls, without
-waking the simulator's Python every cycle (the SoC is idle most of the time a host loads it).
+applies the NOP edges that passed at once (`SdramDevice.nop_edges`, the same as clocking it
+once per edge), without waking the simulator's Python every cycle: the SoC's SDRAM is idle
+most of the time while a host loads it.
 UART bits change and are sampled at falling edges, the line's bytes as the host queued them.
 """
 from __future__ import annotations
@@ -62,10 +63,9 @@ class Chip:
 
     def catch_up(self, edge: int) -> None:
         """Clock the model with the held NOP for every edge up to `edge`."""
-        if self.idle_pins is not None:
-            for _ in range(edge - self.edge):
-                self.device.clock(*self.idle_pins)
-            self.edge = max(self.edge, edge)
+        if self.idle_pins is not None and edge > self.edge:
+            self.device.nop_edges(edge - self.edge, self.idle_pins[PIN_NAMES.index("dqm")])
+            self.edge = edge
 
     async def run(self) -> None:
         try:

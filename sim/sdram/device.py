@@ -172,6 +172,31 @@ class SdramDevice:
         return (self._write is None and all(bank.closing_at is None for bank in self._banks)
                 and not any(burst.has_beat_from(self.cycle) for burst in self._reads))
 
+    def nop_edges(self, edges: int, dqm: int) -> None:
+        """Apply `edges` edges of NOP with CKE high, DQ not driven and `dqm`, exactly as as many
+        `clock` calls would (the chip drives nothing on them); at once while `quiet`, visiting
+        only the edges where a refresh falls due or an open row passes tRAS max."""
+        if not self.quiet:
+            for _ in range(edges):
+                self.clock(1, 0, 1, 1, 1, 0, 0, dqm, 0, 0)
+            return
+        if edges <= 0:
+            return
+        end = self.cycle + edges
+        while True:
+            due = [bank.activated_at + self._ras_max_cycles + 1 for bank in self._banks if bank.row is not None]
+            if self._next_refresh_due is not None:
+                due.append(math.ceil(self._next_refresh_due))
+            edge = max(min(due, default=end), self.cycle)
+            if edge >= end:
+                break
+            self.cycle = edge
+            self._advance()
+            self.cycle += 1
+        self.cycle = end
+        self._reads, self._driving = [], None
+        self._cke_before, self._dqm_before = True, dqm
+
     def finish(self) -> None:
         """End-of-simulation check: raise if more refreshes are owed than may be postponed."""
         self._check_refresh_debt()
