@@ -14,6 +14,13 @@ from boards.transport import SimulatedTransport, Transport
 UPDATE_SECONDS = 0.5
 
 
+def preparing() -> Status:
+    """A status line on stderr while the simulated SoC is made (its Verilog emitted and, the first
+    time for a model, its simulator built)."""
+    return Console(stderr=True).status("preparing the simulated SoC (the first run of a model builds its "
+                                       "simulator: minutes)")
+
+
 class SimulationProgress:
     """Context manager; does nothing unless `transport` is a simulated SoC."""
 

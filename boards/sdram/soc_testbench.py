@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from functools import cache
 from multiprocessing.connection import Client, Connection
 
 import cocotb
@@ -31,6 +32,8 @@ from sim.sdram.device import SdramDevice, SdramViolation
 PIN_FIELDS = tuple((STATUS_LAYOUT[name].offset, (1 << STATUS_LAYOUT[name].width) - 1) for name in PIN_NAMES)
 IDLE_LIMIT = 4096
 """Cycles the model is left unclocked at most (it then checks the refresh debt)."""
+CHECK_CYCLES = 4096
+"""Cycles between looks at the wall clock and the chip model while the host waits for bytes."""
 
 
 def cycles() -> int:
@@ -38,7 +41,9 @@ def cycles() -> int:
     return int(get_sim_time("ns")) // CLOCK_PERIOD_NS
 
 
+@cache
 def wait(count: int) -> Timer:
+    """A timer of `count` clock periods (made once: making a `Timer` costs more than awaiting it)."""
     return Timer(count * CLOCK_PERIOD_NS, "ns")
 
 
@@ -96,19 +101,26 @@ class Chip:
 
 
 class Uart:
-    """The host's end of the SoC's UART: bytes queued are sent on `rx`, bytes on `tx` collected."""
+    """The host's end of the SoC's UART: bytes queued are sent on `rx`, bytes on `tx` collected;
+    `enough` is set once `want` of them have come."""
 
     def __init__(self, dut, divisor: int):
         self.dut, self.divisor = dut, divisor
         self.outgoing: deque[int] = deque()
         self.received = bytearray()
-        self.queued = Event()
+        self.queued, self.enough = Event(), Event()
+        self.want = 0
 
     def send(self, data: bytes) -> None:
         self.outgoing.extend(data)
         self.queued.set()
 
+    def expect(self, want: int) -> None:
+        self.want = want
+        self.enough.clear()
+
     async def drive_rx(self) -> None:
+        """Each byte's ten bits, a run of equal bits in one wait."""
         rx = self.dut.rx
         rx.value = 1
         while True:
@@ -117,15 +129,22 @@ class Uart:
                 await self.queued.wait()
                 continue
             byte = self.outgoing.popleft()
-            for bit in (0, *((byte >> i) & 1 for i in range(8)), 1):
-                rx.value = bit
-                await wait(self.divisor)
+            bits = (0, *((byte >> i) & 1 for i in range(8)), 1)
+            start = 0
+            while start < len(bits):
+                end = start + 1
+                while end < len(bits) and bits[end] == bits[start]:
+                    end += 1
+                rx.value = bits[start]
+                await wait((end - start) * self.divisor)
+                start = end
 
     async def sample_tx(self) -> None:
         tx = self.dut.tx
+        half_bit = Timer((self.divisor // 2) * CLOCK_PERIOD_NS + CLOCK_PERIOD_NS // 2, "ns")
         while True:
             await FallingEdge(tx)  # just after a rising clock edge
-            await Timer((self.divisor // 2) * CLOCK_PERIOD_NS + CLOCK_PERIOD_NS // 2, "ns")  # mid start bit, a falling edge
+            await half_bit  # the middle of the start bit, at a falling clock edge
             byte = 0
             for i in range(8):
                 await wait(self.divisor)
@@ -133,11 +152,12 @@ class Uart:
             await wait(self.divisor)  # the middle of the stop bit
             if int(tx.value):
                 self.received.append(byte)  # (a framing error loses the byte, as a host UART would)
+                if len(self.received) >= self.want:
+                    self.enough.set()
 
 
 async def _serve(dut, link: Connection, chip: Chip, uart: Uart) -> None:
     """Answer the host's requests until `Finish` or a violation."""
-    step = 10 * uart.divisor  # a byte on the line
     while True:
         request = link.recv()
         if isinstance(request, Finish):
@@ -149,10 +169,11 @@ async def _serve(dut, link: Connection, chip: Chip, uart: Uart) -> None:
         else:
             assert isinstance(request, Advance), request
             uart.send(request.data)
+            uart.expect(request.want)
             started = time.monotonic()
             while (chip.violation is None and cycles() < request.until and len(uart.received) < request.want
                    and time.monotonic() - started < request.wall_seconds):
-                await wait(min(step, request.until - cycles()))
+                await First(uart.enough.wait(), wait(min(CHECK_CYCLES, request.until - cycles())))
         link.send(Reply(cycles(), bytes(uart.received), int(dut.leds.value), chip.violation))
         uart.received.clear()
         if isinstance(request, Finish) or chip.violation is not None:

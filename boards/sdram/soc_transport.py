@@ -30,6 +30,7 @@ from boards.sdram.soc_top import build_soc_design
 from boards.soc import SocCore
 from boards.uart import FRAME_BITS
 from sim.cosim.runner import CosimError, run_test
+from sim.sdram.chips import SdramChip
 from sim.sdram.device import SdramViolation
 
 TESTBENCH = "boards.sdram.soc_testbench"
@@ -44,14 +45,15 @@ def power_up_noise(size: int, seed: int = 0) -> np.ndarray:
 
 class VerilatedSoc:
     """`soc` (with SDRAM main memory) in `simulator`, its chip holding `contents` from address 0
-    at power-on. Time is simulated (cycles / `soc.clk_hz`); the chip's initialization has
+    at power-on; `model_chip` is the chip the model checks the controller against (the SoC's
+    by default). Time is simulated (cycles / `soc.clk_hz`); the chip's initialization has
     passed when the constructor returns. `progress` is called with the cycles simulated so far
     at least every `wall_seconds` of wall time while the simulation runs."""
 
     LATENCY_BYTES = 32  # as SimulatedTransport: covers the bridge copying a whole WRITE into memory
 
     def __init__(self, soc: SocCore, contents: np.ndarray, *, simulator: str = "verilator",
-                 wall_seconds: float = 0.5):
+                 model_chip: SdramChip | None = None, wall_seconds: float = 0.5):
         if soc.sdram_chip is None:
             raise CosimError("VerilatedSoc simulates a SoC whose main memory is an SDRAM chip")
         self.soc, self.wall_seconds = soc, wall_seconds
@@ -66,11 +68,12 @@ class VerilatedSoc:
         self._failure: CosimError | None = None
         build = build_soc_design(soc, simulator)
         self._folder = Path(tempfile.mkdtemp(prefix="hwgen-soc-"))
-        SocJob(soc.sdram_chip, soc.clk_hz / 1e6, soc.divisor, contents).save(self._folder)
+        SocJob(model_chip or soc.sdram_chip, soc.clk_hz / 1e6, soc.divisor, contents).save(self._folder)
         self._thread = threading.Thread(target=self._simulate, args=(build,), daemon=True)
         self._link = self._connect()
-        while self.cycles < initialization_cycles(soc.sdram_chip, soc.clk_hz / 1e6):
-            self._exchange(Advance(b"", initialization_cycles(soc.sdram_chip, soc.clk_hz / 1e6), 1, wall_seconds))
+        initialized = initialization_cycles(soc.sdram_chip, soc.clk_hz / 1e6)
+        while self.cycles < initialized:
+            self._exchange(Advance(b"", initialized, 1, wall_seconds))
 
     def _simulate(self, build) -> None:
         try:

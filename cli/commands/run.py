@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from boards.sdram.soc_transport import VerilatedSoc, power_up_noise
 from boards.transport import SerialTransport, SimulatedTransport, Transport
 from cli.commands.common import add_calibration_argument, add_model_argument, load_model, quantized
 from cli.commands.infer import output_array, read_input
-from cli.simulation_progress import SimulationProgress
+from cli.simulation_progress import SimulationProgress, preparing
 from hwgen.config import CONFIG_DIR, load_config
 from common.console import make_console
 from common.errors import ConfigError
@@ -83,7 +84,7 @@ def board_config(chosen: Board, hw: str | None):
     return load_config(hw)
 
 
-def simulated_board(chosen: Board, compiled: CompiledNetwork, baud: int, load: str) -> Transport:
+def simulated_board(chosen: Board, compiled: CompiledNetwork, baud: int, load: str) -> SimulatedTransport | VerilatedSoc:
     """The board's SoC simulated: in Verilator on its SDRAM chip model holding the image (`load`
     "preload") or power-up noise ("link"); in the Amaranth simulator with on-chip memory holding
     the image on a board without SDRAM."""
@@ -113,11 +114,13 @@ def run(args: argparse.Namespace) -> int:
     compilation = plan_and_compile(net, config)
     compiled = compilation.compiled
     check_image_fits(chosen, compiled)
+    wall = time.monotonic()
     timeout = args.timeout
     if args.port == SIMULATED_PORT:
-        if timeout is None:
-            timeout = max(SIM_TIMEOUT_FACTOR * compilation.prediction.cycles / (config.clock_mhz * 1e6), SIM_MIN_TIMEOUT)
-        transport = simulated_board(chosen, compiled, baud, args.sim_load)
+        with preparing():
+            transport: Transport = simulated_board(chosen, compiled, baud, args.sim_load)
+        if timeout is None:  # simulated seconds: a stalled run ends soon in wall time too
+            timeout = max(SIM_TIMEOUT_FACTOR * compilation.prediction.cycles / transport.soc.clk_hz, SIM_MIN_TIMEOUT)
     else:
         transport = SerialTransport(args.port, baud)
     try:
@@ -137,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
                 results.append((runtime.infer(compiled, x), transport.clock() - start))
     finally:
         transport.close()
+    simulation = {"cycles": transport.cycles, "wall_seconds": time.monotonic() - wall} if args.port == SIMULATED_PORT else None
 
     classifier = len(net.outputs) == 1 and net.tensor_shapes()[net.outputs[0]][1:] == (1, 1)
     samples = []
@@ -157,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"board": chosen.name, "port": args.port, "baud": baud, "network": net.name,
                           "config": config.name, "image_loaded": loaded, "load": load, "bit_exact": exact,
-                          "samples": samples}, indent=2))
+                          "samples": samples, "simulation": simulation}, indent=2))
     else:
         show(chosen, args.port, load, samples, classifier)
     return 0 if exact else 1
