@@ -2,12 +2,13 @@
 in Verilator, its chip the datasheet model, its UART driven and sampled bit by bit by the
 testbench, the host runtime in this process (`boards.sdram.soc_transport`). The digits CNN with
 its image loaded over the simulated serial link and with the image preloaded into the chip
-model; outputs against the golden model; the CRC-32 check reading the chip's own bytes; a
-datasheet violation and a run that does not finish as one error each."""
+model; outputs against the golden model (an independent numpy model); the CHECKSUM reading
+the chip's own bytes; a datasheet violation and a run that does not finish as one error each."""
 from __future__ import annotations
 
 import dataclasses
 import json
+import zlib
 from types import SimpleNamespace
 
 import numpy as np
@@ -15,6 +16,7 @@ import pytest
 
 from boards.build import board_soc
 from boards.platforms import board
+from boards.protocol import CHECKSUM_ALIGNMENT
 from boards.runtime import Runtime, RunTimeout
 from boards.sdram.soc_transport import VerilatedSoc
 from boards.uart import FRAME_BITS
@@ -72,21 +74,24 @@ def test_hwgen_run_digits_preloaded_finds_the_image_in_the_chip(tmp_path, capsys
     assert record["load"]["seconds"] < 0.1 * record["load"]["image_bytes"] * FRAME_BITS / board(BOARD).baud
 
 
-def test_the_crc_check_reads_the_chips_bytes_and_errors_end_the_run(digits):
-    """One byte of the weights flipped in the chip: the check fails until the host writes that
-    byte over the link, then finds the image. A run given too little time is a `RunTimeout`;
-    progress is reported as the simulation advances."""
+def test_the_checksum_reads_the_chips_bytes_and_a_stalled_run_is_one_error(digits):
+    """One byte of the weights flipped in the chip: the CHECKSUM of its block differs from the
+    image's until the host writes that byte over the link. A run given too little time is a
+    `RunTimeout`; progress is reported as the simulation advances."""
     compiled, corrupt = digits.compiled, digits.compiled.image.copy()
-    corrupt[compiled.memory.constant_bytes // 2] ^= 0x5A
+    address = compiled.memory.constant_bytes // 2
+    corrupt[address] ^= 0x5A
+    block = address - address % CHECKSUM_ALIGNMENT
+    expected = zlib.crc32(compiled.image[block:block + CHECKSUM_ALIGNMENT].tobytes())
     link = VerilatedSoc(digits.soc, corrupt)
     progress: list[int] = []
     link.progress = progress.append
     try:
         runtime = Runtime(link, run_timeout=1e-5)
-        assert runtime.image_loaded(compiled) is False
-        address = compiled.memory.constant_bytes // 2
+        assert runtime.checksum(block, CHECKSUM_ALIGNMENT) == zlib.crc32(corrupt[block:block + CHECKSUM_ALIGNMENT].tobytes())
+        assert runtime.checksum(block, CHECKSUM_ALIGNMENT) != expected
         runtime.write(address, compiled.image[address:address + 1].tobytes())
-        assert runtime.load(compiled) is False
+        assert runtime.checksum(block, CHECKSUM_ALIGNMENT) == expected
         runtime.write_input(compiled, digits.net.input_quant.quantize(digits.image))
         runtime.start()
         with pytest.raises(RunTimeout, match="did not finish within 1e-05 s"):

@@ -1,7 +1,7 @@
 """The cocotb test that `boards.sdram.soc_transport` runs inside the simulator on `hwgen_soc_cosim`
 (`boards.sdram.soc_top`): the board's SoC in Verilog, its SDRAM chip the Python datasheet model
-(`sim.sdram.device.SdramDevice`), its UART driven and sampled bit by bit, all at the pace the
-host sets over the job's socket (`boards.sdram.soc_link`).
+(`sim.sdram.device.SdramDevice`), its UART pins carrying the host's bytes bit by bit, all at the
+pace the host sets over the job's socket (`boards.sdram.soc_link`).
 
 The chip model sees every rising edge, as in `boards.sdram.cosim_testbench`: at each falling
 edge the testbench drives DQ with the model's data for the edge to come, reads the pins and
@@ -10,12 +10,14 @@ clocks the model. While the controller sends only NOPs and the model has nothing
 applies the NOP edges that passed at once (`SdramDevice.nop_edges`, the same as clocking it
 once per edge), without waking the simulator's Python every cycle: the SoC's SDRAM is idle
 most of the time while a host loads it.
-UART bits change and are sampled at falling edges, the line's bytes as the host queued them.
+
+The host's bytes reach the SoC's `rx` pin through the top level's `HostLine`, which the
+testbench hands up to `HOST_CHUNK` bytes at a time; the bytes the SoC sends on `tx` are sampled
+in the middle of each bit, at falling edges.
 """
 from __future__ import annotations
 
 import time
-from collections import deque
 from functools import cache
 from multiprocessing.connection import Client, Connection
 
@@ -25,15 +27,15 @@ from cocotb.triggers import Event, FallingEdge, First, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 
 from boards.sdram.cosim_job import PIN_NAMES, STATUS_LAYOUT
+from boards.sdram.soc_top import HOST_CHUNK
 from boards.sdram.soc_link import DONE_FILE, SOCKET_FILE, Advance, Finish, Reply, SocJob
 from sim.cosim.job import CLOCK_PERIOD_NS, Job
 from sim.sdram.device import SdramDevice, SdramViolation
 
 PIN_FIELDS = tuple((STATUS_LAYOUT[name].offset, (1 << STATUS_LAYOUT[name].width) - 1) for name in PIN_NAMES)
-IDLE_LIMIT = 4096
-"""Cycles the model is left unclocked at most (it then checks the refresh debt)."""
 CHECK_CYCLES = 4096
-"""Cycles between looks at the wall clock and the chip model while the host waits for bytes."""
+"""Cycles between looks at the wall clock while the host waits for bytes (the chip model held
+on a NOP is brought up to date then, so a missed refresh shows within them)."""
 
 
 def cycles() -> int:
@@ -72,6 +74,13 @@ class Chip:
             self.device.nop_edges(edge - self.edge, self.idle_pins[PIN_NAMES.index("dqm")])
             self.edge = edge
 
+    def check(self) -> None:
+        """Bring a model held on a NOP up to the edge before now; a violation is kept."""
+        try:
+            self.catch_up(cycles() - 1)
+        except SdramViolation as error:
+            self.violation = self.violation or str(error)
+
     async def run(self) -> None:
         try:
             await self._run()
@@ -79,7 +88,7 @@ class Chip:
             self.violation = str(error)
 
     async def _run(self) -> None:
-        dq_i, active, falling = self.dut.dq_i, self.dut.active, FallingEdge(self.dut.clk)
+        dq_i, activity, falling = self.dut.dq_i, RisingEdge(self.dut.active), FallingEdge(self.dut.clk)
         dq_i.value = driven = 0
         await Timer(1, "ns")  # the initial values have settled; edge 0 comes at half a period
         pins = self._pins()
@@ -87,7 +96,7 @@ class Chip:
         while True:
             if dq == driven == 0 and idle(pins) and self.device.quiet:
                 self.idle_pins = pins
-                await First(RisingEdge(active), wait(IDLE_LIMIT))
+                await activity
                 await falling
                 self.catch_up(cycles() - 1)
                 self.idle_pins = None
@@ -101,18 +110,19 @@ class Chip:
 
 
 class Uart:
-    """The host's end of the SoC's UART: bytes queued are sent on `rx`, bytes on `tx` collected;
-    `enough` is set once `want` of them have come."""
+    """The host's end of the SoC's UART: bytes queued go to the top level's `HostLine`, which
+    sends them on the SoC's `rx` pin; bytes on `tx` are collected, `enough` set once `want` of
+    them have come."""
 
     def __init__(self, dut, divisor: int):
         self.dut, self.divisor = dut, divisor
-        self.outgoing: deque[int] = deque()
+        self.outgoing = bytearray()
         self.received = bytearray()
         self.queued, self.enough = Event(), Event()
         self.want = 0
 
     def send(self, data: bytes) -> None:
-        self.outgoing.extend(data)
+        self.outgoing += data
         self.queued.set()
 
     def expect(self, want: int) -> None:
@@ -120,24 +130,20 @@ class Uart:
         self.enough.clear()
 
     async def drive_rx(self) -> None:
-        """Each byte's ten bits, a run of equal bits in one wait."""
-        rx = self.dut.rx
-        rx.value = 1
+        """Hand the line driver up to `HOST_CHUNK` bytes each time it has sent the last ones."""
+        dut, load, sent = self.dut, 0, RisingEdge(self.dut.host_idle)
         while True:
             if not self.outgoing:
                 self.queued.clear()
                 await self.queued.wait()
                 continue
-            byte = self.outgoing.popleft()
-            bits = (0, *((byte >> i) & 1 for i in range(8)), 1)
-            start = 0
-            while start < len(bits):
-                end = start + 1
-                while end < len(bits) and bits[end] == bits[start]:
-                    end += 1
-                rx.value = bits[start]
-                await wait((end - start) * self.divisor)
-                start = end
+            chunk = bytes(self.outgoing[:HOST_CHUNK])
+            del self.outgoing[:HOST_CHUNK]
+            load ^= 1
+            dut.host_data.value = int.from_bytes(chunk, "little")
+            dut.host_count.value = len(chunk)
+            dut.host_load.value = load
+            await sent
 
     async def sample_tx(self) -> None:
         tx = self.dut.tx
@@ -161,7 +167,7 @@ async def _serve(dut, link: Connection, chip: Chip, uart: Uart) -> None:
     while True:
         request = link.recv()
         if isinstance(request, Finish):
-            chip.catch_up(cycles() - 1)
+            chip.check()
             try:
                 chip.device.finish()
             except SdramViolation as error:
@@ -174,6 +180,7 @@ async def _serve(dut, link: Connection, chip: Chip, uart: Uart) -> None:
             while (chip.violation is None and cycles() < request.until and len(uart.received) < request.want
                    and time.monotonic() - started < request.wall_seconds):
                 await First(uart.enough.wait(), wait(min(CHECK_CYCLES, request.until - cycles())))
+                chip.check()
         link.send(Reply(cycles(), bytes(uart.received), int(dut.leds.value), chip.violation))
         uart.received.clear()
         if isinstance(request, Finish) or chip.violation is not None:

@@ -167,22 +167,21 @@ class SdramDevice:
 
     @property
     def quiet(self) -> bool:
-        """No burst runs or is due and no auto precharge is pending: until the next command, NOP
-        edges change nothing but the edge count, the refresh debt and the tRAS max checks."""
-        return (self._write is None and all(bank.closing_at is None for bank in self._banks)
-                and not any(burst.has_beat_from(self.cycle) for burst in self._reads))
+        """No burst runs or is due: until the next command the chip drives no data and takes
+        none; NOP edges change nothing but the edge count, pending auto precharges, the
+        refresh debt and the tRAS max checks."""
+        return self._write is None and not any(burst.has_beat_from(self.cycle) for burst in self._reads)
 
     def nop_edges(self, edges: int, dqm: int) -> None:
         """Apply `edges` edges of NOP with CKE high, DQ not driven and `dqm`, exactly as as many
-        `clock` calls would (the chip drives nothing on them); at once while `quiet`, visiting
-        only the edges where a refresh falls due or an open row passes tRAS max."""
-        if not self.quiet:
-            for _ in range(edges):
-                self.clock(1, 0, 1, 1, 1, 0, 0, dqm, 0, 0)
-            return
-        if edges <= 0:
-            return
+        `clock` calls would (the chip drives nothing on them): one by one while a burst runs
+        or an auto precharge is pending, then at once, visiting only the edges where a refresh
+        falls due or an open row passes tRAS max."""
         end = self.cycle + edges
+        while self.cycle < end and not (self.quiet and all(bank.closing_at is None for bank in self._banks)):
+            self.clock(1, 0, 1, 1, 1, 0, 0, dqm, 0, 0)
+        if self.cycle >= end:
+            return
         while True:
             due = [bank.activated_at + self._ras_max_cycles + 1 for bank in self._banks if bank.row is not None]
             if self._next_refresh_due is not None:
