@@ -15,6 +15,8 @@ import numpy as np
 from sim.sdram.chips import SdramChip
 
 JOB_FILE, SOCKET_FILE, DONE_FILE = "soc_job.pickle", "link.sock", "soc_done"
+HOST_CHUNK = 32
+"""Bytes the testbench hands the top level's host line driver (`soc_top.HostLine`) at once."""
 
 
 @dataclass

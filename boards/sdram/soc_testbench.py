@@ -27,8 +27,7 @@ from cocotb.triggers import Event, FallingEdge, First, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 
 from boards.sdram.cosim_job import PIN_NAMES, STATUS_LAYOUT
-from boards.sdram.soc_top import HOST_CHUNK
-from boards.sdram.soc_link import DONE_FILE, SOCKET_FILE, Advance, Finish, Reply, SocJob
+from boards.sdram.soc_link import DONE_FILE, HOST_CHUNK, SOCKET_FILE, Advance, Finish, Reply, SocJob
 from sim.cosim.job import CLOCK_PERIOD_NS, Job
 from sim.sdram.device import SdramDevice, SdramViolation
 

@@ -15,6 +15,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from boards.sdram.cosim_job import PIN_NAMES, STATUS_LAYOUT
+from boards.sdram.soc_link import HOST_CHUNK
 from boards.soc import SocCore
 from hwgen.verilog import emit
 from sim.cosim.builds import Build, cached_build
@@ -23,10 +24,6 @@ from sim.cosim.runner import check_simulator
 from sim.cosim.sources import emitted_sources
 
 TOP, INNER = "hwgen_soc_cosim", "soc_on_sdram"
-
-
-HOST_CHUNK = 32
-"""Bytes the testbench hands the host's line driver at once."""
 
 
 class HostLine(wiring.Component):
