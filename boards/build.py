@@ -85,6 +85,20 @@ def check_image_fits(board: Board, compiled: CompiledNetwork) -> None:
                           f"({capacity / 1024:.0f} KiB, {what}); use a smaller model or a board with more memory")
 
 
+def board_clocks(board: Board, config: AcceleratorConfig) -> tuple[float, float]:
+    """(the board's clock, the `sync` clock its PLL makes for `config.clock_mhz`) in MHz."""
+    board_clock_mhz = board.create_platform().default_clk_frequency / 1e6
+    return board_clock_mhz, pll_output_mhz(board.device_info.family, board_clock_mhz, config.clock_mhz)
+
+
+def board_soc(board: Board, config: AcceleratorConfig, compiled: CompiledNetwork, baud: int | None = None) -> SocCore:
+    """The SoC core `hwgen build` puts on `board`: its main memory, its UART at `baud` (the
+    board's by default) and the `sync` clock of `board_clocks` (70 MHz on the ULX3S-85F)."""
+    clock_mhz = board_clocks(board, config)[1]
+    return SocCore(config, compiled, memory_bytes(board, compiled.memory.size, config), round(clock_mhz * 1e6),
+                   baud or board.baud, board.sdram)
+
+
 class BoardTop(Elaboratable):
     """The SoC with its UART, LEDs and SDRAM (if it has the `sdram` port) on `board`'s pins,
     clocked at `clock_mhz`."""
@@ -118,10 +132,8 @@ def build_board(board: Board, config: AcceleratorConfig, compiled: CompiledNetwo
     (`progress`: see `boards.implement.implement`)."""
     check_image_fits(board, compiled)
     platform = board.create_platform()
-    board_clock_mhz = platform.default_clk_frequency / 1e6
-    clock_mhz = pll_output_mhz(board.device_info.family, board_clock_mhz, config.clock_mhz)
-    soc = SocCore(config, compiled, memory_bytes(board, compiled.memory.size, config), round(clock_mhz * 1e6), board.baud,
-                  board.sdram)
+    board_clock_mhz, clock_mhz = board_clocks(board, config)
+    soc = board_soc(board, config, compiled)
     products = implement(platform, BoardTop(board, soc, board_clock_mhz, clock_mhz), board.device_info, Path(workdir),
                          kept=(MAIN_MEMORY_MODULE,), progress=progress)
     memory = f"main memory ({board.sdram.name} controller)" if board.sdram else "main memory (on chip)"
