@@ -1,0 +1,144 @@
+"""Layers rewritten to fit the instruction fields, exactly as the golden model computes them.
+
+A window (kernel or pooling) wider than CONVCFG's `kernel_h` / `kernel_w` fields is split:
+
+- a conv / fc layer or an average pool with one output pixel whose window covers the whole map
+  becomes a fully connected layer over the map read as one pixel of `H * W * Cp` channels (the
+  same DRAM bytes: pixels in order, `Cp` channels each, padded to the SIMD lanes), its weights
+  placed at those channels (an average pool's: 1 on the channel itself, 0 elsewhere). The
+  reduction then runs over input-channel tiles whose int32 partial sums add up exactly;
+- a max pool becomes a cascade of max pools with identity requantization between them (the
+  maximum of maxima is the maximum; padding, -128, never exceeds a value of the map): a window
+  covering the map with one output in non-overlapping steps of the largest stride, any other
+  window `K` with stride `s` as a stride-1 pool of the largest window `K2` followed by a pool of
+  `K - K2 + 1` with stride `s`.
+
+The planner plans the rewritten network (so its costs follow the split), the compiler compiles
+it; tensor names of the original network keep their meaning. What stays out of reach is
+refused by `planner.envelope`.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from hwgen.config import AcceleratorConfig
+from hwgen.isa import Opcode, field_limit
+from planner.compile.packing import padded_channels
+from planner.ir import COMPUTE_OPS, Activation, Layer, LayerQuant, Network, Op, ceil_div, conv_output_size
+
+IDENTITY = (1 << 15, 15)
+"""Multiplier and shift of an exact identity requantization (every configuration's shifts)."""
+
+
+def kernel_limit() -> int:
+    return field_limit(Opcode.CONVCFG, "kernel_h")
+
+
+def stride_limit() -> int:
+    return field_limit(Opcode.CONVCFG, "stride")
+
+
+def split_network(net: Network, config: AcceleratorConfig) -> Network:
+    """`net` with every layer whose window exceeds the kernel fields split (module docstring);
+    a network that needs no split is returned as it is."""
+    layers: list[Layer] = []
+    for layer in net.layers:
+        layers += split_layer(layer, config)
+    if len(layers) == len(net.layers) and all(a is b for a, b in zip(layers, net.layers)):
+        return net
+    return replace(net, layers=tuple(layers))
+
+
+def split_layer(layer: Layer, config: AcceleratorConfig) -> list[Layer]:
+    """The layers computing `layer` within the kernel fields (just `[layer]` when it fits or
+    cannot be split: then `planner.envelope` names the limit)."""
+    if max(layer.kernel) <= kernel_limit() or layer.op not in (*COMPUTE_OPS, Op.AVGPOOL, Op.MAXPOOL):
+        return [layer]
+    if covers_map(layer) and (layer.op in COMPUTE_OPS and layer.groups == 1 or layer.op == Op.AVGPOOL):
+        return [flattened(layer, config)]
+    if layer.op == Op.MAXPOOL and layer.stride[0] == layer.stride[1]:
+        return max_cascade(layer)
+    return [layer]
+
+
+def covers_map(layer: Layer) -> bool:
+    """One output pixel whose window holds every pixel of the input map."""
+    _, height, width = layer.in_shape
+    top, left = layer.pads[:2]
+    return layer.out_shape[1:] == (1, 1) and layer.kernel[0] - top >= height and layer.kernel[1] - left >= width
+
+
+def flattened(layer: Layer, config: AcceleratorConfig) -> Layer:
+    """A window-covers-map layer as a fully connected layer over the map read as one pixel."""
+    channels, height, width = layer.in_shape
+    cp = padded_channels(channels, config.pe.simd)
+    out_c = layer.out_shape[0]
+    top, left = layer.pads[:2]
+
+    def spread(weights: np.ndarray) -> np.ndarray:
+        """`(O, C, KH, KW)` weights to `(O, H * W * Cp, 1, 1)` (pixel-major, zero padding channels)."""
+        inside = weights[:, :, top:top + height, left:left + width]  # the window's part on the map
+        out = np.zeros((out_c, height, width, cp), weights.dtype)
+        out[:, :, :, :channels] = inside.transpose(0, 2, 3, 1)
+        return out.reshape(out_c, height * width * cp, 1, 1)
+
+    if layer.op == Op.AVGPOOL:
+        ones = np.zeros((out_c, channels) + layer.kernel, np.float32)
+        ones[np.arange(out_c), np.arange(channels)] = 1.0 / (layer.kernel[0] * layer.kernel[1])
+        weights = spread(ones)
+        quant = None
+        if layer.quant is not None:
+            q = layer.quant
+            indicator = np.zeros((out_c, channels) + layer.kernel, np.int8)
+            indicator[np.arange(out_c), np.arange(channels)] = 1
+            quant = replace(q, weights=spread(indicator), weight_scales=np.ones(out_c),
+                            bias=np.zeros(out_c, np.int32))
+    else:
+        weights = spread(layer.weights)
+        quant = None if layer.quant is None else replace(layer.quant, weights=spread(layer.quant.weights))
+    return replace(layer, op=Op.FC, in_shapes=((height * width * cp, 1, 1),), kernel=(1, 1), stride=(1, 1),
+                   pads=(0, 0, 0, 0), groups=1, weights=weights, bias=layer.bias, quant=quant)
+
+
+def max_cascade(layer: Layer, depth: int = 0) -> list[Layer]:
+    """A max pool as max pools within the kernel and stride fields (module docstring); `depth`
+    numbers the intermediate stages."""
+    channels, height, width = layer.in_shape
+    if covers_map(layer):
+        step = min(stride_limit(), kernel_limit())
+        kernel = (min(step, height), min(step, width))
+        out_h, out_w = ceil_div(height, step), ceil_div(width, step)
+        pads = (0, 0, out_h * step - height if height > step else 0, out_w * step - width if width > step else 0)
+        first = _stage(layer, str(depth), kernel, (step, step), pads, (channels, out_h, out_w))
+        rest = replace(layer, inputs=(first.output,), in_shapes=(first.out_shape,), kernel=first.out_shape[1:],
+                       stride=(1, 1), pads=(0, 0, 0, 0))
+    else:
+        k2 = tuple(min(kernel_limit(), k) for k in layer.kernel)
+        k1 = tuple(k - k2_ + 1 for k, k2_ in zip(layer.kernel, k2))
+        s = layer.stride[0]
+        top, left, bottom, right = layer.pads
+        needed = [(o - 1) * s + k for o, k in zip(layer.out_shape[1:], k1)]  # stage-1 outputs the second reads
+        ends = [max(0, n + k - 1 - size - begin) for n, k, size, begin in zip(needed, k2, (height, width), (top, left))]
+        out = tuple(conv_output_size(size, k, 1, begin, end)
+                    for size, k, begin, end in zip((height, width), k2, (top, left), ends))
+        first = _stage(layer, str(depth), k2, (1, 1), (top, left, ends[0], ends[1]), (channels, *out))
+        rest = replace(layer, inputs=(first.output,), in_shapes=(first.out_shape,), kernel=k1, pads=(0, 0, 0, 0))
+    assert rest.out_shape[1:] == tuple(conv_output_size(size, k, rest.stride[0], 0, 0)
+                                       for size, k in zip(rest.in_shape[1:], rest.kernel)), "cascade changed the output"
+    return [first, *(max_cascade(rest, depth + 1) if max(rest.kernel) > kernel_limit() else [rest])]
+
+
+def _stage(layer: Layer, tag: str, kernel: tuple[int, int], stride: tuple[int, int],
+           pads: tuple[int, int, int, int], out_shape: tuple[int, int, int]) -> Layer:
+    """An intermediate max pool of the cascade: same quantization in and out, identity requantization."""
+    name = f"{layer.name}.split{tag}"
+    quant = None
+    if layer.quant is not None:
+        q, channels = layer.quant, out_shape[0]
+        quant = LayerQuant(inputs=q.inputs, output=q.inputs[0], multiplier=np.full(channels, IDENTITY[0], np.int64),
+                           shift=np.full(channels, IDENTITY[1], np.int64))
+    return Layer(name=name, op=Op.MAXPOOL, inputs=layer.inputs, output=f"{layer.output}.split{tag}",
+                 in_shapes=layer.in_shapes, out_shape=out_shape, kernel=kernel, stride=stride, pads=pads,
+                 activation=Activation.NONE, quant=quant)
