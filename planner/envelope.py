@@ -35,13 +35,14 @@ def _window_problem(layer: Layer) -> str | None:
 
 
 def layer_problem(layer: Layer, config: AcceleratorConfig) -> str | None:
-    """Why `layer` (already split) cannot be compiled for `config`, or None."""
+    """Why `layer` (one step of a split, or a layer that needs none) cannot be compiled for
+    `config`, or None."""
     for size, what in zip(layer.in_shape[1:], ("height", "width")):
         if size > map_limit():
-            return f"layer {layer.name!r} ({layer.op}): input {what} {size} exceeds the limit {map_limit()} (LOAD.y_offset, x_offset)"
+            return f"input {what} {size} exceeds the limit {map_limit()} (LOAD.y_offset, x_offset)"
     problem = _window_problem(layer) if layer.op in (*COMPUTE_OPS, *POOL_OPS) else None
     if problem:
-        return f"layer {layer.name!r} ({layer.op}): {problem}"
+        return problem
     try:
         if layer.op in COMPUTE_OPS:
             ConvShape.of(layer)
@@ -54,13 +55,16 @@ def layer_problem(layer: Layer, config: AcceleratorConfig) -> str | None:
 
 
 def network_problems(net: Network, config: AcceleratorConfig) -> dict[str, str]:
-    """Per layer of `net` (by name) whose split cannot be compiled for `config`, the first reason."""
+    """Per layer of `net` (by name) that cannot be compiled for `config`: the first reason,
+    naming the layer, the quantity, its value and the limit."""
     problems = {}
     for original in net.layers:
         for layer in split_layer(original, config):
             problem = layer_problem(layer, config)
             if problem:
-                problems[original.name] = problem
+                step = f" (its split step {layer.name!r}, {layer.op} {layer.kernel[0]}x{layer.kernel[1]}/{layer.stride[0]})" \
+                    if layer.name != original.name else ""
+                problems[original.name] = f"layer {original.name!r} ({original.op}){step}: {problem}"
                 break
     return problems
 

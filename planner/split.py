@@ -13,6 +13,9 @@ A window (kernel or pooling) wider than CONVCFG's `kernel_h` / `kernel_w` fields
   window `K` with stride `s` as a stride-1 pool of the largest window `K2` followed by a pool of
   `K - K2 + 1` with stride `s`.
 
+A stride beyond CONVCFG's `stride` field that factors as `a * b` within it becomes the layer with
+stride `a` followed by 1x1 max pools of stride `b` (every `b`-th result, unchanged).
+
 The planner plans the rewritten network (so its costs follow the split), the compiler compiles
 it; tensor names of the original network keep their meaning. What stays out of reach is
 refused by `planner.envelope`.
@@ -26,7 +29,7 @@ import numpy as np
 from hwgen.config import AcceleratorConfig
 from hwgen.isa import Opcode, field_limit
 from planner.compile.packing import padded_channels
-from planner.ir import COMPUTE_OPS, Activation, Layer, LayerQuant, Network, Op, ceil_div, conv_output_size
+from planner.ir import COMPUTE_OPS, Activation, Layer, LayerQuant, Network, Op, TensorQuant, ceil_div, conv_output_size
 
 IDENTITY = (1 << 15, 15)
 """Multiplier and shift of an exact identity requantization (every configuration's shifts)."""
@@ -54,7 +57,12 @@ def split_network(net: Network, config: AcceleratorConfig) -> Network:
 def split_layer(layer: Layer, config: AcceleratorConfig) -> list[Layer]:
     """The layers computing `layer` within the kernel fields (just `[layer]` when it fits or
     cannot be split: then `planner.envelope` names the limit)."""
-    if max(layer.kernel) <= kernel_limit() or layer.op not in (*COMPUTE_OPS, Op.AVGPOOL, Op.MAXPOOL):
+    if layer.op not in (*COMPUTE_OPS, Op.AVGPOOL, Op.MAXPOOL):
+        return [layer]
+    stride = layer.stride[0]
+    if stride == layer.stride[1] and stride > stride_limit() and not covers_map(layer):
+        return stride_steps(layer, config)
+    if max(layer.kernel) <= kernel_limit():
         return [layer]
     if covers_map(layer) and (layer.op in COMPUTE_OPS and layer.groups == 1 or layer.op == Op.AVGPOOL):
         return [flattened(layer, config)]
@@ -102,6 +110,31 @@ def flattened(layer: Layer, config: AcceleratorConfig) -> Layer:
                    pads=(0, 0, 0, 0), groups=1, weights=weights, bias=layer.bias, quant=quant)
 
 
+def stride_steps(layer: Layer, config: AcceleratorConfig) -> list[Layer]:
+    """A stride `s = a * b` beyond the stride field as the layer with stride `a` (the largest
+    divisor within the field) followed by 1x1 max pools of stride `b` picking every `b`-th
+    result, with identity requantization: (X // a) // b == X // s for the output extents."""
+    stride = layer.stride[0]
+    first_stride = next((d for d in range(stride_limit(), 1, -1) if stride % d == 0), None)
+    if first_stride is None:  # a prime beyond the field: refused by planner.envelope
+        return [layer]
+    out = tuple(conv_output_size(size, k, first_stride, begin, end)
+                for size, k, begin, end in zip(layer.in_shape[1:], layer.kernel, layer.pads[:2], layer.pads[2:]))
+    first = replace(layer, name=f"{layer.name}.stride{first_stride}", output=f"{layer.output}.stride{first_stride}",
+                    stride=(first_stride, first_stride), out_shape=(layer.out_shape[0], *out))
+    quant = None if layer.quant is None else _identity(layer.quant.output, layer.out_shape[0])
+    pick = Layer(name=layer.name, op=Op.MAXPOOL, inputs=(first.output,), output=layer.output,
+                 in_shapes=(first.out_shape,), out_shape=layer.out_shape, stride=(stride // first_stride,) * 2,
+                 quant=quant)
+    return [*split_layer(first, config), *split_layer(pick, config)]
+
+
+def _identity(tensor: TensorQuant, channels: int) -> LayerQuant:
+    """Quantization of a max pool that passes values on unchanged."""
+    return LayerQuant(inputs=(tensor,), output=tensor, multiplier=np.full(channels, IDENTITY[0], np.int64),
+                      shift=np.full(channels, IDENTITY[1], np.int64))
+
+
 def max_cascade(layer: Layer, depth: int = 0) -> list[Layer]:
     """A max pool as max pools within the kernel and stride fields (module docstring); `depth`
     numbers the intermediate stages."""
@@ -134,11 +167,7 @@ def _stage(layer: Layer, tag: str, kernel: tuple[int, int], stride: tuple[int, i
            pads: tuple[int, int, int, int], out_shape: tuple[int, int, int]) -> Layer:
     """An intermediate max pool of the cascade: same quantization in and out, identity requantization."""
     name = f"{layer.name}.split{tag}"
-    quant = None
-    if layer.quant is not None:
-        q, channels = layer.quant, out_shape[0]
-        quant = LayerQuant(inputs=q.inputs, output=q.inputs[0], multiplier=np.full(channels, IDENTITY[0], np.int64),
-                           shift=np.full(channels, IDENTITY[1], np.int64))
+    quant = None if layer.quant is None else _identity(layer.quant.inputs[0], out_shape[0])
     return Layer(name=name, op=Op.MAXPOOL, inputs=layer.inputs, output=f"{layer.output}.split{tag}",
                  in_shapes=layer.in_shapes, out_shape=out_shape, kernel=kernel, stride=stride, pads=pads,
                  activation=Activation.NONE, quant=quant)
