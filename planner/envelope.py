@@ -12,7 +12,7 @@ from hwgen.isa import Opcode, field_limit
 from common.errors import PlanningError
 from planner.compile.vector import check_vector_op, vector_tile
 from planner.ir import COMPUTE_OPS, POOL_OPS, Layer, Network, Op
-from planner.schedule import ConvShape
+from planner.schedule import DIMS, ConvShape, granule, legal_tiles, tile_candidates, unplannable, whole_reduction
 from planner.split import kernel_limit, split_layer, stride_limit
 
 
@@ -34,6 +34,15 @@ def _window_problem(layer: Layer) -> str | None:
     return None
 
 
+def smallest_tiles(shape: ConvShape, config: AcceleratorConfig) -> tuple[int, int, int, int]:
+    """The smallest OC, IC, OH, OW tiles the search considers (the whole reduction without
+    partial sums)."""
+    tiles = [tile_candidates(shape.bound(dim), granule(dim, shape, config))[0] for dim in DIMS]
+    if not whole_reduction(shape, tiles[1], config):
+        tiles[1] = shape.ic
+    return tuple(tiles)
+
+
 def layer_problem(layer: Layer, config: AcceleratorConfig) -> str | None:
     """Why `layer` (one step of a split, or a layer that needs none) cannot be compiled for
     `config`, or None."""
@@ -45,7 +54,9 @@ def layer_problem(layer: Layer, config: AcceleratorConfig) -> str | None:
         return problem
     try:
         if layer.op in COMPUTE_OPS:
-            ConvShape.of(layer)
+            shape = ConvShape.of(layer)
+            if not legal_tiles(shape, *smallest_tiles(shape, config), config):  # then no tile fits
+                raise unplannable(layer.name, shape, config)
         else:
             check_vector_op(layer, config)
             vector_tile(layer, config, len(layer.inputs))
@@ -64,7 +75,8 @@ def network_problems(net: Network, config: AcceleratorConfig) -> dict[str, str]:
             if problem:
                 step = f" (its split step {layer.name!r}, {layer.op} {layer.kernel[0]}x{layer.kernel[1]}/{layer.stride[0]})" \
                     if layer.name != original.name else ""
-                problems[original.name] = f"layer {original.name!r} ({original.op}){step}: {problem}"
+                named = problem.startswith(f"layer {layer.name!r}")  # the planner's own errors name it
+                problems[original.name] = problem if named and not step else f"layer {original.name!r} ({original.op}){step}: {problem}"
                 break
     return problems
 
