@@ -7,9 +7,13 @@ plan is printed for a network that cannot run (`docs/envelope.md` lists the limi
 """
 from __future__ import annotations
 
+import re
+
 from hwgen.config import AcceleratorConfig
 from hwgen.isa import Opcode, field_limit
 from common.errors import PlanningError
+from hwgen.layout import PARAM_BYTES
+from planner.compile.memory_map import tensor_bytes
 from planner.compile.vector import check_vector_op, vector_tile
 from planner.ir import COMPUTE_OPS, POOL_OPS, Layer, Network, Op
 from planner.schedule import DIMS, ConvShape, granule, legal_tiles, tile_candidates, unplannable, whole_reduction
@@ -67,22 +71,56 @@ def layer_problem(layer: Layer, config: AcceleratorConfig) -> str | None:
 
 def network_problems(net: Network, config: AcceleratorConfig) -> dict[str, str]:
     """Per layer of `net` (by name) that cannot be compiled for `config`: the first reason,
-    naming the layer, the quantity, its value and the limit."""
+    naming the layer, the quantity, its value and the limit (and the split step it concerns)."""
     problems = {}
     for original in net.layers:
         for layer in split_layer(original, config):
             problem = layer_problem(layer, config)
-            if problem:
-                step = f" (its split step {layer.name!r}, {layer.op} {layer.kernel[0]}x{layer.kernel[1]}/{layer.stride[0]})" \
-                    if layer.name != original.name else ""
+            if not problem:
+                continue
+            if layer is original:
                 named = problem.startswith(f"layer {layer.name!r}")  # the planner's own errors name it
-                problems[original.name] = problem if named and not step else f"layer {original.name!r} ({original.op}){step}: {problem}"
-                break
+                problems[original.name] = problem if named else f"layer {original.name!r} ({original.op}): {problem}"
+            else:
+                problem = re.sub(rf"^layer {re.escape(repr(layer.name))}[^:]*: ", "", problem)
+                problems[original.name] = (f"layer {original.name!r} ({original.op}), split as {layer.name!r} ({layer.op} "
+                                           f"{_shape(layer.in_shape)} -> {_shape(layer.out_shape)}, window "
+                                           f"{_shape(layer.kernel)}, stride {layer.stride[0]}): {problem}")
+            break
     return problems
 
 
+def _shape(shape: tuple[int, ...]) -> str:
+    return "x".join(map(str, shape))
+
+
+def constant_bytes(layer: Layer) -> int:
+    """At least the DRAM bytes of a (split) layer's constants: a byte per weight (depthwise: per
+    channel and kernel position), the parameter records of its output channels."""
+    params = PARAM_BYTES * layer.out_shape[0]
+    if layer.op not in COMPUTE_OPS:
+        return params
+    return params + layer.out_shape[0] * (layer.in_shape[0] // layer.groups) * layer.kernel[0] * layer.kernel[1]
+
+
+def dram_problem(net: Network, config: AcceleratorConfig) -> str | None:
+    """Whether the constants and the input alone exceed the DRAM the configuration addresses."""
+    sizes = {original.name: sum(constant_bytes(layer) for layer in split_layer(original, config))
+             for original in net.layers}
+    need = sum(sizes.values()) + tensor_bytes(net.input_shape, config.pe.simd)
+    bits = config.template.dram_address_bits
+    if need <= 1 << bits:
+        return None
+    largest = max(sizes, key=sizes.get)
+    return (f"network {net.name!r} needs at least {need} bytes of DRAM (input {need - sum(sizes.values())} bytes; "
+            f"weights and parameters {sum(sizes.values())} bytes, the most in layer {largest!r}: {sizes[largest]}), "
+            f"which exceeds the limit {1 << bits} (template.dram_address_bits: {bits})")
+
+
 def check_network(net: Network, config: AcceleratorConfig) -> None:
-    """Raise a PlanningError naming the first layer of `net` that cannot be compiled for `config`."""
+    """Raise a PlanningError naming the first layer of `net` that cannot be compiled for
+    `config`, or the DRAM the network needs beyond what the configuration addresses."""
     problems = network_problems(net, config)
-    if problems:
-        raise PlanningError(next(iter(problems.values())) + f" (configuration {config.name!r})")
+    problem = next(iter(problems.values())) if problems else dram_problem(net, config)
+    if problem:
+        raise PlanningError(problem + f" (configuration {config.name!r})")

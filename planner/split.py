@@ -3,7 +3,7 @@
 A window (kernel or pooling) wider than CONVCFG's `kernel_h` / `kernel_w` fields is split:
 
 - a conv / fc layer or an average pool with one output pixel whose window covers the whole map
-  becomes a fully connected layer over the map read as one pixel of `H * W * Cp` channels (the
+  (such an average pool also when the vector unit has no `sum`) becomes a fully connected layer over the map read as one pixel of `H * W * Cp` channels (the
   same DRAM bytes: pixels in order, `Cp` channels each, padded to the SIMD lanes), its weights
   placed at those channels (an average pool's: 1 on the channel itself, 0 elsewhere). The
   reduction then runs over input-channel tiles whose int32 partial sums add up exactly;
@@ -27,7 +27,8 @@ from dataclasses import replace
 import numpy as np
 
 from hwgen.config import AcceleratorConfig
-from hwgen.isa import Opcode, field_limit
+from hwgen.isa import Opcode, VecOp, field_limit
+from hwgen.vector_unit import vector_ops
 from planner.compile.packing import padded_channels
 from planner.ir import COMPUTE_OPS, Activation, Layer, LayerQuant, Network, Op, TensorQuant, ceil_div, conv_output_size
 
@@ -62,7 +63,8 @@ def split_layer(layer: Layer, config: AcceleratorConfig) -> list[Layer]:
     stride = layer.stride[0]
     if stride == layer.stride[1] and stride > stride_limit() and not covers_map(layer):
         return stride_steps(layer, config)
-    if max(layer.kernel) <= kernel_limit():
+    no_sum = layer.op == Op.AVGPOOL and VecOp.SUM not in vector_ops(config)
+    if max(layer.kernel) <= kernel_limit() and not no_sum:
         return [layer]
     if covers_map(layer) and (layer.op in COMPUTE_OPS and layer.groups == 1 or layer.op == Op.AVGPOOL):
         return [flattened(layer, config)]
