@@ -60,8 +60,10 @@ def split_layer(layer: Layer, config: AcceleratorConfig) -> list[Layer]:
     cannot be split: then `planner.envelope` names the limit)."""
     if layer.op not in (*COMPUTE_OPS, Op.AVGPOOL, Op.MAXPOOL):
         return [layer]
+    if covers_map(layer) and layer.stride != (1, 1):  # one output: the stride moves no window
+        return split_layer(replace(layer, stride=(1, 1)), config)
     stride = layer.stride[0]
-    if stride == layer.stride[1] and stride > stride_limit() and not covers_map(layer):
+    if stride == layer.stride[1] and stride > stride_limit():
         return stride_steps(layer, config)
     no_sum = layer.op == Op.AVGPOOL and VecOp.SUM not in vector_ops(config)
     if max(layer.kernel) <= kernel_limit() and not no_sum:
