@@ -84,7 +84,10 @@ def examples(config: AcceleratorConfig, count: int, max_work: int) -> None:
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
     @given(cases(max_work=max_work))
     def run(case: Case) -> None:
-        outcomes[(case.kind, check(case, config))] += 1
+        start = time.perf_counter()
+        outcome = check(case, config)
+        outcomes[(case.kind, outcome)] += 1
+        print(f"  {case} {outcome} {time.perf_counter() - start:.1f} s", flush=True)
 
     start = time.perf_counter()
     run()

@@ -7,8 +7,6 @@ plan is printed for a network that cannot run (`docs/envelope.md` lists the limi
 """
 from __future__ import annotations
 
-import re
-
 from hwgen.config import AcceleratorConfig
 from hwgen.isa import Opcode, field_limit
 from common.errors import PlanningError
@@ -82,7 +80,6 @@ def network_problems(net: Network, config: AcceleratorConfig) -> dict[str, str]:
                 named = problem.startswith(f"layer {layer.name!r}")  # the planner's own errors name it
                 problems[original.name] = problem if named else f"layer {original.name!r} ({original.op}): {problem}"
             else:
-                problem = re.sub(rf"^layer {re.escape(repr(layer.name))}[^:]*: ", "", problem)
                 problems[original.name] = (f"layer {original.name!r} ({original.op}), split as {layer.name!r} ({layer.op} "
                                            f"{_shape(layer.in_shape)} -> {_shape(layer.out_shape)}, window "
                                            f"{_shape(layer.kernel)}, stride {layer.stride[0]}): {problem}")

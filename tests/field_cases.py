@@ -81,8 +81,8 @@ def cases(draw, max_channels: int = 4096, max_size: int = 512, max_work: int = 1
     kind = draw(st.sampled_from(KINDS))
     size = draw(st.one_of(st.integers(1, 24), st.integers(1, max_size)))
     limit = min(64 if kind in ("maxpool", "avgpool") else 20, size)
-    kernel = draw(st.one_of(st.integers(1, min(15, limit)), st.integers(1, limit)))
-    stride = draw(st.one_of(st.integers(1, 3), st.integers(1, 10)))
+    kernel = draw(st.one_of(st.integers(1, min(15, limit)), st.integers(min(16, limit), limit)))  # within, beyond
+    stride = draw(st.one_of(st.integers(1, 3), st.integers(4, 10)))
     pad = draw(st.integers(0, kernel - 1)) if kernel > 1 and kind != "fc" else 0
     widest = max(1, min(max_channels, max_work // (size * size * (1 + kernel * kernel // stride ** 2))))
     channels = draw(st.one_of(st.integers(1, min(8, widest)), st.integers(1, widest)))
