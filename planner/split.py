@@ -83,35 +83,23 @@ def covers_map(layer: Layer) -> bool:
 
 
 def flattened(layer: Layer, config: AcceleratorConfig) -> Layer:
-    """A window-covers-map layer as a fully connected layer over the map read as one pixel."""
+    """A window-covers-map layer as a fully connected layer over the map read as one pixel
+    (integer weights only: a split network is planned and compiled, never run in float)."""
     channels, height, width = layer.in_shape
     cp = padded_channels(channels, config.pe.simd)
     out_c = layer.out_shape[0]
     top, left = layer.pads[:2]
-
-    def spread(weights: np.ndarray) -> np.ndarray:
-        """`(O, C, KH, KW)` weights to `(O, H * W * Cp, 1, 1)` (pixel-major, zero padding channels)."""
-        inside = weights[:, :, top:top + height, left:left + width]  # the window's part on the map
-        out = np.zeros((out_c, height, width, cp), weights.dtype)
-        out[:, :, :, :channels] = inside.transpose(0, 2, 3, 1)
-        return out.reshape(out_c, height * width * cp, 1, 1)
-
-    if layer.op == Op.AVGPOOL:
-        ones = np.zeros((out_c, channels) + layer.kernel, np.float32)
-        ones[np.arange(out_c), np.arange(channels)] = 1.0 / (layer.kernel[0] * layer.kernel[1])
-        weights = spread(ones)
-        quant = None
-        if layer.quant is not None:
-            q = layer.quant
-            indicator = np.zeros((out_c, channels) + layer.kernel, np.int8)
-            indicator[np.arange(out_c), np.arange(channels)] = 1
-            quant = replace(q, weights=spread(indicator), weight_scales=np.ones(out_c),
-                            bias=np.zeros(out_c, np.int32))
-    else:
-        weights = spread(layer.weights)
-        quant = None if layer.quant is None else replace(layer.quant, weights=spread(layer.quant.weights))
+    quant = layer.quant
+    if quant is not None:
+        spread = np.zeros((out_c, height, width, cp), np.int8)  # pixel-major, zero padding channels
+        if layer.op == Op.AVGPOOL:  # 1 on the channel itself
+            spread[np.arange(out_c), :, :, np.arange(channels)] = 1
+            quant = replace(quant, weight_scales=np.ones(out_c), bias=np.zeros(out_c, np.int32))
+        else:  # the window's part on the map
+            spread[..., :channels] = quant.weights[:, :, top:top + height, left:left + width].transpose(0, 2, 3, 1)
+        quant = replace(quant, weights=spread.reshape(out_c, height * width * cp, 1, 1))
     return replace(layer, op=Op.FC, in_shapes=((height * width * cp, 1, 1),), kernel=(1, 1), stride=(1, 1),
-                   pads=(0, 0, 0, 0), groups=1, weights=weights, bias=layer.bias, quant=quant)
+                   pads=(0, 0, 0, 0), groups=1, weights=None, quant=quant)
 
 
 def stride_steps(layer: Layer, config: AcceleratorConfig) -> list[Layer]:

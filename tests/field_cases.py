@@ -47,10 +47,11 @@ class Case:
 
     def work(self) -> int:
         """A rough count of the ISA simulator's work (bytes moved plus MACs)."""
-        if self.kind in ("conv", "fc"):
-            out = 1 if self.kind == "fc" else (self.size // self.stride + 1) ** 2
-            reduction = self.pixels if self.kind == "fc" else self.channels * self.kernel ** 2
-            return self.pixels + out * self.out_channels * reduction
+        if self.kind in ("conv", "fc", "global_avg"):  # a global average pool may become an FC
+            out = 1 if self.kind != "conv" else (self.size // self.stride + 1) ** 2
+            reduction = self.channels * self.kernel ** 2 if self.kind == "conv" else self.pixels
+            outputs = self.channels if self.kind == "global_avg" else self.out_channels
+            return self.pixels + out * outputs * reduction
         return self.pixels * (1 + self.kernel ** 2 // max(1, self.stride ** 2))
 
     def model(self):

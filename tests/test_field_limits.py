@@ -12,9 +12,11 @@ from hypothesis import HealthCheck, event, given, settings
 
 from cli.main import main
 from field_cases import Case, cases, check, inside_envelope
+from common.errors import PlanningError
 from hwgen.config import load_config
 from planner.frontend import load_network
 from planner.pipeline import plan_and_compile
+from planner.plan import plan_network
 from planner.split import split_network
 from sim.golden import run_quantized
 from sim.golden.executor import run_layer_quantized
@@ -82,6 +84,22 @@ def test_split_layers_run_exact_on_the_rtl(case):
     x = qnet.input_quant.quantize(np.random.default_rng(1).uniform(-1, 1, qnet.input_shape))
     run = run_rtl(flow.compiled, x)
     assert np.array_equal(run.outputs[qnet.outputs[0]], run_quantized(qnet, x)[qnet.outputs[0]])
+
+
+@pytest.mark.parametrize("case, config, quantity", [
+    (Case("avgpool", 4, 4, 32, 16, 1, 0, 0), "default", "pooling window 16x16 exceeds the limit 15x15"),
+    (Case("conv", 2, 4, 20, 17, 1, 0, 0), "default", "kernel 17x17 exceeds the limit 15x15"),
+    (Case("maxpool", 4, 4, 64, 2, 11, 0, 0), "default", "stride 11 exceeds the limit 7"),
+    (Case("conv", 1, 1, 2048, 1, 1, 0, 0), "default", "input height 2048 exceeds the limit 2047"),
+    (Case("global_avg", 16, 16, 8, 8, 1, 0, 0), "icebreaker", "no legal tile"),
+    (Case("conv", 4, 4, 256, 3, 1, 1, 0), "icebreaker", "exceeds the limit 131072 (template.dram_address_bits: 17)"),
+], ids=["avg-window-16", "conv-kernel-17", "stride-11", "map-2048", "icebreaker-gap-fc", "icebreaker-dram"])
+def test_layers_beyond_the_envelope_are_refused_at_planning(case, config, quantity):
+    """Rows of docs/envelope.md's refusals: planning stops, naming the layer and the limit."""
+    net = load_network(case.model())
+    with pytest.raises(PlanningError) as error:
+        plan_network(net, load_config(config))
+    assert quantity in str(error.value) and f"layer '{net.layers[0].name}'" in str(error.value)
 
 
 def _save(tmp_path, case: Case) -> str:
