@@ -75,8 +75,9 @@ def as_read(x: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
     return padded.transpose(1, 2, 0).reshape(shape)
 
 
-@pytest.mark.parametrize("case", [Case("global_avg", 4, 4, 16, 16, 1, 0, 11), Case("global_max", 4, 4, 16, 16, 1, 0, 12)],
-                         ids=["global-avg-16", "global-max-16"])
+@pytest.mark.parametrize("case", [Case("global_avg", 4, 4, 16, 16, 1, 0, 11), Case("global_max", 4, 4, 16, 16, 1, 0, 12),
+                                  Case("conv", 4, 4, 16, 3, 8, 1, 13)],
+                         ids=["global-avg-16", "global-max-16", "conv-stride-8"])
 def test_split_layers_run_exact_on_the_rtl(case):
     net = load_network(case.model())
     qnet = quantize_network(net, np.random.default_rng(0).uniform(-1, 1, (2, *net.input_shape)))
