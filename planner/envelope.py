@@ -15,7 +15,7 @@ from planner.compile.memory_map import tensor_bytes
 from planner.compile.vector import check_vector_op, vector_tile
 from planner.ir import COMPUTE_OPS, POOL_OPS, Layer, Network, Op
 from planner.schedule import DIMS, ConvShape, granule, legal_tiles, tile_candidates, unplannable, whole_reduction
-from planner.split import kernel_limit, split_layer, stride_limit
+from planner.split import kernel_limit, shape_only, split_layer, stride_limit
 
 
 def map_limit() -> int:
@@ -72,11 +72,12 @@ def network_problems(net: Network, config: AcceleratorConfig) -> dict[str, str]:
     naming the layer, the quantity, its value and the limit (and the split step it concerns)."""
     problems = {}
     for original in net.layers:
-        for layer in split_layer(original, config):
+        shape = shape_only(original)
+        for layer in split_layer(shape, config):
             problem = layer_problem(layer, config)
             if not problem:
                 continue
-            if layer is original:
+            if layer is shape:
                 named = problem.startswith(f"layer {layer.name!r}")  # the planner's own errors name it
                 problems[original.name] = problem if named else f"layer {original.name!r} ({original.op}): {problem}"
             else:
@@ -102,7 +103,7 @@ def constant_bytes(layer: Layer) -> int:
 
 def dram_problem(net: Network, config: AcceleratorConfig) -> str | None:
     """Whether the constants and the input alone exceed the DRAM the configuration addresses."""
-    sizes = {original.name: sum(constant_bytes(layer) for layer in split_layer(original, config))
+    sizes = {original.name: sum(constant_bytes(layer) for layer in split_layer(shape_only(original), config))
              for original in net.layers}
     need = sum(sizes.values()) + tensor_bytes(net.input_shape, config.pe.simd)
     bits = config.template.dram_address_bits

@@ -20,7 +20,7 @@ from common.files import atomic_write_text
 from planner.ir import COMPUTE_OPS, Layer, Network, Op
 from planner.envelope import check_network
 from planner.layer_cost import LayerCost
-from planner.split import split_network
+from planner.split import split_shapes
 from planner.objective import Objective
 from planner.schedule import ConvShape, Schedule
 from planner.vector_cost import stream_channels, stream_cost
@@ -151,7 +151,7 @@ def plan_network(network: Network, config: AcceleratorConfig, objective: Objecti
     check_network(network, config)
     cache: dict = {}
     layers = []
-    for layer in split_network(network, config).layers:
+    for layer in split_shapes(network, config).layers:
         key = _cache_key(layer)
         if key in cache:
             first = cache[key]

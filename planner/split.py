@@ -3,10 +3,11 @@
 A window (kernel or pooling) wider than CONVCFG's `kernel_h` / `kernel_w` fields is split:
 
 - a conv / fc layer or an average pool with one output pixel whose window covers the whole map
-  (such an average pool also when the vector unit has no `sum`) becomes a fully connected layer over the map read as one pixel of `H * W * Cp` channels (the
-  same DRAM bytes: pixels in order, `Cp` channels each, padded to the SIMD lanes), its weights
-  placed at those channels (an average pool's: 1 on the channel itself, 0 elsewhere). The
-  reduction then runs over input-channel tiles whose int32 partial sums add up exactly;
+  (such an average pool also when the vector unit has no `sum`) becomes a fully connected layer
+  over the map read as one pixel of `H * W * Cp` channels (the same DRAM bytes: pixels in order,
+  `Cp` channels each, padded to the SIMD lanes), its weights placed at those channels (an
+  average pool's: 1 on the channel itself, 0 elsewhere). The reduction then runs over
+  input-channel tiles whose int32 partial sums add up exactly;
 - a max pool becomes a cascade of max pools with identity requantization between them (the
   maximum of maxima is the maximum; padding, -128, never exceeds a value of the map): a window
   covering the map with one output in non-overlapping steps of the largest stride, any other
@@ -37,10 +38,12 @@ IDENTITY = (1 << 15, 15)
 
 
 def kernel_limit() -> int:
+    """Largest kernel or window side one CONVCFG holds."""
     return field_limit(Opcode.CONVCFG, "kernel_h")
 
 
 def stride_limit() -> int:
+    """Largest stride one CONVCFG holds."""
     return field_limit(Opcode.CONVCFG, "stride")
 
 
@@ -53,6 +56,16 @@ def split_network(net: Network, config: AcceleratorConfig) -> Network:
     if len(layers) == len(net.layers) and all(a is b for a, b in zip(layers, net.layers)):
         return net
     return replace(net, layers=tuple(layers))
+
+
+def split_shapes(net: Network, config: AcceleratorConfig) -> Network:
+    """The split of `net`'s shapes alone (no weights built): what the planner plans."""
+    return split_network(replace(net, layers=tuple(map(shape_only, net.layers)), input_quant=None), config)
+
+
+def shape_only(layer: Layer) -> Layer:
+    """`layer` without weights and quantization (its split builds no weights)."""
+    return replace(layer, weights=None, quant=None)
 
 
 def split_layer(layer: Layer, config: AcceleratorConfig) -> list[Layer]:
