@@ -3,6 +3,7 @@ split exactly (planner.split) or refused before a plan is printed (planner.envel
 calibration arrays are checked against the model input."""
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -120,6 +121,11 @@ def test_plan_stops_and_inspect_marks_a_layer_beyond_the_fields(tmp_path, capsys
     out = capsys.readouterr().out
     assert "not compilable: layer 'conv3' (conv): kernel 17x17 exceeds the limit 15x15" in out
     assert "0 of 1" in out
+    assert main(["inspect", model, "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["config"] == "ulx3s-85f" and "kernel 17x17 exceeds the limit 15x15" in record["layers"][0]["problem"]
+    assert main(["inspect", model, "--hw", "icebreaker", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"] == "icebreaker"
 
 
 def test_issue_model_infers_on_the_isa_engine(tmp_path, capsys):
