@@ -11,6 +11,7 @@ from hwgen.config import AcceleratorConfig
 from hwgen.isa import Opcode, field_limit
 from common.errors import PlanningError
 from hwgen.layout import PARAM_BYTES
+from hwgen.serial_post import check_shifts
 from planner.compile.memory_map import tensor_bytes
 from planner.compile.vector import check_vector_op, vector_tile
 from planner.ir import COMPUTE_OPS, POOL_OPS, Layer, Network, Op
@@ -72,6 +73,12 @@ def network_problems(net: Network, config: AcceleratorConfig) -> dict[str, str]:
     naming the layer, the quantity, its value and the limit (and the split step it concerns)."""
     problems = {}
     for original in net.layers:
+        if original.quant is not None:
+            try:
+                check_shifts(config, original.name, original.quant.multiplier, original.quant.shift)
+            except PlanningError as error:
+                problems[original.name] = str(error)
+                continue
         shape = shape_only(original)
         for layer in split_layer(shape, config):
             problem = layer_problem(layer, config)
