@@ -6,9 +6,11 @@ fixed as the row says), found by planning single-layer models (`plan_network`: t
 planning-time checks of `planner.envelope`, then the search).
 `--examples N`: N drawn layers across and beyond the envelope (channels to 4096, maps to 512,
 windows to 64, strides to 10), each planned, compiled and run on the ISA simulator bit-exact to
-the golden model, or refused at planning time with a clear error; prints the outcomes and time.
+the golden model with the plan's DRAM bytes equal to the program's (and a split network's cycles
+within 0.8x-1.25x of the program model's unless --no-cycles), or refused at planning time with a
+clear error; prints the outcomes and time.
 
-Usage: python bench/field_envelope.py [--table] [--examples N] [--max-work W] [--hw CFG ...]
+Usage: python bench/field_envelope.py [--table] [--examples N] [--max-work W] [--no-cycles] [--hw CFG ...]
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 
 from common.errors import PlanningError  # noqa: E402
-from field_cases import Case, cases, check  # noqa: E402
+from field_cases import CYCLE_RANGE, Case, cases, check  # noqa: E402
 from hwgen.config import AcceleratorConfig, load_config  # noqa: E402
 from planner.frontend import load_network  # noqa: E402
 from planner.plan import plan_network  # noqa: E402
@@ -77,7 +79,7 @@ def table(configs: list[AcceleratorConfig]) -> None:
         print(f"| strides accepted (1x1 max pool, 64x64 map) | {', '.join(map(str, strides))} |")
 
 
-def examples(config: AcceleratorConfig, count: int, max_work: int) -> None:
+def examples(config: AcceleratorConfig, count: int, max_work: int, cycle_range: tuple[float, float] | None) -> None:
     outcomes: collections.Counter = collections.Counter()
 
     @settings(max_examples=count, deadline=None, database=None,
@@ -85,7 +87,7 @@ def examples(config: AcceleratorConfig, count: int, max_work: int) -> None:
     @given(cases(max_work=max_work))
     def run(case: Case) -> None:
         start = time.perf_counter()
-        outcome = check(case, config)
+        outcome = check(case, config, cycle_range=cycle_range)
         outcomes[(case.kind, outcome)] += 1
         print(f"  {case} {outcome} {time.perf_counter() - start:.1f} s", flush=True)
 
@@ -102,13 +104,15 @@ def main() -> None:
     parser.add_argument("--table", action="store_true", help="print the envelope table")
     parser.add_argument("--examples", type=int, default=0, help="drawn layers to check (default: none)")
     parser.add_argument("--max-work", type=int, default=2 * 10**6, help="ISA simulator work bound per example")
+    parser.add_argument("--no-cycles", action="store_true",
+                        help="do not hold split networks' plan cycles to the program model's (0.8x-1.25x)")
     parser.add_argument("--hw", nargs="+", default=["default", "icebreaker"], help="configurations")
     args = parser.parse_args()
     configs = [load_config(name) for name in args.hw]
     if args.table:
         table(configs)
     for config in configs if args.examples else ():
-        examples(config, args.examples, args.max_work)
+        examples(config, args.examples, args.max_work, None if args.no_cycles else CYCLE_RANGE)
 
 
 if __name__ == "__main__":
