@@ -14,7 +14,7 @@ from hwgen.layout import PARAM_BYTES
 from hwgen.serial_post import check_shifts
 from planner.compile.memory_map import tensor_bytes
 from planner.compile.vector import check_vector_op, vector_tile
-from planner.ir import COMPUTE_OPS, POOL_OPS, Layer, Network, Op
+from planner.ir import COMPUTE_OPS, POOL_OPS, Layer, Network
 from planner.schedule import DIMS, ConvShape, granule, legal_tiles, tile_candidates, unplannable, whole_reduction
 from planner.split import kernel_limit, shape_only, split_layer, stride_limit
 
