@@ -61,6 +61,21 @@ def add_calibration_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def as_batch(array: np.ndarray, input_shape: tuple[int, int, int], label: str) -> np.ndarray:
+    """`array` as a batch `(N, C, H, W)` of model inputs: given as `(N, C, H, W)`, one input
+    `(C, H, W)` or flattened inputs `(N, C*H*W)`; any other shape is refused (never reshaped)."""
+    size = int(np.prod(input_shape))
+    if tuple(array.shape) == input_shape:
+        return array[None]
+    if array.ndim == 4 and tuple(array.shape[1:]) == input_shape and array.shape[0] > 0:
+        return array
+    if array.ndim == 2 and array.shape[0] > 0 and array.shape[1] == size:
+        return array.reshape(-1, *input_shape)
+    c, h, w = input_shape
+    raise InputError(f"{label}: shape {tuple(array.shape)} does not match the model input {c}x{h}x{w}; allowed: "
+                     f"(N, {c}, {h}, {w}), ({c}, {h}, {w}) or (N, {size}) with N >= 1")
+
+
 def read_calibration(source: str, input_shape: tuple[int, int, int]) -> np.ndarray:
     """Calibration samples `(N, C, H, W)` from an .npy file or a folder of them."""
     path = Path(source)
@@ -73,9 +88,7 @@ def read_calibration(source: str, input_shape: tuple[int, int, int]) -> np.ndarr
             array = np.load(file, allow_pickle=False)
         except (OSError, ValueError) as error:
             raise InputError(f"--calibration {file}: cannot read ({error})") from None
-        arrays.append(array.reshape(-1, *input_shape) if array.size % int(np.prod(input_shape)) == 0 else array)
-        if arrays[-1].shape[1:] != input_shape:
-            raise InputError(f"--calibration {file}: shape {array.shape} does not hold inputs of shape {input_shape}")
+        arrays.append(as_batch(array, input_shape, f"--calibration {file}"))
     return np.concatenate(arrays).astype(np.float32)
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cli.commands.common import add_calibration_argument, add_model_argument, load_model, quantized
+from cli.commands.common import add_calibration_argument, add_model_argument, as_batch, load_model, quantized
 from cli.cycle_progress import CycleProgress
 from common.errors import InputError
 from common.files import atomic_save_npy, atomic_write_bytes
@@ -41,12 +41,7 @@ def read_input(path: Path, net: Network) -> np.ndarray:
         x = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as error:
         raise InputError(f"--input {path}: cannot read ({error})") from None
-    if x.ndim == len(net.input_shape):
-        x = x[None]
-    if tuple(x.shape[1:]) != net.input_shape and x.ndim == 2 and x.shape[1] == net.input_shape[0]:
-        x = x.reshape(x.shape[0], *net.input_shape)
-    if tuple(x.shape[1:]) != net.input_shape:
-        raise InputError(f"--input {path}: shape {x.shape} does not match the model input (N, {', '.join(map(str, net.input_shape))})")
+    x = as_batch(x, net.input_shape, f"--input {path}")
     if x.dtype == np.int8:
         return x
     if not np.issubdtype(x.dtype, np.floating):

@@ -9,21 +9,26 @@ from rich import box
 from rich.table import Table
 
 from cli.commands.common import add_model_argument, load_model
+from hwgen.config import AcceleratorConfig, load_config
+from planner.envelope import network_problems
 from planner.ir import Layer, Network
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "inspect", description="Load an ONNX model into the Network IR (BatchNorm folded, activations fused, "
-        "quantization read) and print its layer table and totals.",
+        "quantization read) and print its layer table and totals, each layer marked by whether the "
+        "hardware configuration can compile it (docs/envelope.md).",
     )
     add_model_argument(parser)
+    parser.add_argument("--hw", default=None, metavar="CFG",
+                        help="hardware configuration the layers are checked against (default: default, the ulx3s-85f board's)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(func=run)
 
 
-def layer_record(layer: Layer) -> dict:
-    """The JSON record of one layer."""
+def layer_record(layer: Layer, problem: str | None = None) -> dict:
+    """The JSON record of one layer (`problem`: why the configuration cannot compile it)."""
     return {
         "name": layer.name,
         "op": layer.op.value,
@@ -36,15 +41,18 @@ def layer_record(layer: Layer) -> dict:
         "activation": layer.activation.value,
         "macs": layer.macs,
         "params": layer.params,
+        "problem": problem,
     }
 
 
-def network_record(net: Network) -> dict:
+def network_record(net: Network, config: AcceleratorConfig) -> dict:
+    problems = network_problems(net, config)
     return {
         "name": net.name,
+        "config": config.name,
         "input_shape": list(net.input_shape),
         "quantized": net.quantized,
-        "layers": [layer_record(layer) for layer in net.layers],
+        "layers": [layer_record(layer, problems.get(layer.name)) for layer in net.layers],
         "total_macs": net.total_macs,
         "total_params": net.total_params,
     }
@@ -54,10 +62,11 @@ def _shape(shape: tuple[int, ...]) -> str:
     return "x".join(map(str, shape))
 
 
-def render_table(net: Network) -> Table:
-    """The layer table, 80 columns wide at most (the activation follows the op)."""
+def render_table(net: Network, problems: dict[str, str], config: AcceleratorConfig) -> Table:
+    """The layer table, 80 columns wide at most (the activation follows the op); the last column
+    marks whether `config` compiles each layer."""
     table = Table(title=f"{net.name}: input {_shape(net.input_shape)}, {'int8' if net.quantized else 'float'}",
-                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+                  caption=f"ok: compiles for {config.name}", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     table.add_column("layer", min_width=9, overflow="fold")
     table.add_column("op")
     for column in ("input", "output"):
@@ -65,22 +74,29 @@ def render_table(net: Network) -> Table:
     table.add_column("k/s", no_wrap=True)
     for column in ("MACs", "params"):
         table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("ok", no_wrap=True)
     for layer in net.layers:
         op = layer.op.value + (f" g{layer.groups}" if layer.groups > 1 else "")
         act = "" if layer.activation.value == "none" else f" {layer.activation.value}"
         table.add_row(
             layer.name, op + act, " + ".join(_shape(s) for s in layer.in_shapes), _shape(layer.out_shape),
             f"{_shape(layer.kernel)}/{layer.stride[0]}", f"{layer.macs:,}", f"{layer.params:,}",
+            "no" if layer.name in problems else "yes",
         )
     table.add_section()
-    table.add_row("total", "", "", "", "", f"{net.total_macs:,}", f"{net.total_params:,}")
+    table.add_row("total", "", "", "", "", f"{net.total_macs:,}", f"{net.total_params:,}",
+                  f"{len(net.layers) - len(problems)}/{len(net.layers)}")
     return table
 
 
 def run(args: argparse.Namespace) -> int:
-    net = load_model(args)
+    net, config = load_model(args), load_config(args.hw)
     if args.json:
-        print(json.dumps(network_record(net), indent=2))
-    else:
-        make_console().print(render_table(net))
+        print(json.dumps(network_record(net, config), indent=2))
+        return 0
+    problems = network_problems(net, config)
+    console = make_console()
+    console.print(render_table(net, problems, config))
+    for problem in problems.values():
+        console.print(f"not compilable: {problem}", markup=False, highlight=False)
     return 0

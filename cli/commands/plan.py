@@ -7,7 +7,8 @@ import json
 from cli.commands.common import add_model_argument, load_model
 from hwgen.config import load_config
 from planner.objective import Objective
-from planner.plan import Strategy, plan_network, save_plan
+from planner.pipeline import plan_checked
+from planner.plan import Strategy, save_plan
 
 
 def register(subparsers) -> None:
@@ -42,7 +43,7 @@ def summary(plan, clock_mhz: float) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.hw)
-    plan = plan_network(load_model(args), config, Objective(args.objective), Strategy(args.strategy))
+    plan = plan_checked(load_model(args), config, Objective(args.objective), Strategy(args.strategy))
     if args.output:
         save_plan(plan, args.output)
     if args.json:

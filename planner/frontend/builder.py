@@ -15,7 +15,7 @@ from planner.ir import Activation, HostOp, HostStep, HostTail, Layer, Network, O
 PASS_THROUGH_OPS = ("QuantizeLinear", "DequantizeLinear", "Identity", "Dropout", "Flatten", "Reshape", "Constant")
 LAYER_OPS = (
     "Conv", "QLinearConv", "Gemm", "MatMul", "QLinearMatMul", "MaxPool", "AveragePool",
-    "GlobalAveragePool", "Add", "Concat", "Relu", "Clip", "BatchNormalization",
+    "GlobalAveragePool", "GlobalMaxPool", "Add", "Concat", "Relu", "Clip", "BatchNormalization",
 )
 QLINEAR_CONTRIB_OPS = {
     # com.microsoft op: (float op, (data, scale, zero point) input positions, output scale/zero point positions)
@@ -385,6 +385,10 @@ class NetworkBuilder:
     def _op_GlobalAveragePool(self, node: onnx.NodeProto) -> None:
         _, height, width = self.shapes[self._activation(node.input[0], node_label(node))]
         self._pool(node, Op.AVGPOOL, kernel=(height, width))
+
+    def _op_GlobalMaxPool(self, node: onnx.NodeProto) -> None:
+        _, height, width = self.shapes[self._activation(node.input[0], node_label(node))]
+        self._pool(node, Op.MAXPOOL, kernel=(height, width))
 
     def _op_Add(self, node: onnx.NodeProto) -> None:
         constant_inputs = [name for name in node.input if self.tensors.is_constant(name)]
