@@ -4,7 +4,8 @@ board's pins and the `sync` clock at the configuration's `clock_mhz` (through a 
 board clock differs), synthesized, placed, routed and packed into a bitstream.
 
 Main memory: the board's SDRAM chip where it has one (the ULX3S: `boards.sdram`, its pins
-through `boards.sdram.phy.SdramPhy`); else the four SPRAMs (128 KiB) on an iCE40UP, block RAM on
+through `boards.sdram.phy.SdramPhy`), or its DDR3 (the OrangeCrab: LiteDRAM generated for the
+build, `boards.ddr3`, which also makes the clocks); else the four SPRAMs (128 KiB) on an iCE40UP, block RAM on
 ECP5, sized to the device (the largest power of two within a quarter of its block RAM, at least
 the memory image).
 """
@@ -17,6 +18,8 @@ from amaranth.hdl import Elaboratable, Module
 from amaranth.lib import wiring
 
 from boards.clocking import PllClock, pll_output_mhz
+from boards.ddr3.core import LiteDramCore
+from boards.ddr3.litedram import generate
 from boards.implement import FlowProducts, implement
 from boards.platforms import Board
 from boards.report import BuildReport, parse_reports
@@ -42,11 +45,12 @@ def memory_bytes(board: Board, image_bytes: int, config: AcceleratorConfig | Non
     reaches only `1 << template.dram_address_bits` bytes, so with fewer address bits than the
     chip has bytes (25 for the ULX3S's 32 MiB) only that much of the SDRAM is used (the shipped
     `ulx3s-85f` configuration keeps the default 32 bits: the whole chip)."""
-    if board.sdram is None:
+    external = board.sdram.bytes if board.sdram is not None else board.ddr3_bytes
+    if not external:
         return on_chip_memory_bytes(board, image_bytes, config)
     if config is None:
-        return board.sdram.bytes
-    return min(board.sdram.bytes, 1 << config.template.dram_address_bits)
+        return external
+    return min(external, 1 << config.template.dram_address_bits)
 
 
 def on_chip_memory_bytes(board: Board, image_bytes: int, config: AcceleratorConfig | None = None) -> int:
@@ -66,6 +70,8 @@ def memory_capacity(board: Board, config: AcceleratorConfig) -> tuple[int, str]:
     """The most main memory `board` can give `config`, in bytes, and what that memory is."""
     if board.sdram is not None:
         return memory_bytes(board, 0, config), f"its {board.sdram.name} SDRAM within {config.template.dram_address_bits}-bit addresses"
+    if board.ddr3_bytes:
+        return memory_bytes(board, 0, config), f"its DDR3 within {config.template.dram_address_bits}-bit addresses"
     dev = board.device_info
     if dev.totals.spram:
         return on_chip_memory_bytes(board, 0, config), "SPRAM"
@@ -92,7 +98,10 @@ class BoardTop(Elaboratable):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        if abs(self.board_clock_mhz - self.clock_mhz) > 1e-6:
+        if "dram" in self.soc.signature.members:  # LiteDRAM makes the clocks
+            m.submodules.litedram = litedram = LiteDramCore(self.soc.ddr3, self.board_clock_mhz, self.clock_mhz)
+            wiring.connect(m, self.soc.dram, litedram.dram)
+        elif abs(self.board_clock_mhz - self.clock_mhz) > 1e-6:
             m.submodules.clock = PllClock(self.board.device_info.family, self.board_clock_mhz, self.clock_mhz)
         m.submodules.soc = soc = self.soc
         if "sdram" in soc.signature.members:
@@ -114,9 +123,13 @@ def build_board(board: Board, config: AcceleratorConfig, compiled: CompiledNetwo
     check_image_fits(board, compiled)
     platform = board.create_platform()
     board_clock_mhz = platform.default_clk_frequency / 1e6
-    clock_mhz = pll_output_mhz(board.device_info.family, board_clock_mhz, config.clock_mhz)
+    if board.ddr3_bytes:  # the PLL makes the DDR3 clock, twice `sync`
+        clock_mhz = pll_output_mhz(board.device_info.family, board_clock_mhz, 2 * config.clock_mhz) / 2
+        ddr3 = generate(clock_mhz * 1e6)
+    else:
+        clock_mhz, ddr3 = pll_output_mhz(board.device_info.family, board_clock_mhz, config.clock_mhz), None
     soc = SocCore(config, compiled, memory_bytes(board, compiled.memory.size, config), round(clock_mhz * 1e6), board.baud,
-                  board.sdram)
+                  board.sdram, ddr3)
     products = implement(platform, BoardTop(board, soc, board_clock_mhz, clock_mhz), board.device_info, Path(workdir))
     report = parse_reports(products.report, products.stat, board.device_info, clock_mhz, products.seconds, board.name)
     return BoardBuild(report, products)
