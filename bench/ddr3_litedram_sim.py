@@ -1,0 +1,235 @@
+"""The OrangeCrab's DDR3 main memory simulated as far as LiteDRAM's own models go
+(`boards.ddr3.simulation`): LiteDRAMCore with the ECP5 PHY's settings on LiteDRAM's DFI-level
+`SDRAMPHYModel` (its DFI timing checker on where said) in migen, the Amaranth side in the
+Amaranth simulator.
+
+1. init: `Ddr3MainMemory` (its init sequencer, the program's waits cut to a few cycles) in
+   lockstep with LiteDRAM: the DFI commands the DFI injector issues and its control lines
+   (RESET#, CKE, ODT) against litedram.init's sequence (NOPs aside) for the MT41K64M16 at 48 MHz; the
+   program's real waits against the datasheet's minimums.
+2. traffic: after `init_done`, in the same lockstep (timing checker on), random accelerator
+   write bursts (byte masks), read bursts and host byte accesses through the adapter into
+   LiteDRAM and back, against a golden memory.
+3. digits: the digits CNN on the accelerator (orangecrab configuration) with `Ddr3MainMemory`
+   on the native-port model (`sim.litedram_native`), outputs against the golden model, its
+   native command log then replayed on LiteDRAM (timing checker off: migen runs at some 40
+   cycles per second): every read must return the word the log has.
+
+Needs the optional dependencies (`pip install -e .[litedram]`). Not a test: nothing imports it.
+
+Usage: python bench/ddr3_litedram_sim.py [--ops 60] [--skip-digits] [--replay N]
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import random
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+import numpy as np  # noqa: E402
+from amaranth.sim import Simulator  # noqa: E402
+
+from boards.ddr3.init import COMMAND, CONTROL, init_program, minimum_waits, RESET_LOW_US  # noqa: E402
+from boards.ddr3.litedram import generate, litedram_modules  # noqa: E402
+from boards.ddr3.memory import Ddr3MainMemory  # noqa: E402
+from boards.ddr3.simulation import LiteDramModel, lockstep, model_bytes, replay, run_on_native_port, \
+    short_waits  # noqa: E402
+from hwgen.memory_port import MemoryPort  # noqa: E402
+from sdram_helpers import Clock  # noqa: E402
+
+CLOCK_HZ = 48e6
+NOP = 0b1000  # chip select alone: the controller's idle command as it takes over
+ROWS = 4  # rows per bank in the model: 64 KiB
+
+
+def expected_dfi(sequence) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
+    """From litedram.init's sequence: the commands (~cs ~ras ~cas ~we bits, address, bank) and
+    the control states (RESET#, CKE, ODT) in order, starting from all low."""
+    commands, controls = [], [(0, 0, 0)]
+    for _, address, bank, command, _ in sequence:
+        names = command.split("|")
+        if command.startswith("DFII_CONTROL"):
+            controls.append(tuple(int(f"DFII_CONTROL_{flag}" in names) for flag in ("RESET_N", "CKE", "ODT")))
+        else:
+            bits = sum(1 << shift for flag, shift in (("CS", 3), ("RAS", 2), ("CAS", 1), ("WE", 0))
+                       if f"DFII_COMMAND_{flag}" in names)
+            commands.append((bits, address, bank))
+    return commands, controls
+
+
+def init_and_traffic(core, ops: int, seed: int) -> dict:
+    """Parts 1 and 2 in one lockstep run."""
+    LiteDramModel.VERBOSITY = 1
+    model = LiteDramModel(CLOCK_HZ, ROWS)
+    memory = Ddr3MainMemory(MemoryPort(2, 8), model_bytes(ROWS), model.address_bits, model.data_bits,
+                            short_waits(init_program(core, CLOCK_HZ)))
+    log: list = []
+    controls: list = []
+    phase = model.dfi.phases[0]
+    rng = random.Random(seed)
+    golden = bytearray(model_bytes(ROWS))
+    expected, got, host_expected, host_got = [], [], [], []
+    result: dict = {}
+
+    async def watch_controls(ctx) -> None:
+        while True:
+            state = (model.get(phase.reset_n), model.get(phase.cke), model.get(phase.odt))
+            if not controls or controls[-1][1] != state:
+                controls.append((ctx.get(memory.init_done), state))
+            await ctx.tick()
+
+    async def drive(ctx) -> None:
+        clock = Clock()
+        await clock.until(ctx, memory.init_done, what="init_done")
+        result["init_cycles"] = clock.cycle
+        blocks = [rng.randrange(model_bytes(ROWS) // 16) * 16 for _ in range(16)]
+        for _ in range(ops):
+            block, first = rng.choice(blocks), rng.randrange(8)
+            beats, kind = rng.randint(1, 8 - first), rng.random()
+            if kind < 0.45:
+                for index in range(beats):
+                    addr = block + 2 * (first + index)
+                    value, mask = rng.randrange(1 << 16), rng.choice([1, 2, 3, 3, 3])
+                    await clock.send(ctx, memory.port.wr, {"addr": addr, "data": value, "mask": mask,
+                                                           "last": index == beats - 1})
+                    for byte in range(2):
+                        if mask >> byte & 1:
+                            golden[addr + byte] = value >> (8 * byte) & 0xFF
+            elif kind < 0.85:
+                addr = block + 2 * first
+                expected.extend(int.from_bytes(golden[addr + 2 * i:addr + 2 * i + 2], "little") for i in range(beats))
+                await clock.send(ctx, memory.port.rd_req, {"addr": addr, "beats": beats})
+            else:
+                addr = block + rng.randrange(16)
+                if rng.random() < 0.5:
+                    golden[addr] = value = rng.randrange(256)
+                    await clock.send(ctx, memory.host.req, {"addr": addr, "data": value, "write": 1})
+                else:
+                    while len(got) < len(expected):
+                        await clock.tick(ctx)
+                    host_expected.append(int.from_bytes(golden[addr & ~1:(addr & ~1) + 2], "little"))
+                    await clock.send(ctx, memory.host.req, {"addr": addr, "data": 0, "write": 0})
+                    _, word = await clock.until(ctx, memory.host.rd_valid, memory.host.rd_data, what="rd_valid")
+                    host_got.append(word)
+        while len(got) < len(expected):
+            await clock.tick(ctx)
+        result["cycles"] = clock.cycle
+
+    async def consume(ctx) -> None:
+        rd = memory.port.rd_data
+        while True:
+            taking = rng.random() < 0.7
+            ctx.set(rd.ready, taking)
+            valid, value = (await ctx.tick().sample(rd.valid, rd.payload.data))[2:]
+            if taking and valid:
+                got.append(value)
+
+    sim = Simulator(memory)
+    sim.add_clock(1 / CLOCK_HZ)
+    sim.add_testbench(lockstep(model, memory, log), background=True)
+    sim.add_testbench(watch_controls, background=True)
+    sim.add_testbench(consume, background=True)
+    sim.add_testbench(drive)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):  # the DFI timing checker's reports
+        sim.run()
+    injected = [command[1:] for cycle, commands in log if cycle < result["init_cycles"] for command in commands
+                if command[1] != NOP]
+    result.update(injected=injected, controls=controls, beats=(got, expected), host=(host_got, host_expected),
+                  violations=[line for line in printed.getvalue().splitlines()
+                              if "violation" in line or "Late refresh" in line],
+                  refreshes=sum(1 for cycle, commands in log if cycle >= result["init_cycles"]
+                                for _, bits, _, _ in commands if bits == 0b1110))
+    return result
+
+
+def check_waits(core) -> list[str]:
+    """The program's waits after RESET# low, RESET# release and ZQCL against the datasheet."""
+    program = init_program(core, CLOCK_HZ)
+    lines = [f"  RESET# low: {program[0].wait} cycles = {program[0].wait / CLOCK_HZ * 1e6:.1f} us "
+             f"(JEDEC >= {RESET_LOW_US} us)"]
+    minimum = minimum_waits(CLOCK_HZ)
+    for step in program:
+        if step.name == "dfii_control0" and step.value == CONTROL["DFII_CONTROL_ODT"] | CONTROL["DFII_CONTROL_RESET_N"]:
+            lines.append(f"  RESET# high to CKE: {step.wait} cycles = {step.wait / CLOCK_HZ * 1e6:.1f} us "
+                         f"(JEDEC >= 500 us: {minimum['Release reset']} cycles)")
+        if step.name == "dfii_pi0_command_issue" and step.wait >= minimum["ZQ Calibration"]:
+            lines.append(f"  after ZQCL: {step.wait} cycles = {2 * step.wait} tCK (tZQinit >= 512 tCK)")
+    return lines
+
+
+def digits(core, replay_count: int | None) -> None:
+    from hwgen.config import load_config
+    from planner.frontend import load_network
+    from planner.pipeline import plan_and_compile
+    from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
+    from sim.golden import run_quantized
+    from sim.golden.calibration import quantize_network
+    net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
+    compilation = plan_and_compile(net, load_config("orangecrab"))
+    x = net.input_quant.quantize(load_digits_split()[2][3])
+    start = time.monotonic()
+    native = run_on_native_port(compilation.compiled, x, core)
+    golden = run_quantized(net, x)
+    exact = all(np.array_equal(native.run.outputs[name], golden[name]) for name in net.outputs)
+    traffic = native.run.traffic
+    print(f"3. digits CNN (orangecrab configuration) on the native-port model: outputs "
+          f"{'equal' if exact else 'DIFFER FROM'} the golden model's; {native.run.cycles:,} cycles "
+          f"(program model: {compilation.prediction.cycles:,}); {traffic.bytes_read:,} bytes read, "
+          f"{traffic.bytes_written:,} written; {len(native.commands):,} native commands "
+          f"({time.monotonic() - start:.0f} s)")
+    commands = native.commands if replay_count is None else native.commands[:replay_count]
+    image = compilation.compiled.dram_with_input(x).tobytes()
+    rows = -(-len(image) // model_bytes(1))
+    LiteDramModel.VERBOSITY = 0
+    start = time.monotonic()
+    model = LiteDramModel(CLOCK_HZ, max(rows, 1))
+    mismatches, cycles = replay(model, commands, image)
+    reads = sum(not write for _, write, _, _, _ in commands)
+    print(f"   replayed on LiteDRAM: {len(commands):,} commands ({reads:,} reads) after {len(image):,} bytes "
+          f"preloaded by native writes, {cycles:,} cycles: {mismatches} reads differ "
+          f"({time.monotonic() - start:.0f} s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ops", type=int, default=60, help="random accelerator/host operations in part 2")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--skip-digits", action="store_true")
+    parser.add_argument("--replay", type=int, help="replay only the first N native commands of the digits run")
+    args = parser.parse_args()
+    litedram_modules()
+    core = generate(CLOCK_HZ)
+    start = time.monotonic()
+    result = init_and_traffic(core, args.ops, args.seed)
+    commands, controls = expected_dfi(core.init_sequence)
+    seen_controls = [state for done, state in result["controls"] if not done]
+    print(f"1. init: {len(result['injected'])} DFI commands before init_done "
+          f"({result['init_cycles']} cycles with the waits cut to a few cycles)")
+    for bits, address, bank in result["injected"]:
+        name = {0b1111: "MRS", 0b1001: "ZQCL"}.get(bits, f"cmd {bits:04b}")
+        print(f"     {name} address {address:#06x} bank {bank}")
+    print(f"   litedram.init's commands: {'match' if result['injected'] == commands else 'DIFFER'}; "
+          f"control (RESET#, CKE, ODT) {seen_controls} vs {controls}: "
+          f"{'match' if seen_controls == controls else 'DIFFER'}")
+    print("   waits of the real program (48 MHz):")
+    print("\n".join(check_waits(core)))
+    got, expected = result["beats"]
+    host_got, host_expected = result["host"]
+    print(f"2. traffic: {args.ops} operations, {len(expected)} read beats and {len(host_expected)} host reads: "
+          f"{'all equal' if (got, host_got) == (expected, host_expected) else 'MISMATCH'} "
+          f"the golden memory; {result['refreshes']} refreshes; DFI timing checker: "
+          f"{len(result['violations'])} violations {result['violations'][:3]} "
+          f"({result['cycles']} cycles after init, {time.monotonic() - start:.0f} s)")
+    if not args.skip_digits:
+        digits(core, args.replay)
+
+
+if __name__ == "__main__":
+    main()

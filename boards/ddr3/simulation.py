@@ -1,0 +1,229 @@
+"""DDR3 main memory in simulation, as far as LiteDRAM's own models go: the Amaranth design (the
+accelerator, `Ddr3MainMemory` with its init sequencer) in the Amaranth simulator, in lockstep
+with LiteDRAM's `LiteDRAMCore` on its DFI-level DRAM model (`litedram.phy.model.SDRAMPHYModel`,
+the ECP5 PHY's settings: two phases, CL 6, CWL 5, read latency 13, write latency 3; its DFI
+timing checker on) in migen's simulator. The ECP5 PHY itself (DDR I/O primitives, DQS
+delays) has no simulation model and is not simulated.
+
+Lockstep: at each cycle the design's native-port and CSR outputs (all registers) are set on the
+migen side, migen's combinational logic settles, its outputs (`cmd.ready`, `wdata.ready`,
+`rdata`, `csr dat_r`) are set on the Amaranth side, then both take the clock edge.
+
+The model holds `rows` rows per bank instead of the chip's 8192 (migen keeps it as Python
+lists: the full 128 MiB would not fit), so `model_bytes` = 8 banks x `rows` x 1024 columns x
+2 bytes. It needs no initialization; the sequencer's waits are cut to `INIT_WAIT` cycles (the
+DFI injector's commands are the same, their spacing is not modelled).
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, replace
+
+import numpy as np
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.sim import Simulator
+
+from boards.ddr3.init import CsrWrite, init_program
+from boards.ddr3.litedram import (CSR_ADDRESS_BITS, CSR_DATA_BITS, PADS, LiteDramDdr3, ddr3_phy, litedram_core,
+                                  litedram_modules)
+from boards.ddr3.memory import Ddr3MainMemory
+from hwgen.accelerator import Accelerator
+from hwgen.memory_port import MemoryPort
+from planner.compile.network import CompiledNetwork
+from sim.litedram_native import NativePortModel
+from sim.memory_model import MemoryStats
+from sim.rtl_sim import RtlRun, SimulationTimeout, write_program
+
+INIT_WAIT = 16
+COLUMNS, BANKS, WORD_BYTES = 1024, 8, 2
+
+
+def model_bytes(rows: int) -> int:
+    """Bytes the model holds with `rows` rows per bank."""
+    return BANKS * rows * COLUMNS * WORD_BYTES
+
+
+class LiteDramModel:
+    """LiteDRAMCore with one native port and its CSR bank on SDRAMPHYModel, stepped by hand; the
+    model's DFI timing checker on with `VERBOSITY` 1 (it prints each violation)."""
+
+    VERBOSITY = 0
+
+    def __init__(self, clock_hz: float, rows: int):
+        lib = litedram_modules()
+        migen = lib.migen
+        module = type("SimulatedMT41K64M16", (lib.MT41K64M16,), {"nrows": rows})(clock_hz, "1:2")
+        module.geom_settings.addressbits = 13  # A12..0 as on the chip (A10: precharge all, ZQCL long)
+        settings = ddr3_phy(migen.Record(list(PADS.items())), clock_hz).settings
+        from litedram.phy.model import SDRAMPHYModel
+        top = migen.Module()
+        top.submodules.model = SDRAMPHYModel(module, settings, clk_freq=clock_hz, verbosity=self.VERBOSITY)
+        top.submodules.core, self.port = litedram_core(top.model, module)
+        self.bus = lib.csr_bus.Interface(data_width=CSR_DATA_BITS, address_width=CSR_ADDRESS_BITS)
+        top.submodules.csr_bank = lib.csr_bus.CSRBank(top.core.get_csrs(), bus=self.bus)
+        self.dfi = top.model.dfi
+        from migen.sim.core import Simulator as MigenSimulator
+        self.sim = MigenSimulator(top, [])
+        self.sim.evaluator.execute(self.sim.fragment.comb)
+        self.sim._commit_and_comb_propagate()
+        self.address_bits, self.data_bits = len(self.port.cmd.addr), len(self.port.wdata.data)
+
+    def settle(self, inputs: dict) -> None:
+        """Set the migen `inputs` (signal -> value) and settle the combinational logic."""
+        for signal, value in inputs.items():
+            self.sim.evaluator.assign(signal, value)
+        self.sim._commit_and_comb_propagate()
+
+    def get(self, signal) -> int:
+        return self.sim.evaluator.eval(signal)
+
+    def edge(self) -> None:
+        """The `sys` clock edge."""
+        self.sim.evaluator.execute(self.sim.fragment.sync["sys"])
+        self.sim._commit_and_comb_propagate()
+
+
+def dfi_commands(model: LiteDramModel) -> list[tuple[int, int, int, int]]:
+    """The commands on the model's DFI this cycle: (phase, ~cs ~ras ~cas ~we as bits 3..0, address,
+    bank), for each phase whose chip select is active."""
+    commands = []
+    for index, phase in enumerate(model.dfi.phases):
+        if not model.get(phase.cs_n):
+            bits = (1 << 3) | (1 - model.get(phase.ras_n)) << 2 | (1 - model.get(phase.cas_n)) << 1 | \
+                (1 - model.get(phase.we_n))
+            commands.append((index, bits, model.get(phase.address), model.get(phase.bank)))
+    return commands
+
+
+def lockstep(model: LiteDramModel, memory: Ddr3MainMemory, log: list | None = None):
+    """An Amaranth testbench linking `memory.dram` to `model` cycle by cycle (`log` collects
+    (cycle, DFI commands) of each cycle with any)."""
+    dram, port, bus = memory.dram, model.port, model.bus
+
+    async def link(ctx) -> None:
+        cycle = 0
+        while True:
+            model.settle({port.cmd.valid: ctx.get(dram.cmd.valid), port.cmd.we: ctx.get(dram.cmd.payload.we),
+                          port.cmd.addr: ctx.get(dram.cmd.payload.addr), port.wdata.valid: ctx.get(dram.wdata.valid),
+                          port.wdata.data: ctx.get(dram.wdata.payload.data),
+                          port.wdata.we: ctx.get(dram.wdata.payload.we), port.rdata.ready: ctx.get(dram.rdata.ready),
+                          bus.adr: ctx.get(dram.csr.adr), bus.we: ctx.get(dram.csr.we),
+                          bus.dat_w: ctx.get(dram.csr.dat_w)})
+            ctx.set(dram.cmd.ready, model.get(port.cmd.ready))
+            ctx.set(dram.wdata.ready, model.get(port.wdata.ready))
+            ctx.set(dram.rdata.valid, model.get(port.rdata.valid))
+            ctx.set(dram.rdata.payload, model.get(port.rdata.data))
+            ctx.set(dram.csr.dat_r, model.get(bus.dat_r))
+            if log is not None:
+                commands = dfi_commands(model)
+                if commands:
+                    log.append((cycle, commands))
+            model.edge()
+            await ctx.tick()
+            cycle += 1
+
+    return link
+
+
+def short_waits(program: tuple[CsrWrite, ...]) -> tuple[CsrWrite, ...]:
+    """`program` with every wait cut to `INIT_WAIT` cycles."""
+    return tuple(replace(step, wait=min(step.wait, INIT_WAIT)) for step in program)
+
+
+@dataclass
+class NativeRun:
+    """A network's run with `Ddr3MainMemory` on the native-port model: the RTL run and the
+    native commands (`sim.litedram_native.NativePortModel.commands`)."""
+
+    run: RtlRun
+    commands: list[tuple[int, bool, int, int, int]]
+
+
+def run_on_native_port(compiled: CompiledNetwork, x: np.ndarray, core: LiteDramDdr3, *, ready: float = 1.0,
+                       max_cycles: int = 5_000_000) -> NativeRun:
+    """Run the int8 `(C, H, W)` input through the RTL with `Ddr3MainMemory` (its native port
+    `core`'s widths, its init program `core`'s with the waits cut) on the native-port model
+    holding the memory image. The run starts once `init_done`; its cycles are the
+    accelerator's cycle counter."""
+    from boards.sdram.simulation import DRAIN_CYCLES, count_traffic
+    config = compiled.config
+    image = compiled.dram_with_input(x)
+    size = (core.data_bits // 8) << core.address_bits
+    accelerator = Accelerator(config, compiled.program)
+    memory = Ddr3MainMemory(MemoryPort.from_config(config.dram), min(size, 1 << config.template.dram_address_bits),
+                            core.address_bits, core.data_bits,
+                            short_waits(init_program(core, config.clock_mhz * 1e6)))
+    top = Module()
+    top.submodules.accelerator, top.submodules.memory = accelerator, memory
+    wiring.connect(top, accelerator.port, memory.port)
+    top_memory = bytearray(image.tobytes())
+    top_memory += bytes(-len(top_memory) % (core.data_bits // 8))
+    model = NativePortModel(memory, top_memory, word_bytes=core.data_bits // 8, ready=ready)
+    result: dict = {}
+
+    async def bench(ctx) -> None:
+        await write_program(ctx, accelerator, compiled)
+        while not ctx.get(memory.init_done):
+            await ctx.tick()
+        ctx.set(accelerator.start, 1)
+        await ctx.tick()
+        ctx.set(accelerator.start, 0)
+        for _ in range(max_cycles):
+            if ctx.get(accelerator.done):
+                break
+            await ctx.tick()
+        else:
+            raise SimulationTimeout(f"no `done` after {max_cycles} cycles")
+        result["cycles"] = ctx.get(accelerator.counters.cycles)
+        for _ in range(DRAIN_CYCLES):
+            await ctx.tick()
+
+    sim = Simulator(top)
+    sim.add_clock(1e-6 / config.clock_mhz)
+    sim.add_testbench(model.testbench, background=True)
+    traffic = MemoryStats()
+    sim.add_process(count_traffic(accelerator.port, traffic))
+    sim.add_testbench(bench)
+    sim.run()
+    final = np.frombuffer(bytes(top_memory[:len(image)]), dtype=np.uint8)
+    outputs = {name: compiled.read_output(final, name) for name in compiled.network.outputs}
+    return NativeRun(RtlRun(outputs, result["cycles"], traffic, {}), model.commands)
+
+
+def replay(model: LiteDramModel, commands: list[tuple[int, bool, int, int, int]], image: bytes) -> tuple[int, int]:
+    """Write `image` into `model` through its native port, then issue `commands` (a native
+    command log) in order, back to back; the reads whose word differs from the log's, and the
+    cycles taken."""
+    port, word = model.port, model.data_bits // 8
+    padded = image + bytes(-len(image) % word)
+    preload = [(True, index, int.from_bytes(padded[index * word:(index + 1) * word], "little"), (1 << word) - 1)
+               for index in range(len(padded) // word)]
+    issued = deque(preload + [(write, addr, data, mask) for _, write, addr, data, mask in commands])
+    writes, reads = deque(), deque()  # data to offer; words expected back
+    mismatches = cycles = 0
+    checked = len(preload)
+    while issued or writes or reads:
+        command = issued[0] if issued else None
+        inputs = {port.cmd.valid: command is not None, port.rdata.ready: 1,
+                  port.wdata.valid: bool(writes)}
+        if command is not None:
+            inputs.update({port.cmd.we: command[0], port.cmd.addr: command[1]})
+        if writes:
+            inputs.update({port.wdata.data: writes[0][0], port.wdata.we: writes[0][1]})
+        model.settle(inputs)
+        if command is not None and model.get(port.cmd.ready):
+            issued.popleft()
+            if command[0]:
+                writes.append((command[2], command[3]))
+            else:
+                reads.append((command[2], checked))
+            checked += 1
+        if writes and model.get(port.wdata.ready):
+            writes.popleft()
+        if model.get(port.rdata.valid):
+            expected, _ = reads.popleft()
+            mismatches += model.get(port.rdata.data) != expected
+        model.edge()
+        cycles += 1
+    return mismatches, cycles
