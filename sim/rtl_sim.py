@@ -41,6 +41,19 @@ async def write_program(ctx, dut: Accelerator, compiled: CompiledNetwork) -> Non
     ctx.set(dut.program_write.en, 0)
 
 
+async def start_and_wait(ctx, dut: Accelerator, max_cycles: int) -> int:
+    """Pulse `dut`'s `start`, then tick until `done` (`SimulationTimeout` after `max_cycles`);
+    the accelerator's cycle counter then."""
+    ctx.set(dut.start, 1)
+    await ctx.tick()
+    ctx.set(dut.start, 0)
+    for _ in range(max_cycles):
+        if ctx.get(dut.done):
+            return ctx.get(dut.counters.cycles)
+        await ctx.tick()
+    raise SimulationTimeout(f"no `done` after {max_cycles} cycles")
+
+
 def run_rtl(compiled: CompiledNetwork, x: np.ndarray, *, max_cycles: int = 5_000_000, stall: float = 0.0,
             seed: int = 0, vcd: str | None = None) -> RtlRun:
     """Run the int8 `(C, H, W)` input through the RTL; `vcd` writes a waveform file."""
@@ -51,16 +64,7 @@ def run_rtl(compiled: CompiledNetwork, x: np.ndarray, *, max_cycles: int = 5_000
 
     async def bench(ctx):
         await write_program(ctx, dut, compiled)
-        ctx.set(dut.start, 1)
-        await ctx.tick()
-        ctx.set(dut.start, 0)
-        cycles = 0
-        while not ctx.get(dut.done):
-            await ctx.tick()
-            cycles += 1
-            if cycles > max_cycles:
-                raise SimulationTimeout(f"no `done` after {max_cycles} cycles")
-        result["cycles"] = ctx.get(dut.counters.cycles)
+        result["cycles"] = await start_and_wait(ctx, dut, max_cycles)
         result["counters"] = {q: {k: ctx.get(getattr(getattr(dut.counters, q), k)) for k in ("active", "waiting")}
                               for q in ("load", "compute", "store")}
 

@@ -8,20 +8,18 @@ native command before `init_done`. (LiteDRAM itself, in migen, is `bench/ddr3_li
 """
 from __future__ import annotations
 
-import random
-
 from amaranth.sim import Simulator
 
 from boards.ddr3.init import CsrWrite, InitSequencer
 from boards.ddr3.memory import Ddr3MainMemory, check_ddr3_memory
 from hwgen.memory_port import MemoryPort
 from common.errors import ConfigError
+from ddr3_helpers import WORD_BYTES, RandomTraffic
 from sdram_helpers import Clock
 from sim.litedram_native import NativePortModel
 
 import pytest
 
-WORD_BYTES = 16  # a native word: one BL8 burst of the 16-bit DDR3
 ADDRESS_BITS = 12  # native words: 64 KiB
 SIZE = WORD_BYTES << ADDRESS_BITS
 PROGRAM = (CsrWrite("a", 3, 0x11, 5), CsrWrite("b", 7, 0x2222), CsrWrite("c", 1, 1, 2))
@@ -34,74 +32,24 @@ def dut(burst_beats: int = 8) -> Ddr3MainMemory:
 def test_random_traffic_is_exact_against_the_native_port_model():
     """Random write bursts, read bursts and host accesses in program order: every read beat and
     host read equals the golden memory as of its request (no read passes an accepted write)."""
-    rng = random.Random(7)
     memory_dut = dut()
-    memory, golden = bytearray(SIZE), bytearray(SIZE)
+    memory = bytearray(SIZE)
     model = NativePortModel(memory_dut, memory, ready=0.6, seed=1)
-    expected: list[int] = []
-    got: list[int] = []
-    host_expected: list[int] = []
-    host_got: list[int] = []
-    blocks = [rng.randrange(SIZE // WORD_BYTES) * WORD_BYTES for _ in range(12)]  # a few words, often reused
+    traffic = RandomTraffic(memory_dut, SIZE, ops=120, seed=7)
 
     async def drive(ctx) -> None:
-        clock = Clock()
-        await clock.until(ctx, memory_dut.init_done, what="init_done")
-        for _ in range(120):
-            block = rng.choice(blocks)
-            first = rng.randrange(8)
-            beats = rng.randint(1, 8 - first)
-            kind = rng.random()
-            if kind < 0.45:
-                for index in range(beats):
-                    addr = block + 2 * (first + index)
-                    value, mask = rng.randrange(1 << 16), rng.choice([1, 2, 3, 3, 3])
-                    await clock.send(ctx, memory_dut.port.wr, {"addr": addr, "data": value, "mask": mask,
-                                                               "last": index == beats - 1})
-                    for byte in range(2):
-                        if mask >> byte & 1:
-                            golden[addr + byte] = value >> (8 * byte) & 0xFF
-            elif kind < 0.85:
-                addr = block + 2 * first
-                expected.extend(int.from_bytes(golden[addr + 2 * i:addr + 2 * i + 2], "little") for i in range(beats))
-                await clock.send(ctx, memory_dut.port.rd_req, {"addr": addr, "beats": beats})
-            else:
-                addr = block + rng.randrange(WORD_BYTES)
-                if rng.random() < 0.5:
-                    value = rng.randrange(256)
-                    golden[addr] = value
-                    await clock.send(ctx, memory_dut.host.req, {"addr": addr, "data": value, "write": 1})
-                else:
-                    while len(got) < len(expected):  # the host waits for its word, as the bridge does
-                        await clock.tick(ctx)
-                    host_expected.append(int.from_bytes(golden[addr & ~1:(addr & ~1) + 2], "little"))
-                    await clock.send(ctx, memory_dut.host.req, {"addr": addr, "data": 0, "write": 0})
-                    _, word = await clock.until(ctx, memory_dut.host.rd_valid, memory_dut.host.rd_data, what="rd_valid")
-                    host_got.append(word)
-        while len(got) < len(expected):
-            await clock.tick(ctx)
+        await traffic.drive(ctx)
         for _ in range(40):  # the last writes reach the model
-            await clock.tick(ctx)
-
-    async def consume(ctx) -> None:
-        clock = Clock()
-        rd = memory_dut.port.rd_data
-        while True:
-            taking = rng.random() < 0.7
-            ctx.set(rd.ready, taking)
-            valid, value = await clock.tick(ctx, rd.valid, rd.payload.data)
-            if taking and valid:
-                got.append(value)
+            await ctx.tick()
 
     sim = Simulator(memory_dut)
     sim.add_clock(1e-8)
     sim.add_testbench(model.testbench, background=True)
-    sim.add_testbench(consume, background=True)
+    sim.add_testbench(traffic.consume, background=True)
     sim.add_testbench(drive)
     sim.run()
-    assert got == expected and len(expected) > 100
-    assert host_got == host_expected and host_got
-    assert memory == golden
+    assert traffic.exact and len(traffic.expected) > 100 and traffic.host_got
+    assert memory == traffic.golden
     writes = [command for command in model.commands if command[1]]
     assert len(writes) < len(model.commands) and writes
 

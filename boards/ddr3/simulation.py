@@ -33,7 +33,7 @@ from hwgen.memory_port import MemoryPort
 from planner.compile.network import CompiledNetwork
 from sim.litedram_native import NativePortModel
 from sim.memory_model import MemoryStats
-from sim.rtl_sim import RtlRun, SimulationTimeout, write_program
+from sim.rtl_sim import RtlRun, start_and_wait, write_program
 
 INIT_WAIT = 16
 COLUMNS, BANKS, WORD_BYTES = 1024, 8, 2
@@ -166,16 +166,7 @@ def run_on_native_port(compiled: CompiledNetwork, x: np.ndarray, core: LiteDramD
         await write_program(ctx, accelerator, compiled)
         while not ctx.get(memory.init_done):
             await ctx.tick()
-        ctx.set(accelerator.start, 1)
-        await ctx.tick()
-        ctx.set(accelerator.start, 0)
-        for _ in range(max_cycles):
-            if ctx.get(accelerator.done):
-                break
-            await ctx.tick()
-        else:
-            raise SimulationTimeout(f"no `done` after {max_cycles} cycles")
-        result["cycles"] = ctx.get(accelerator.counters.cycles)
+        result["cycles"] = await start_and_wait(ctx, accelerator, max_cycles)
         for _ in range(DRAIN_CYCLES):
             await ctx.tick()
 
