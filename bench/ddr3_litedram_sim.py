@@ -10,14 +10,16 @@ Amaranth simulator.
 2. traffic: after `init_done`, in the same lockstep (timing checker on), random accelerator
    write bursts (byte masks), read bursts and host byte accesses through the adapter into
    LiteDRAM and back, against a golden memory.
-3. digits: the digits CNN on the accelerator (orangecrab configuration) with `Ddr3MainMemory`
+3. figures: read latency and sequential read and write bandwidth through the adapter on
+   LiteDRAM (lockstep), for the configuration's `dram` line.
+4. digits: the digits CNN on the accelerator (orangecrab configuration) with `Ddr3MainMemory`
    on the native-port model (`sim.litedram_native`), outputs against the golden model, its
    native command log then replayed on LiteDRAM (timing checker off: migen runs at some 40
    cycles per second): every read must return the word the log has.
 
 Needs the optional dependencies (`pip install -e .[litedram]`). Not a test: nothing imports it.
 
-Usage: python bench/ddr3_litedram_sim.py [--ops 60] [--skip-digits] [--replay N]
+Usage: python bench/ddr3_litedram_sim.py [--ops 60] [--kib 1] [--skip-digits] [--replay N]
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ from boards.ddr3.simulation import LiteDramModel, lockstep, model_bytes, replay,
     short_waits  # noqa: E402
 from hwgen.memory_port import MemoryPort  # noqa: E402
 from ddr3_helpers import RandomTraffic  # noqa: E402
+from sdram_helpers import Clock  # noqa: E402
 
 CLOCK_HZ = 48e6
 NOP = 0b1000  # chip select alone: the controller's idle command as it takes over
@@ -100,6 +103,65 @@ def init_and_traffic(core, ops: int, seed: int) -> tuple[dict, RandomTraffic]:
     return result, traffic
 
 
+def figures(core, size: int) -> dict:
+    """Read latency (request taken to first beat: a closed row, then the open row 20 cycles
+    after the first burst's last beat) and bytes per cycle of sequential 8-beat read bursts and
+    write bursts over `size` bytes, through the adapter on LiteDRAM (lockstep)."""
+    LiteDramModel.VERBOSITY = 0
+    model = LiteDramModel(CLOCK_HZ, ROWS)
+    memory = Ddr3MainMemory(MemoryPort(2, 8), model_bytes(ROWS), model.address_bits, model.data_bits,
+                            short_waits(init_program(core, CLOCK_HZ)))
+    result: dict = {}
+
+    async def drive(ctx) -> None:
+        clock = Clock()
+        await clock.until(ctx, memory.init_done, what="init_done")
+        ctx.set(memory.port.rd_data.ready, 1)
+        latencies = []
+        for addr in (0x100, 0x110):
+            taken = await clock.send(ctx, memory.port.rd_req, {"addr": addr, "beats": 8})
+            await clock.until(ctx, memory.port.rd_data.valid, what="read data")
+            latencies.append(clock.cycle - 1 - taken)
+            for _ in range(7 + 20):
+                await clock.tick(ctx)
+        result["latency"] = latencies
+        first = None
+        for addr in range(0, size, 16):
+            for beat in range(8):
+                taken = await clock.send(ctx, memory.port.wr, {"addr": addr + 2 * beat, "data": addr + beat,
+                                                               "mask": 3, "last": beat == 7})
+                first = taken if first is None else first
+        result["write"] = size / (clock.cycle - first)
+        for _ in range(40):
+            await clock.tick(ctx)
+        beats, start = [], clock.cycle
+
+        async def collect() -> None:
+            while len(beats) < size // 2:
+                valid, = await clock.tick(ctx, memory.port.rd_data.valid)
+                if valid:
+                    beats.append(clock.cycle - 1)
+        ctx.set(memory.port.rd_req.valid, 1)
+        for addr in range(0, size, 16):
+            ctx.set(memory.port.rd_req.payload, {"addr": addr, "beats": 8})
+            while True:
+                ready, valid = await clock.tick(ctx, memory.port.rd_req.ready, memory.port.rd_data.valid)
+                if valid:
+                    beats.append(clock.cycle - 1)
+                if ready:
+                    break
+        ctx.set(memory.port.rd_req.valid, 0)
+        await collect()
+        result["read"] = size / (beats[-1] + 1 - start)
+
+    sim = Simulator(memory)
+    sim.add_clock(1 / CLOCK_HZ)
+    sim.add_testbench(lockstep(model, memory), background=True)
+    sim.add_testbench(drive)
+    sim.run()
+    return result
+
+
 def check_waits(core) -> list[str]:
     """The program's waits after RESET# low, RESET# release and ZQCL against the datasheet."""
     program = init_program(core, CLOCK_HZ)
@@ -130,7 +192,7 @@ def digits(core, replay_count: int | None) -> None:
     golden = run_quantized(net, x)
     exact = all(np.array_equal(native.run.outputs[name], golden[name]) for name in net.outputs)
     traffic = native.run.traffic
-    print(f"3. digits CNN (orangecrab configuration) on the native-port model: outputs "
+    print(f"4. digits CNN (orangecrab configuration) on the native-port model: outputs "
           f"{'equal' if exact else 'DIFFER FROM'} the golden model's; {native.run.cycles:,} cycles "
           f"(program model: {compilation.prediction.cycles:,}); {traffic.bytes_read:,} bytes read, "
           f"{traffic.bytes_written:,} written; {len(native.commands):,} native commands "
@@ -152,6 +214,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", type=int, default=60, help="random accelerator/host operations in part 2")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--kib", type=int, default=1, help="KiB per bandwidth run in part 4")
     parser.add_argument("--skip-digits", action="store_true")
     parser.add_argument("--replay", type=int, help="replay only the first N native commands of the digits run")
     args = parser.parse_args()
@@ -175,6 +238,12 @@ def main() -> None:
           f"host reads: {'all equal' if traffic.exact else 'MISMATCH'} the golden memory; {result['refreshes']} "
           f"refreshes; DFI timing checker: {len(result['violations'])} violations {result['violations'][:3]} "
           f"({traffic.cycles} cycles after init, {time.monotonic() - start:.0f} s)")
+    start = time.monotonic()
+    measured = figures(core, args.kib * 1024)
+    print(f"3. figures through the adapter on LiteDRAM, {args.kib} KiB sequential 8-beat bursts: read "
+          f"{measured['read']:.3f} B/cycle, write {measured['write']:.3f} B/cycle (peak 2); read latency "
+          f"{measured['latency'][0]} cycles to a closed row, {measured['latency'][1]} to the open row "
+          f"({time.monotonic() - start:.0f} s)")
     if not args.skip_digits:
         digits(core, args.replay)
 
