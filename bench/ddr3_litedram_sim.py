@@ -154,11 +154,28 @@ def figures(core, size: int) -> dict:
         await collect()
         result["read"] = size / (beats[-1] + 1 - start)
 
+    native: dict = {"read": [], "write": []}
+
+    async def monitor(ctx) -> None:  # native commands taken, and their data
+        commands, cycle = [], 0
+        dram = memory.dram
+        async for _, _, valid, ready, we, rvalid, wready in ctx.tick().sample(
+                dram.cmd.valid, dram.cmd.ready, dram.cmd.payload.we, dram.rdata.valid, dram.wdata.ready):
+            if valid and ready:
+                commands.append((cycle, we))
+            for kind, happened in (("read", rvalid), ("write", wready)):
+                if happened:
+                    taken = next(index for index, (_, we) in enumerate(commands) if we == (kind == "write"))
+                    native[kind].append(cycle - commands.pop(taken)[0])
+            cycle += 1
+
     sim = Simulator(memory)
     sim.add_clock(1 / CLOCK_HZ)
     sim.add_testbench(lockstep(model, memory), background=True)
+    sim.add_process(monitor)
     sim.add_testbench(drive)
     sim.run()
+    result["native"] = {kind: (min(cycles), max(cycles)) for kind, cycles in native.items() if cycles}
     return result
 
 
@@ -242,7 +259,8 @@ def main() -> None:
     measured = figures(core, args.kib * 1024)
     print(f"3. figures through the adapter on LiteDRAM, {args.kib} KiB sequential 8-beat bursts: read "
           f"{measured['read']:.3f} B/cycle, write {measured['write']:.3f} B/cycle (peak 2); read latency "
-          f"{measured['latency'][0]} cycles to a closed row, {measured['latency'][1]} to the open row "
+          f"{measured['latency'][0]} cycles to a closed row, {measured['latency'][1]} to the open row; "
+          f"native port, command taken to read data / to write data taken: {measured['native']} cycles (min, max) "
           f"({time.monotonic() - start:.0f} s)")
     if not args.skip_digits:
         digits(core, args.replay)
