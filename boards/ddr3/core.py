@@ -43,7 +43,8 @@ class Ddr3Clocking(Elaboratable):
         m.submodules.eclk = Instance("ECLKSYNCB", i_ECLKI=sys2x_pll, i_STOP=self.stop, o_ECLKO=sys2x)
         m.submodules.divider = Instance("CLKDIVF", p_DIV="2.0", i_ALIGNWD=0, i_CLKI=sys2x,
                                         i_RST=self.reset, o_CDIVX=sync)
-        m.d.comb += [ClockSignal("sys2x").eq(sys2x), ClockSignal("sync").eq(sync), ClockSignal("init").eq(board_clock.i)]
+        m.d.comb += [ClockSignal("sys2x").eq(sys2x), ClockSignal("sync").eq(sync),
+                     ClockSignal("init").eq(board_clock.i)]
         platform.add_clock_constraint(sys2x_pll, pll.f_out_mhz * 1e6)
         platform.add_clock_constraint(sync, pll.f_out_mhz / 2 * 1e6)
         m.submodules.init_reset = ResetSynchronizer(~locked, domain="init")

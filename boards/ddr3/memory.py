@@ -22,7 +22,7 @@ write the port has accepted), then an accelerator read, then a host access.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Signal
+from amaranth.hdl import Module, Signal
 from amaranth.lib import data, fifo, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
@@ -76,6 +76,7 @@ class Ddr3MainMemory(wiring.Component):
             m.d.sync += wdata.valid.eq(0)
         free = init.done & ~cmd.valid & ~wdata.valid  # a command may be loaded this cycle
         tags, words = self._read_path(m)
+        tag = data.View(self._tag_layout(), tags.w_data)  # the tag of a read commanded now
         reserved = Signal(range(READ_WORDS + 1))  # FIFO words held by reads commanded and not popped
         room = reserved < READ_WORDS
         writes, combined = self._write_path(m)
@@ -87,22 +88,21 @@ class Ddr3MainMemory(wiring.Component):
             (host.payload.write | room)
         m.d.comb += [req.ready.eq(read_now), host.ready.eq(host_now)]
         self._merge(m, writes, head, combined, free & flush)
-        lane_bits = exact_log2(self.native_bytes)
         with m.If(free & flush):
             m.d.sync += [cmd.valid.eq(1), cmd.payload.we.eq(1), cmd.payload.addr.eq(combined.word),
                          wdata.valid.eq(1), wdata.payload.data.eq(combined.data), wdata.payload.we.eq(combined.mask)]
         with m.Elif(read_now):
             m.d.sync += [cmd.valid.eq(1), cmd.payload.we.eq(0), cmd.payload.addr.eq(self._native(req.payload.addr))]
-            m.d.comb += [tags.w_en.eq(1), tags.w_data.eq(Cat(req.payload.addr[:lane_bits], req.payload.beats, Const(0, 1)))]
+            m.d.comb += [tags.w_en.eq(1), tag.byte.eq(req.payload.addr), tag.beats.eq(req.payload.beats)]
         with m.Elif(host_now):
-            byte = host.payload.addr[:lane_bits]
+            byte = host.payload.addr[:exact_log2(self.native_bytes)]
             m.d.sync += [cmd.valid.eq(1), cmd.payload.we.eq(host.payload.write),
                          cmd.payload.addr.eq(self._native(host.payload.addr))]
             with m.If(host.payload.write):
                 m.d.sync += [wdata.valid.eq(1), wdata.payload.data.eq(host.payload.data.replicate(self.native_bytes)),
                              wdata.payload.we.eq(1 << byte)]
             with m.Else():
-                m.d.comb += [tags.w_en.eq(1), tags.w_data.eq(Cat(host.payload.addr[:lane_bits], Const(0, len(req.payload.beats)), Const(1, 1)))]
+                m.d.comb += [tags.w_en.eq(1), tag.byte.eq(host.payload.addr), tag.host.eq(1)]
         m.d.sync += reserved.eq(reserved + tags.w_en - (words.r_en & words.r_rdy))
         return m
 
@@ -144,15 +144,19 @@ class Ddr3MainMemory(wiring.Component):
             with m.Else():
                 m.d.sync += combined.mask.eq(combined.mask | shifted_mask)
 
+    def _tag_layout(self) -> data.StructLayout:
+        """A read's tag: its first byte in the native word, its beats, whether the host's."""
+        return data.StructLayout({"byte": exact_log2(self.native_bytes), "beats": self.bus.burst_beats.bit_length(),
+                                  "host": 1})
+
     def _read_path(self, m: Module):
         """The tag queue and the read-word FIFO, and the beats (or host word) leaving them."""
-        lane_bits = exact_log2(self.native_bytes)
-        beats_bits = self.bus.burst_beats.bit_length()
-        m.submodules.read_tags = tags = fifo.SyncFIFOBuffered(width=lane_bits + beats_bits + 1, depth=READ_WORDS)
+        layout = self._tag_layout()
+        m.submodules.read_tags = tags = fifo.SyncFIFOBuffered(width=layout.size, depth=READ_WORDS)
         m.submodules.read_words = words = fifo.SyncFIFOBuffered(width=8 * self.native_bytes, depth=READ_WORDS)
         rdata = self.dram.rdata
         m.d.comb += [rdata.ready.eq(1), words.w_en.eq(rdata.valid), words.w_data.eq(rdata.payload)]
-        tag = data.View(data.StructLayout({"byte": lane_bits, "beats": beats_bits, "host": 1}), tags.r_data)
+        tag = data.View(layout, tags.r_data)
         bus, host_word = self.bus.bus_bytes, self.host.signature.word_bytes
         beat = Signal(range(self.bus.burst_beats))  # beats of the head burst already sent
         byte = tag.byte + beat * bus
