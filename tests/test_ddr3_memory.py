@@ -66,7 +66,8 @@ def test_a_full_burst_is_one_native_write():
         await clock.until(ctx, memory_dut.init_done, what="init_done")
         ctx.set(memory_dut.port.wr.valid, 1)
         for index, value in enumerate(values):
-            ctx.set(memory_dut.port.wr.payload, {"addr": 0x40 + 2 * index, "data": value, "mask": 3, "last": index == 7})
+            ctx.set(memory_dut.port.wr.payload,
+                    {"addr": 0x40 + 2 * index, "data": value, "mask": 3, "last": index == 7})
             await clock.until(ctx, memory_dut.port.wr.ready, what="wr.ready")
         ctx.set(memory_dut.port.wr.valid, 0)
         for _ in range(30):
@@ -77,8 +78,9 @@ def test_a_full_burst_is_one_native_write():
     sim.add_testbench(model.testbench, background=True)
     sim.add_testbench(drive)
     sim.run()
-    assert [command[1:] for command in model.commands] == [(True, 4, int.from_bytes(memory[0x40:0x50], "little"), 0xFFFF)]
-    assert memory[0x40:0x50] == b"".join(value.to_bytes(2, "little") for value in values)
+    written = b"".join(value.to_bytes(2, "little") for value in values)
+    assert [command[1:] for command in model.commands] == [(True, 4, int.from_bytes(written, "little"), 0xFFFF)]
+    assert memory[0x40:0x50] == written
 
 
 def test_the_init_sequencer_writes_its_program_with_its_waits():
