@@ -34,7 +34,7 @@ def test_orangecrab_soc_prepares_with_litedram_on_the_ddram_pins():
     plan = chosen.create_platform().prepare(BoardTop(chosen, soc, 48, 48))
     rtlil, lpf = plan.files["top.il"], plan.files["top.lpf"]
     assert plan.files[f"{MODULE_NAME}.v"] == STAND_IN.verilog
-    for cell in (MODULE_NAME, "EHXPLLL", "ECLKSYNCB", "CLKDIVF"):
+    for cell in (MODULE_NAME, "EHXPLLL", "ECLKBRIDGECS", "ECLKSYNCB", "CLKDIVF"):
         assert len(re.findall(rf"cell \\{cell} ", rtlil)) == 1, cell
     for port, site in (("ba", "D6"), ("clk_p", "J18"), ("dqs_p", "B15"), ("dq", "C17"), ("reset_n", "L18")):
         indexed = "" if port in ("clk_p", "reset_n") else "[0]"

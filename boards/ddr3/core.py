@@ -5,7 +5,8 @@ pins and makes the clock domains it needs (the ECP5 DDR clocking network, as Lit
 target arranges it):
 
 - `sys2x` (the DDR3 clock, twice `sync`): an EHXPLLL from the board's 48 MHz oscillator, through
-  an ECLKSYNCB, which the PHY's start-up sequence stops while it resets the edge clock dividers;
+  an ECLKBRIDGECS (the DDR3's pins lie on both sides of the device) and an ECLKSYNCB, which the
+  PHY's start-up sequence stops while it resets the edge clock dividers;
 - `sync` (LiteDRAM's `sys`): `sys2x` divided by two in a CLKDIVF (reset by the same sequence, so
   the DDR I/O gearboxes start aligned), held in reset until the PLL locks and the divider runs;
 - `init` (the PHY's DDRDLLA start-up sequence): the 48 MHz oscillator itself, held in reset
@@ -38,15 +39,18 @@ class Ddr3Clocking(Elaboratable):
         pin = platform.request(platform.default_clk, dir="-")
         m.submodules.clk_buffer = board_clock = io.Buffer("i", pin)
         pll = ecp5_pll(self.board_clock_mhz, 2 * self.clock_mhz)
-        locked, sys2x_pll, sys2x, sync = Signal(), Signal(), Signal(), Signal()
+        locked, sys2x_pll, bridged = Signal(name="pll_locked"), Signal(name="sys2x_pll"), Signal(name="sys2x_bridged")
+        sys2x, sync = Signal(name="sys2x_clk"), Signal(name="sync_clk")
         m.submodules.pll = ecp5_pll_instance(pll, board_clock.i, sys2x_pll, locked)
-        m.submodules.eclk = Instance("ECLKSYNCB", i_ECLKI=sys2x_pll, i_STOP=self.stop, o_ECLKO=sys2x)
+        # the DDR3's pins lie in banks on both sides of the device: the edge clock crosses over
+        # through the bridge, as nextpnr requires
+        m.submodules.eclk_bridge = Instance("ECLKBRIDGECS", i_CLK0=sys2x_pll, i_SEL=0, o_ECSOUT=bridged)
+        m.submodules.eclk = Instance("ECLKSYNCB", i_ECLKI=bridged, i_STOP=self.stop, o_ECLKO=sys2x)
         m.submodules.divider = Instance("CLKDIVF", p_DIV="2.0", i_ALIGNWD=0, i_CLKI=sys2x,
                                         i_RST=self.reset, o_CDIVX=sync)
         m.d.comb += [ClockSignal("sys2x").eq(sys2x), ClockSignal("sync").eq(sync),
                      ClockSignal("init").eq(board_clock.i)]
-        platform.add_clock_constraint(sys2x_pll, pll.f_out_mhz * 1e6)
-        platform.add_clock_constraint(sync, pll.f_out_mhz / 2 * 1e6)
+        platform.add_clock_constraint(sys2x_pll, pll.f_out_mhz * 1e6)  # nextpnr derives the rest (/2: `sync`)
         m.submodules.init_reset = ResetSynchronizer(~locked, domain="init")
         m.submodules.sync_reset = ResetSynchronizer(~locked | self.reset, domain="sync")
         return m
