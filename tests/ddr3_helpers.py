@@ -1,4 +1,5 @@
-"""Random traffic on `boards.ddr3.memory.Ddr3MainMemory` against a golden memory, shared by
+"""A stand-in for the generated LiteDRAM core (`STAND_IN`), and random traffic on
+`boards.ddr3.memory.Ddr3MainMemory` against a golden memory, shared by
 `tests/test_ddr3_memory.py` (on the native-port model) and `bench/ddr3_litedram_sim.py` (on
 LiteDRAM): write bursts with random byte masks, read bursts, host byte writes and reads, in
 program order over a few native words; every read beat and host read is compared with the
@@ -8,9 +9,17 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from boards.ddr3.litedram import MODULE_NAME, LiteDramDdr3
 from sdram_helpers import Clock
 
 WORD_BYTES = 16  # a native word: one BL8 burst of the 16-bit DDR3
+CSR_NAMES = ("dfii_control0", "dfii_pi0_command0", "dfii_pi0_command_issue", "dfii_pi0_address0",
+             "dfii_pi0_baddress0", "dly_sel0", "rdly_dq_rst", "rdly_dq_inc", "rdly_dq_bitslip_rst", "rdly_dq_bitslip")
+STAND_IN = LiteDramDdr3(  # a stand-in for the generated core (no LiteDRAM needed), its register names real
+    verilog=f"module {MODULE_NAME}(); endmodule\n", csrs={name: index for index, name in enumerate(CSR_NAMES)},
+    init_sequence=(("Release reset", 0, 0, "DFII_CONTROL_ODT|DFII_CONTROL_RESET_N", 50000),
+                   ("ZQ Calibration", 1024, 0, "DFII_COMMAND_WE|DFII_COMMAND_CS", 200)),
+    address_bits=23, data_bits=128, bitslips=4, delays=8)
 
 
 @dataclass

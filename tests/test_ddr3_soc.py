@@ -8,19 +8,13 @@ from __future__ import annotations
 import re
 
 from boards.build import BoardTop, memory_bytes
-from boards.ddr3.litedram import MODULE_NAME, LiteDramDdr3
+from boards.ddr3.litedram import MODULE_NAME
 from boards.platforms import board
 from boards.soc import SocCore
+from ddr3_helpers import STAND_IN
 from hwgen.config import config_from_dict
 from soc_helpers import TINY, tiny_compiled
 
-CSR_NAMES = ("dfii_control0", "dfii_pi0_command0", "dfii_pi0_command_issue", "dfii_pi0_address0",
-             "dfii_pi0_baddress0", "dly_sel0", "rdly_dq_rst", "rdly_dq_inc", "rdly_dq_bitslip_rst", "rdly_dq_bitslip")
-STAND_IN = LiteDramDdr3(
-    verilog=f"module {MODULE_NAME}(); endmodule\n", csrs={name: index for index, name in enumerate(CSR_NAMES)},
-    init_sequence=(("Release reset", 0, 0, "DFII_CONTROL_ODT|DFII_CONTROL_RESET_N", 50000),
-                   ("ZQ Calibration", 1024, 0, "DFII_COMMAND_WE|DFII_COMMAND_CS", 200)),
-    address_bits=23, data_bits=128, bitslips=4, delays=8)
 TINY_16 = config_from_dict({**TINY.to_dict(), "name": "tiny-16",
                             "dram": {**TINY.to_dict()["dram"], "bus_width_bits": 16, "bandwidth_bytes_per_cycle": 2}})
 
