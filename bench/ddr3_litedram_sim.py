@@ -11,9 +11,9 @@ Amaranth simulator.
    write bursts (byte masks), read bursts and host byte accesses through the adapter into
    LiteDRAM and back, against a golden memory.
 3. figures: read latency and sequential read and write bandwidth through the adapter on
-   LiteDRAM (lockstep), for the configuration's `dram` line.
+   LiteDRAM (lockstep), for the configuration's `dram` line, and the native port's latencies.
 4. digits: the digits CNN on the accelerator (orangecrab configuration) with `Ddr3MainMemory`
-   on the native-port model (`sim.litedram_native`), outputs against the golden model, its
+   on the native-port model (`sim.litedram_native`, LiteDRAM's native latencies from part 3), outputs against the golden model, its
    native command log then replayed on LiteDRAM (timing checker off: migen runs at some 40
    cycles per second): every read must return the word the log has.
 
@@ -194,7 +194,9 @@ def check_waits(core) -> list[str]:
     return lines
 
 
-def digits(core, replay_count: int | None) -> None:
+def digits(core, replay_count: int | None, latencies: dict) -> None:
+    """Part 4, the native-port model with LiteDRAM's shortest native latencies (`latencies`:
+    command taken to read data, to write data taken, as part 3 measured them)."""
     from hwgen.config import load_config
     from planner.frontend import load_network
     from planner.pipeline import plan_and_compile
@@ -205,7 +207,8 @@ def digits(core, replay_count: int | None) -> None:
     compilation = plan_and_compile(net, load_config("orangecrab"))
     x = net.input_quant.quantize(load_digits_split()[2][3])
     start = time.monotonic()
-    native = run_on_native_port(compilation.compiled, x, core)
+    native = run_on_native_port(compilation.compiled, x, core, read_latency=latencies["read"][0] - 1,
+                                write_latency=latencies["write"][0] - 1)
     golden = run_quantized(net, x)
     exact = all(np.array_equal(native.run.outputs[name], golden[name]) for name in net.outputs)
     traffic = native.run.traffic
@@ -263,7 +266,7 @@ def main() -> None:
           f"native port, command taken to read data / to write data taken: {measured['native']} cycles (min, max) "
           f"({time.monotonic() - start:.0f} s)")
     if not args.skip_digits:
-        digits(core, args.replay)
+        digits(core, args.replay, measured["native"])
 
 
 if __name__ == "__main__":

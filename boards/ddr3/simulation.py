@@ -141,11 +141,11 @@ class NativeRun:
 
 
 def run_on_native_port(compiled: CompiledNetwork, x: np.ndarray, core: LiteDramDdr3, *, ready: float = 1.0,
-                       max_cycles: int = 5_000_000) -> NativeRun:
+                       read_latency: int = 9, write_latency: int = 4, max_cycles: int = 5_000_000) -> NativeRun:
     """Run the int8 `(C, H, W)` input through the RTL with `Ddr3MainMemory` (its native port
     `core`'s widths, its init program `core`'s with the waits cut) on the native-port model
-    holding the memory image. The run starts once `init_done`; its cycles are the
-    accelerator's cycle counter."""
+    holding the memory image, with its `ready`, `read_latency` and `write_latency`. The run
+    starts once `init_done`; its cycles are the accelerator's cycle counter."""
     from boards.sdram.simulation import DRAIN_CYCLES, count_traffic
     config = compiled.config
     image = compiled.dram_with_input(x)
@@ -159,7 +159,8 @@ def run_on_native_port(compiled: CompiledNetwork, x: np.ndarray, core: LiteDramD
     wiring.connect(top, accelerator.port, memory.port)
     top_memory = bytearray(image.tobytes())
     top_memory += bytes(-len(top_memory) % (core.data_bits // 8))
-    model = NativePortModel(memory, top_memory, word_bytes=core.data_bits // 8, ready=ready)
+    model = NativePortModel(memory, top_memory, word_bytes=core.data_bits // 8, ready=ready,
+                            read_latency=read_latency, write_latency=write_latency)
     result: dict = {}
 
     async def bench(ctx) -> None:
