@@ -19,7 +19,11 @@ Amaranth simulator.
 
 Needs the optional dependencies (`pip install -e .[litedram]`). Not a test: nothing imports it.
 
-Usage: python bench/ddr3_litedram_sim.py [--ops 60] [--kib 1] [--skip-digits] [--replay N]
+5. (`--full`, alone) the digits CNN on the accelerator with `Ddr3MainMemory` in lockstep with
+   LiteDRAM on its model, the image placed in the model's banks: outputs against the golden
+   model, cycles against the program model.
+
+Usage: python bench/ddr3_litedram_sim.py [--ops 60] [--kib 1] [--skip-digits] [--replay N] | --full
 """
 from __future__ import annotations
 
@@ -39,8 +43,8 @@ from amaranth.sim import Simulator  # noqa: E402
 from boards.ddr3.init import CONTROL, RESET_LOW_US, init_program, minimum_waits  # noqa: E402
 from boards.ddr3.litedram import generate, litedram_modules  # noqa: E402
 from boards.ddr3.memory import Ddr3MainMemory  # noqa: E402
-from boards.ddr3.simulation import LiteDramModel, lockstep, model_bytes, replay, run_on_native_port, \
-    short_waits  # noqa: E402
+from boards.ddr3.simulation import (LiteDramModel, lockstep, model_bytes, replay, run_on_litedram,  # noqa: E402
+                                    run_on_native_port, short_waits)
 from hwgen.memory_port import MemoryPort  # noqa: E402
 from ddr3_helpers import RandomTraffic  # noqa: E402
 from sdram_helpers import Clock  # noqa: E402
@@ -230,6 +234,27 @@ def digits(core, replay_count: int | None, latencies: dict) -> None:
           f"({time.monotonic() - start:.0f} s)")
 
 
+def full_run(core) -> None:
+    """Part 5: the digits CNN on the accelerator with `Ddr3MainMemory` in lockstep with LiteDRAM."""
+    from hwgen.config import load_config
+    from planner.frontend import load_network
+    from planner.pipeline import plan_and_compile
+    from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
+    from sim.golden import run_quantized
+    from sim.golden.calibration import quantize_network
+    net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
+    compilation = plan_and_compile(net, load_config("orangecrab"))
+    x = net.input_quant.quantize(load_digits_split()[2][3])
+    start = time.monotonic()
+    run = run_on_litedram(compilation.compiled, x, core)
+    golden = run_quantized(net, x)
+    exact = all(np.array_equal(run.outputs[name], golden[name]) for name in net.outputs)
+    print(f"5. digits CNN on the accelerator in lockstep with LiteDRAM: outputs "
+          f"{'equal' if exact else 'DIFFER FROM'} the golden model's; {run.cycles:,} cycles (program model: "
+          f"{compilation.prediction.cycles:,}); {run.traffic.bytes_read:,} bytes read, "
+          f"{run.traffic.bytes_written:,} written ({time.monotonic() - start:.0f} s)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", type=int, default=60, help="random accelerator/host operations in part 2")
@@ -237,9 +262,14 @@ def main() -> None:
     parser.add_argument("--kib", type=int, default=1, help="KiB per bandwidth run in part 4")
     parser.add_argument("--skip-digits", action="store_true")
     parser.add_argument("--replay", type=int, help="replay only the first N native commands of the digits run")
+    parser.add_argument("--full", action="store_true",
+                        help="only part 5: the digits CNN on the accelerator in lockstep with LiteDRAM (half an hour)")
     args = parser.parse_args()
     litedram_modules()
     core = generate(CLOCK_HZ)
+    if args.full:
+        full_run(core)
+        return
     start = time.monotonic()
     result, traffic = init_and_traffic(core, args.ops, args.seed)
     commands, controls = expected_dfi(core.init_sequence)

@@ -55,6 +55,7 @@ class LiteDramModel:
         migen = lib.migen
         module = type("SimulatedMT41K64M16", (lib.MT41K64M16,), {"nrows": rows})(clock_hz, "1:2")
         module.geom_settings.addressbits = 13  # A12..0 as on the chip (A10: precharge all, ZQCL long)
+        self.rows = rows
         settings = ddr3_phy(migen.Record(list(PADS.items())), clock_hz).settings
         from litedram.phy.model import SDRAMPHYModel
         top = migen.Module()
@@ -82,6 +83,37 @@ class LiteDramModel:
         """The `sys` clock edge."""
         self.sim.evaluator.execute(self.sim.fragment.sync["sys"])
         self.sim._commit_and_comb_propagate()
+
+    def _banks(self) -> list[list]:
+        """The model's bank memories (migen's signals, a word per 4 columns of a row: the model
+        stores two beats per DFI phase, so a native word, 8 columns, takes every other one)."""
+        memories = [words for memory, words in self.sim.evaluator.replaced_memories.items()
+                    if memory.width == self.data_bits and memory.depth == self.rows * COLUMNS // 4]
+        return memories[:BANKS]
+
+    def _place(self, word: int) -> tuple[int, int]:
+        """Bank and index in the bank memory of native word `word` (ROW_BANK_COL)."""
+        columns = COLUMNS // 8  # native words per row
+        return word // columns % BANKS, word // (columns * BANKS) * (COLUMNS // 4) + 2 * (word % columns)
+
+    def poke(self, image: bytes) -> None:
+        """Place `image` from address 0 straight into the bank memories."""
+        word_bytes, banks = self.data_bits // 8, self._banks()
+        padded = image + bytes(-len(image) % word_bytes)
+        values = {}
+        for word in range(len(padded) // word_bytes):
+            bank, index = self._place(word)
+            values[banks[bank][index]] = int.from_bytes(padded[word * word_bytes:(word + 1) * word_bytes], "little")
+        self.settle(values)
+
+    def peek(self, size: int) -> bytes:
+        """The first `size` bytes, from the bank memories."""
+        word_bytes, banks = self.data_bits // 8, self._banks()
+        words = []
+        for word in range(-(-size // word_bytes)):
+            bank, index = self._place(word)
+            words.append(self.get(banks[bank][index]).to_bytes(word_bytes, "little"))
+        return b"".join(words)[:size]
 
 
 def dfi_commands(model: LiteDramModel) -> list[tuple[int, int, int, int]]:
@@ -146,21 +178,38 @@ def run_on_native_port(compiled: CompiledNetwork, x: np.ndarray, core: LiteDramD
     `core`'s widths, its init program `core`'s with the waits cut) on the native-port model
     holding the memory image, with its `ready`, `read_latency` and `write_latency`. The run
     starts once `init_done`; its cycles are the accelerator's cycle counter."""
-    from boards.sdram.simulation import DRAIN_CYCLES, count_traffic
     config = compiled.config
     image = compiled.dram_with_input(x)
-    size = (core.data_bits // 8) << core.address_bits
+    size = min((core.data_bits // 8) << core.address_bits, 1 << config.template.dram_address_bits)
+    memory = _memory(compiled, core, size, core.address_bits, core.data_bits)
+    contents = bytearray(image.tobytes()) + bytes(-image.size % (core.data_bits // 8))
+    model = NativePortModel(memory, contents, word_bytes=core.data_bits // 8, ready=ready,
+                            read_latency=read_latency, write_latency=write_latency)
+    cycles, traffic = _run(compiled, memory, model.testbench, max_cycles)
+    final = np.frombuffer(bytes(contents[:image.size]), dtype=np.uint8)
+    outputs = {name: compiled.read_output(final, name) for name in compiled.network.outputs}
+    return NativeRun(RtlRun(outputs, cycles, traffic, {}), model.commands)
+
+
+def _memory(compiled: CompiledNetwork, core: LiteDramDdr3, size: int, address_bits: int,
+            data_bits: int) -> Ddr3MainMemory:
+    """`Ddr3MainMemory` of `size` bytes for `compiled`'s configuration, `core`'s init program
+    with the waits cut."""
+    config = compiled.config
+    return Ddr3MainMemory(MemoryPort.from_config(config.dram), size, address_bits, data_bits,
+                          short_waits(init_program(core, config.clock_mhz * 1e6)))
+
+
+def _run(compiled: CompiledNetwork, memory: Ddr3MainMemory, link, max_cycles: int) -> tuple[int, MemoryStats]:
+    """Simulate `compiled` on the accelerator with `memory` as main memory, its `dram` port
+    served by the testbench `link`, from `init_done` to `done` and `DRAIN_CYCLES` more: the
+    accelerator's cycles and the traffic on its port."""
+    from boards.sdram.simulation import DRAIN_CYCLES, count_traffic
+    config = compiled.config
     accelerator = Accelerator(config, compiled.program)
-    memory = Ddr3MainMemory(MemoryPort.from_config(config.dram), min(size, 1 << config.template.dram_address_bits),
-                            core.address_bits, core.data_bits,
-                            short_waits(init_program(core, config.clock_mhz * 1e6)))
     top = Module()
     top.submodules.accelerator, top.submodules.memory = accelerator, memory
     wiring.connect(top, accelerator.port, memory.port)
-    top_memory = bytearray(image.tobytes())
-    top_memory += bytes(-len(top_memory) % (core.data_bits // 8))
-    model = NativePortModel(memory, top_memory, word_bytes=core.data_bits // 8, ready=ready,
-                            read_latency=read_latency, write_latency=write_latency)
     result: dict = {}
 
     async def bench(ctx) -> None:
@@ -173,14 +222,27 @@ def run_on_native_port(compiled: CompiledNetwork, x: np.ndarray, core: LiteDramD
 
     sim = Simulator(top)
     sim.add_clock(1e-6 / config.clock_mhz)
-    sim.add_testbench(model.testbench, background=True)
+    sim.add_testbench(link, background=True)
     traffic = MemoryStats()
     sim.add_process(count_traffic(accelerator.port, traffic))
     sim.add_testbench(bench)
     sim.run()
-    final = np.frombuffer(bytes(top_memory[:len(image)]), dtype=np.uint8)
+    return result["cycles"], traffic
+
+
+def run_on_litedram(compiled: CompiledNetwork, x: np.ndarray, core: LiteDramDdr3, *, rows: int = 2,
+                    max_cycles: int = 5_000_000) -> RtlRun:
+    """Run the int8 `(C, H, W)` input through the RTL with `Ddr3MainMemory` in lockstep with
+    LiteDRAM on its model (`rows` rows per bank; the memory image placed in the model's banks);
+    the outputs read from the model's banks. The run starts once `init_done`."""
+    image = compiled.dram_with_input(x).tobytes()
+    model = LiteDramModel(compiled.config.clock_mhz * 1e6, rows)
+    model.poke(image)
+    memory = _memory(compiled, core, model_bytes(rows), model.address_bits, model.data_bits)
+    cycles, traffic = _run(compiled, memory, lockstep(model, memory), max_cycles)
+    final = np.frombuffer(model.peek(len(image)), dtype=np.uint8)
     outputs = {name: compiled.read_output(final, name) for name in compiled.network.outputs}
-    return NativeRun(RtlRun(outputs, result["cycles"], traffic, {}), model.commands)
+    return RtlRun(outputs, cycles, traffic, {})
 
 
 def replay(model: LiteDramModel, commands: list[tuple[int, bool, int, int, int]], image: bytes) -> tuple[int, int]:
