@@ -19,11 +19,11 @@ Amaranth simulator.
 
 Needs the optional dependencies (`pip install -e .[litedram]`). Not a test: nothing imports it.
 
-5. (`--full`, alone) the digits CNN on the accelerator with `Ddr3MainMemory` in lockstep with
-   LiteDRAM on its model, the image placed in the model's banks: outputs against the golden
+5. (`--full tiny|digits`, alone) a network on the accelerator with `Ddr3MainMemory` in lockstep
+   with LiteDRAM on its model, the image placed in the model's banks: outputs against the golden
    model, cycles against the program model.
 
-Usage: python bench/ddr3_litedram_sim.py [--ops 60] [--kib 1] [--skip-digits] [--replay N] | --full
+Usage: python bench/ddr3_litedram_sim.py [--ops 60] [--kib 1] [--skip-digits] [--replay N] | --full tiny|digits
 """
 from __future__ import annotations
 
@@ -234,24 +234,30 @@ def digits(core, replay_count: int | None, latencies: dict) -> None:
           f"({time.monotonic() - start:.0f} s)")
 
 
-def full_run(core) -> None:
-    """Part 5: the digits CNN on the accelerator with `Ddr3MainMemory` in lockstep with LiteDRAM."""
+def full_run(core, network: str) -> None:
+    """Part 5: `network` ("digits": the digits CNN, orangecrab configuration; "tiny": the tests'
+    tiny network, its 16-bit configuration) on the accelerator with `Ddr3MainMemory` in lockstep
+    with LiteDRAM."""
     from hwgen.config import load_config
-    from planner.frontend import load_network
     from planner.pipeline import plan_and_compile
-    from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
     from sim.golden import run_quantized
-    from sim.golden.calibration import quantize_network
-    net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
-    compilation = plan_and_compile(net, load_config("orangecrab"))
-    x = net.input_quant.quantize(load_digits_split()[2][3])
+    if network == "tiny":
+        from soc_helpers import TINY_16, tiny_input, tiny_network
+        net, config, x = tiny_network(), TINY_16, tiny_input(0)
+    else:
+        from planner.frontend import load_network
+        from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
+        from sim.golden.calibration import quantize_network
+        net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
+        config, x = load_config("orangecrab"), net.input_quant.quantize(load_digits_split()[2][3])
+    compilation = plan_and_compile(net, config)
     start = time.monotonic()
     run = run_on_litedram(compilation.compiled, x, core)
     golden = run_quantized(net, x)
     exact = all(np.array_equal(run.outputs[name], golden[name]) for name in net.outputs)
-    print(f"5. digits CNN on the accelerator in lockstep with LiteDRAM: outputs "
-          f"{'equal' if exact else 'DIFFER FROM'} the golden model's; {run.cycles:,} cycles (program model: "
-          f"{compilation.prediction.cycles:,}); {run.traffic.bytes_read:,} bytes read, "
+    print(f"5. {network} network ({config.name} configuration) on the accelerator in lockstep with LiteDRAM: "
+          f"outputs {'equal' if exact else 'DIFFER FROM'} the golden model's; {run.cycles:,} cycles (program "
+          f"model: {compilation.prediction.cycles:,}); {run.traffic.bytes_read:,} bytes read, "
           f"{run.traffic.bytes_written:,} written ({time.monotonic() - start:.0f} s)")
 
 
@@ -262,13 +268,14 @@ def main() -> None:
     parser.add_argument("--kib", type=int, default=1, help="KiB per bandwidth run in part 4")
     parser.add_argument("--skip-digits", action="store_true")
     parser.add_argument("--replay", type=int, help="replay only the first N native commands of the digits run")
-    parser.add_argument("--full", action="store_true",
-                        help="only part 5: the digits CNN on the accelerator in lockstep with LiteDRAM (half an hour)")
+    parser.add_argument("--full", choices=("tiny", "digits"),
+                        help="only part 5: the network on the accelerator in lockstep with LiteDRAM (digits: about "
+                             "1,300 s of CPU)")
     args = parser.parse_args()
     litedram_modules()
     core = generate(CLOCK_HZ)
     if args.full:
-        full_run(core)
+        full_run(core, args.full)
         return
     start = time.monotonic()
     result, traffic = init_and_traffic(core, args.ops, args.seed)

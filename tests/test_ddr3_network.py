@@ -11,12 +11,9 @@ import numpy as np
 from boards.ddr3.simulation import run_on_native_port
 from compile_helpers import run_isa
 from ddr3_helpers import STAND_IN
-from hwgen.config import config_from_dict
 from sim.golden import run_quantized
-from soc_helpers import TINY, tiny_compiled, tiny_input, tiny_network
+from soc_helpers import TINY_16, tiny_compiled, tiny_input, tiny_network
 
-TINY_16 = config_from_dict({**TINY.to_dict(), "name": "tiny-16",
-                            "dram": {**TINY.to_dict()["dram"], "bus_width_bits": 16, "bandwidth_bytes_per_cycle": 2}})
 
 
 def test_tiny_network_runs_bit_exact_on_ddr3_main_memory():

@@ -12,11 +12,8 @@ from boards.ddr3.litedram import MODULE_NAME
 from boards.platforms import board
 from boards.soc import SocCore
 from ddr3_helpers import STAND_IN
-from hwgen.config import config_from_dict
-from soc_helpers import TINY, tiny_compiled
+from soc_helpers import TINY_16, tiny_compiled
 
-TINY_16 = config_from_dict({**TINY.to_dict(), "name": "tiny-16",
-                            "dram": {**TINY.to_dict()["dram"], "bus_width_bits": 16, "bandwidth_bytes_per_cycle": 2}})
 
 
 def test_orangecrab_soc_prepares_with_litedram_on_the_ddram_pins():
