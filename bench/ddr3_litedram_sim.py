@@ -14,8 +14,9 @@ Amaranth simulator.
    LiteDRAM (lockstep), for the configuration's `dram` line, and the native port's latencies.
 4. digits: the digits CNN on the accelerator (orangecrab configuration) with `Ddr3MainMemory`
    on the native-port model (`sim.litedram_native`, LiteDRAM's native latencies from part 3), outputs against the golden model, its
-   native command log then replayed on LiteDRAM (timing checker off: migen runs at some 40
-   cycles per second): every read must return the word the log has.
+   native command log then replayed on LiteDRAM, the image placed in the model's banks (timing
+   checker off: migen runs at some 40 cycles per second): every read must return the word the
+   log has.
 
 Needs the optional dependencies (`pip install -e .[litedram]`). Not a test: nothing imports it.
 
@@ -229,8 +230,8 @@ def digits(core, replay_count: int | None, latencies: dict) -> None:
     model = LiteDramModel(CLOCK_HZ, max(rows, 1))
     mismatches, cycles = replay(model, commands, image)
     reads = sum(not write for _, write, _, _, _ in commands)
-    print(f"   replayed on LiteDRAM: {len(commands):,} commands ({reads:,} reads) after {len(image):,} bytes "
-          f"preloaded by native writes, {cycles:,} cycles: {mismatches} reads differ "
+    print(f"   replayed on LiteDRAM: {len(commands):,} commands ({reads:,} reads) from the {len(image):,}-byte "
+          f"image placed in the model, {cycles:,} cycles: {mismatches} reads differ "
           f"({time.monotonic() - start:.0f} s)")
 
 

@@ -246,21 +246,17 @@ def run_on_litedram(compiled: CompiledNetwork, x: np.ndarray, core: LiteDramDdr3
 
 
 def replay(model: LiteDramModel, commands: list[tuple[int, bool, int, int, int]], image: bytes) -> tuple[int, int]:
-    """Write `image` into `model` through its native port, then issue `commands` (a native
-    command log) in order, back to back; the reads whose word differs from the log's, and the
+    """Place `image` in `model`'s banks, then issue `commands` (a native command log) on its
+    native port in order, back to back; the reads whose word differs from the log's, and the
     cycles taken."""
-    port, word = model.port, model.data_bits // 8
-    padded = image + bytes(-len(image) % word)
-    preload = [(True, index, int.from_bytes(padded[index * word:(index + 1) * word], "little"), (1 << word) - 1)
-               for index in range(len(padded) // word)]
-    issued = deque(preload + [(write, addr, data, mask) for _, write, addr, data, mask in commands])
+    port = model.port
+    model.poke(image)
+    issued = deque((write, addr, data, mask) for _, write, addr, data, mask in commands)
     writes, reads = deque(), deque()  # data to offer; words expected back
     mismatches = cycles = 0
-    checked = len(preload)
     while issued or writes or reads:
         command = issued[0] if issued else None
-        inputs = {port.cmd.valid: command is not None, port.rdata.ready: 1,
-                  port.wdata.valid: bool(writes)}
+        inputs = {port.cmd.valid: command is not None, port.rdata.ready: 1, port.wdata.valid: bool(writes)}
         if command is not None:
             inputs.update({port.cmd.we: command[0], port.cmd.addr: command[1]})
         if writes:
@@ -268,11 +264,7 @@ def replay(model: LiteDramModel, commands: list[tuple[int, bool, int, int, int]]
         model.settle(inputs)
         if command is not None and model.get(port.cmd.ready):
             issued.popleft()
-            if command[0]:
-                writes.append((command[2], command[3]))
-            else:
-                reads.append((command[2], checked))
-            checked += 1
+            (writes if command[0] else reads).append((command[2], command[3]))
         if writes and model.get(port.wdata.ready):
             writes.popleft()
         if model.get(port.rdata.valid):
