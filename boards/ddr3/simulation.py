@@ -2,8 +2,11 @@
 accelerator, `Ddr3MainMemory` with its init sequencer) in the Amaranth simulator, in lockstep
 with LiteDRAM's `LiteDRAMCore` on its DFI-level DRAM model (`litedram.phy.model.SDRAMPHYModel`,
 the ECP5 PHY's settings: two phases, CL 6, CWL 5, read latency 13, write latency 3; its DFI
-timing checker on) in migen's simulator. The ECP5 PHY itself (DDR I/O primitives, DQS
-delays) has no simulation model and is not simulated.
+timing checker on with `LiteDramModel.VERBOSITY` 1) in migen's simulator (`LiteDramModel`,
+`lockstep`, `run_on_litedram`). The ECP5 PHY itself (DDR I/O primitives, DQS delays) has no
+simulation model and is not simulated. migen runs the core at some 40 cycles per second, so a
+long run goes on the native-port model instead (`run_on_native_port`, `sim.litedram_native`,
+no LiteDRAM needed), whose command log `replay` issues on LiteDRAM afterwards.
 
 Lockstep: at each cycle the design's native-port and CSR outputs (all registers) are set on the
 migen side, migen's combinational logic settles, its outputs (`cmd.ready`, `wdata.ready`,
@@ -11,8 +14,10 @@ migen side, migen's combinational logic settles, its outputs (`cmd.ready`, `wdat
 
 The model holds `rows` rows per bank instead of the chip's 8192 (migen keeps it as Python
 lists: the full 128 MiB would not fit), so `model_bytes` = 8 banks x `rows` x 1024 columns x
-2 bytes. It needs no initialization; the sequencer's waits are cut to `INIT_WAIT` cycles (the
-DFI injector's commands are the same, their spacing is not modelled).
+2 bytes; an image goes straight into its bank memories (`LiteDramModel.poke`: its own `init=`
+assumes two beats per DFI phase, the ECP5 PHY's settings have four). It needs no initialization
+timing; the sequencer's waits are cut to `INIT_WAIT` cycles (the DFI injector's commands are the
+same, their spacing is not modelled).
 """
 from __future__ import annotations
 
