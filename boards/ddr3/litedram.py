@@ -128,8 +128,8 @@ def _top(clock_hz: float):
 
 def generate(clock_hz: float) -> LiteDramDdr3:
     """The core for a `clock_hz` system clock, as Verilog and its register map."""
+    top = _top(clock_hz)  # a ConfigError naming the extra to install when LiteDRAM is missing
     from migen.fhdl import verilog
-    top = _top(clock_hz)
     ios = set(top.ports.values()) | set(top.pads.flatten())
     ios |= {top.cd_sys.clk, top.cd_sys.rst, top.cd_sys2x.clk, top.cd_init.clk, top.cd_init.rst}
     text = str(verilog.convert(top, ios=ios, name=MODULE_NAME,
