@@ -9,6 +9,10 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from boards.bridge import Bridge
+from boards.ddr3.init import init_program
+from boards.ddr3.litedram import LiteDramDdr3
+from boards.ddr3.memory import Ddr3MainMemory
+from boards.ddr3.native import LiteDramPort
 from boards.main_memory import MainMemory, check_size, word_bytes
 from boards.protocol import FRAME_GAP_BYTE_TIMES, DeviceInfo, build_id
 from boards.sdram.memory import SdramMainMemory, check_sdram_memory
@@ -46,7 +50,9 @@ class SocCore(wiring.Component):
 
     Main memory is `MainMemory` (on chip, holding the image from the start), or with `sdram`
     `SdramMainMemory` in that chip (empty until the host loads the image); the chip's pins
-    are then the `sdram` port (`SDRAM_PINS`, for `boards.sdram.phy.SdramPhy`).
+    are then the `sdram` port (`SDRAM_PINS`, for `boards.sdram.phy.SdramPhy`). With `ddr3` (a
+    generated LiteDRAM core) it is `Ddr3MainMemory` in the DDR3, empty too, on the `dram` port
+    (the core's native port and CSR bus, for `boards.ddr3.core.LiteDramCore`).
 
     `leds`: 0 busy, 1 done, 2 host link activity (`FRAME_GAP_BYTE_TIMES` after a byte received or
     sent: the bridge's silence timer), 3 protocol error (a refused request, until the next one is
@@ -54,7 +60,7 @@ class SocCore(wiring.Component):
     """
 
     def __init__(self, config: AcceleratorConfig, compiled: CompiledNetwork, memory_bytes: int, clk_hz: int,
-                 baud: int = 115200, sdram: SdramChip | None = None):
+                 baud: int = 115200, sdram: SdramChip | None = None, ddr3: LiteDramDdr3 | None = None):
         try:
             check_soc(config, compiled, memory_bytes, sdram)
             if sdram is not None:
@@ -63,15 +69,24 @@ class SocCore(wiring.Component):
         except ConfigError:
             self._MustUse__silence = True  # not built, so not "created but never used"
             raise
-        self.config, self.compiled, self.sdram_chip = config, compiled, sdram
+        self.config, self.compiled, self.sdram_chip, self.ddr3 = config, compiled, sdram, ddr3
         self.memory_bytes, self.clk_hz, self.baud = memory_bytes, clk_hz, baud
         self.info = DeviceInfo(memory_bytes=memory_bytes, clk_hz=clk_hz, build_id=build_id(compiled.program, config))
         members = {"rx": In(1, init=1), "tx": Out(1, init=1), "leds": Out(4)}
-        super().__init__(members if sdram is None else {**members, "sdram": Out(SDRAM_PINS)})
+        if sdram is not None:
+            members["sdram"] = Out(SDRAM_PINS)
+        if ddr3 is not None:
+            members["dram"] = Out(LiteDramPort(ddr3.address_bits, ddr3.data_bits))
+        super().__init__(members)
 
-    def _main_memory(self, m: Module, port: MemoryPort) -> MainMemory | SdramMainMemory:
-        """Main memory on the accelerator's `port`: in the SDRAM chip, or on chip with the image."""
-        if self.sdram_chip is None:
+    def _main_memory(self, m: Module, port: MemoryPort) -> MainMemory | SdramMainMemory | Ddr3MainMemory:
+        """Main memory on the accelerator's `port`: in the SDRAM chip or the DDR3, or on chip
+        with the image."""
+        if self.ddr3 is not None:
+            memory = Ddr3MainMemory(port, self.memory_bytes, self.ddr3.address_bits, self.ddr3.data_bits,
+                                    init_program(self.ddr3, self.clk_hz))
+            wiring.connect(m, wiring.flipped(self.dram), memory.dram)
+        elif self.sdram_chip is None:
             memory = MainMemory(port, self.memory_bytes, self.compiled.image.tobytes())
         else:
             memory = SdramMainMemory(port, self.memory_bytes, self.sdram_chip, self.clk_hz / 1e6)

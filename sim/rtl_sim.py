@@ -43,7 +43,23 @@ async def write_program(ctx, dut: Accelerator, compiled: CompiledNetwork) -> Non
 
 
 PROGRESS_EVERY = 1000
-"""Cycles between calls of a `run_rtl` progress callback."""
+"""Cycles between calls of a `start_and_wait` progress callback."""
+
+
+async def start_and_wait(ctx, dut: Accelerator, max_cycles: int, progress: Callable[[int], None] | None = None) -> int:
+    """Pulse `dut`'s `start`, then tick until `done` (`SimulationTimeout` after `max_cycles`),
+    calling `progress` with the cycles so far every `PROGRESS_EVERY` cycles; the accelerator's
+    cycle counter then."""
+    ctx.set(dut.start, 1)
+    await ctx.tick()
+    ctx.set(dut.start, 0)
+    for cycle in range(1, max_cycles + 1):
+        if ctx.get(dut.done):
+            return ctx.get(dut.counters.cycles)
+        await ctx.tick()
+        if progress is not None and cycle % PROGRESS_EVERY == 0:
+            progress(cycle)
+    raise SimulationTimeout(f"no `done` after {max_cycles} cycles")
 
 
 def run_rtl(compiled: CompiledNetwork, x: np.ndarray, *, max_cycles: int = 5_000_000, stall: float = 0.0,
@@ -57,18 +73,7 @@ def run_rtl(compiled: CompiledNetwork, x: np.ndarray, *, max_cycles: int = 5_000
 
     async def bench(ctx):
         await write_program(ctx, dut, compiled)
-        ctx.set(dut.start, 1)
-        await ctx.tick()
-        ctx.set(dut.start, 0)
-        cycles = 0
-        while not ctx.get(dut.done):
-            await ctx.tick()
-            cycles += 1
-            if cycles > max_cycles:
-                raise SimulationTimeout(f"no `done` after {max_cycles} cycles")
-            if progress is not None and cycles % PROGRESS_EVERY == 0:
-                progress(cycles)
-        result["cycles"] = ctx.get(dut.counters.cycles)
+        result["cycles"] = await start_and_wait(ctx, dut, max_cycles, progress)
         result["counters"] = {q: {k: ctx.get(getattr(getattr(dut.counters, q), k)) for k in ("active", "waiting")}
                               for q in ("load", "compute", "store")}
 

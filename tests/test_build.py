@@ -29,8 +29,11 @@ def test_main_memory_is_the_spram_on_the_up5k_and_sized_to_the_ecp5_device():
     assert memory_bytes(board("icebreaker"), 1000, load_config("icebreaker")) == 3 * 256 * 1024 // 8
     assert memory_bytes(board("icebreaker"), 1000, data_config("ice40up5k")) == SPRAM_BYTES
     # a quarter of the block RAM (56 / 32 DP16KD x 18 Kbit), rounded down to a power of two (on
-    # the ULX3S, main memory is the SDRAM: tests/test_sdram_soc.py; `--port sim` simulates this)
-    assert memory_bytes(board("orangecrab"), 1000) == 16384  # 56 * 2304 / 4 = 32256
+    # the ULX3S and the OrangeCrab, main memory is the SDRAM or the DDR3: tests/test_sdram_soc.py,
+    # tests/test_ddr3_memory.py; `--port sim` simulates this)
+    assert on_chip_memory_bytes(board("orangecrab"), 1000) == 16384  # 56 * 2304 / 4 = 32256
+    assert memory_bytes(board("orangecrab"), 1000) == 128 << 20  # the MT41K64M16
+    assert memory_bytes(board("orangecrab"), 1000, load_config("icebreaker")) == 1 << 17  # 17-bit DRAM addresses
     assert on_chip_memory_bytes(board("ulx3s-25f"), 1000) == 16384
     assert on_chip_memory_bytes(board("ulx3s-12f"), 1000) == 16384  # 32 * 2304 / 4 = 18432
     assert on_chip_memory_bytes(board("ulx3s-12f"), 20000) == 32768  # the image needs more

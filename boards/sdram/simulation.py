@@ -15,7 +15,7 @@ from hwgen.accelerator import Accelerator
 from hwgen.memory_port import MemoryPort
 from planner.compile.network import CompiledNetwork
 from sim.memory_model import MemoryStats
-from sim.rtl_sim import RtlRun, SimulationTimeout, write_program
+from sim.rtl_sim import RtlRun, start_and_wait, write_program
 from sim.sdram.adapter import sdram_process
 from sim.sdram.chips import IS42S16160G_7, SdramChip
 from sim.sdram.device import SdramDevice
@@ -48,16 +48,7 @@ def run_on_sdram(compiled: CompiledNetwork, x: np.ndarray, *, chip: SdramChip = 
         await write_program(ctx, accelerator, compiled)
         for _ in range(initialization_cycles(chip, clock_mhz)):
             await ctx.tick()
-        ctx.set(accelerator.start, 1)
-        await ctx.tick()
-        ctx.set(accelerator.start, 0)
-        for _ in range(max_cycles):
-            if ctx.get(accelerator.done):
-                break
-            await ctx.tick()
-        else:
-            raise SimulationTimeout(f"no `done` after {max_cycles} cycles")
-        result["cycles"] = ctx.get(accelerator.counters.cycles)
+        result["cycles"] = await start_and_wait(ctx, accelerator, max_cycles)
         for _ in range(DRAIN_CYCLES):  # the last write beats leave the memory's write queue
             await ctx.tick()
 
