@@ -7,8 +7,8 @@ Main memory: the board's SDRAM chip where it has one (the ULX3S: `boards.sdram`,
 through `boards.sdram.phy.SdramPhy`), or its DDR3 (the OrangeCrab: LiteDRAM generated for the
 build, `boards.ddr3`, which also makes the clocks); else the four SPRAMs (128 KiB) on an iCE40UP, block RAM on
 ECP5, sized to the device (the largest power of two within a quarter of its block RAM, at least
-the memory image). The report itemizes main memory (its controller, queues and ports): it is
-synthesized as a module of its own.
+the memory image). The report itemizes main memory (its controller, queues and ports; on the
+OrangeCrab also LiteDRAM's core): each is synthesized as a module of its own.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from amaranth.lib import wiring
 
 from boards.clocking import PllClock, pll_output_mhz
 from boards.ddr3.core import LiteDramCore
-from boards.ddr3.litedram import generate
+from boards.ddr3.litedram import MODULE_NAME as LITEDRAM_MODULE, generate
 from boards.implement import NAME, FlowProducts, Progress, implement
 from boards.platforms import Board
 from boards.report import BuildReport, parse_reports
@@ -155,8 +155,11 @@ def build_board(board: Board, config: AcceleratorConfig, compiled: CompiledNetwo
     platform = board.create_platform()
     board_clock_mhz, clock_mhz = board_clocks(board, config)
     soc = board_soc(board, config, compiled)
+    blocks = {main_memory_label(board): MAIN_MEMORY_MODULE}
+    if board.ddr3_bytes:
+        blocks["LiteDRAM (DDR3 controller and PHY)"] = LITEDRAM_MODULE
     products = implement(platform, BoardTop(board, soc, board_clock_mhz, clock_mhz), board.device_info, Path(workdir),
-                         kept=(MAIN_MEMORY_MODULE,), progress=progress)
+                         kept=tuple(blocks.values()), progress=progress)
     report = parse_reports(products.report, products.stat, board.device_info, clock_mhz, products.seconds, board.name,
-                           {main_memory_label(board): MAIN_MEMORY_MODULE})
+                           blocks)
     return BoardBuild(report, products)
