@@ -186,14 +186,15 @@ def _clock(edge: str) -> str:
 
 def clock_domain(net: str) -> str:
     """The Amaranth clock domain a nextpnr clock net carries: `$glbnet$cd_sync.clk` and
-    `cd_sync.clk_$glb_clk` (a domain made by the platform) -> `sync`; `clk` and
-    `$glbnet$clock.clk` (the `clk` of the one domain a design makes, in `boards.clocking`'s
-    PLL module: `sync`) -> `sync`; any other net keeps its name."""
+    `cd_sync.clk_$glb_clk` (a domain the platform made) -> `sync`; `clk`, `$glbnet$clock.clk`
+    (a `sync` domain's clock is named `clk` in the module that makes it) -> `sync`;
+    `$glbnet$litedram.init_clk` (another domain's: `<domain>_clk`) -> `init`; any other net
+    keeps its name."""
     bare = re.sub(r"^\$glbnet\$|_?\$glb_clk$", "", net)
-    named = re.fullmatch(r"(?:.*\.)?cd_(\w+)\.clk", bare)
+    named = re.fullmatch(r"(?:.*\.)?cd_(\w+)\.clk", bare) or re.fullmatch(r"(?:[\w.]*\.)?(?:(\w+)_)?clk", bare)
     if named:
-        return named[1]
-    return "sync" if re.fullmatch(r"(?:clock\.)?clk", bare) else net
+        return named[1] or "sync"
+    return net
 
 
 def _endpoint(point: dict) -> str:

@@ -76,6 +76,7 @@ def test_report_fmax_timing_and_worst_path_match_the_log(report):
 @pytest.mark.parametrize("net, domain", [
     ("$glbnet$cd_sync.clk", "sync"), ("cd_sync.clk_$glb_clk", "sync"),  # bare devices: the platform's domain
     ("$glbnet$clock.clk", "sync"), ("clk", "sync"),  # boards: the PLL's domain, the iCEBreaker's clock pin
+    ("$glbnet$litedram.clk", "sync"), ("$glbnet$litedram.init_clk", "init"),  # the OrangeCrab's DDR3 clocking
     ("$glbnet$cd_sync2x.clk", "sync2x"), ("$glbnet$clock.clk$2", "$glbnet$clock.clk$2")])
 def test_clocks_are_named_by_their_domain(net, domain):
     assert clock_domain(net) == domain
