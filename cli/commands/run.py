@@ -29,6 +29,7 @@ from sim.golden import run_quantized
 
 SIMULATED_PORT = "sim"
 SIM_LOADS = ("preload", "link")
+SERIAL_TIMEOUT = 10.0
 SIM_TIMEOUT_FACTOR = 4
 SIM_MIN_TIMEOUT = 0.01
 
@@ -59,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--baud", type=int, metavar="N",
                         help="serial baud rate (default: the board's, 3,000,000 for the ULX3S, 115,200 otherwise)")
     parser.add_argument("--timeout", type=float, metavar="S",
-                        help="seconds a run may take (default: 10; with --port sim simulated seconds, by default "
+                        help=f"seconds a run may take (default: {SERIAL_TIMEOUT:g}; with --port sim simulated seconds, by default "
                         f"{SIM_TIMEOUT_FACTOR} times the program model's prediction, at least {SIM_MIN_TIMEOUT} s)")
     parser.add_argument("--sim-load", choices=SIM_LOADS, default=SIM_LOADS[0],
                         help="with --port sim on a board with SDRAM: `preload` places the memory image in the chip "
@@ -122,9 +123,10 @@ def run(args: argparse.Namespace) -> int:
             timeout = max(SIM_TIMEOUT_FACTOR * compilation.prediction.cycles / transport.soc.clk_hz, SIM_MIN_TIMEOUT)
     else:
         transport = SerialTransport(args.port, baud)
+        timeout = SERIAL_TIMEOUT if timeout is None else timeout
     try:
         with SimulationProgress(transport) as progress:
-            runtime = Runtime(transport, run_timeout=10.0 if timeout is None else timeout)
+            runtime = Runtime(transport, run_timeout=timeout)
             if args.port != SIMULATED_PORT:
                 runtime.resync()  # the board may hold half a request from an interrupted session
             progress.stage("loading the memory image")
