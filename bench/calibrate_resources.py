@@ -43,8 +43,9 @@ from hwgen.accelerator import Accelerator  # noqa: E402
 from hwgen.config import Template, config_from_dict, load_config  # noqa: E402
 from common.errors import ConfigError  # noqa: E402
 from common.files import atomic_write_text  # noqa: E402
+from boards.devices import logic_cells  # noqa: E402
 from explore.sweep.resources import (CALIBRATION, STRUCTURE, calibration_points, dsp_count, features, fit,  # noqa: E402
-                                     logic_cells, memory_counts)
+                                     memory_counts)
 
 PROGRAM = "digits"  # the program in the ROM: boards.synth's default
 # (rows, cols, simd, buffer bytes each, bus bits, SPRAM buffers)

@@ -55,7 +55,6 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 try:
     import migen
-    from litedram.core import LiteDRAMCore
     from litedram.modules import IS42S16160
     from litedram.phy.gensdrphy import GENSDRPHY
     from litedram.phy.model import SDRAMPHYModel
@@ -69,6 +68,7 @@ from amaranth.hdl import Cat, ClockSignal, Const, Elaboratable, Instance, IOPort
 from amaranth.lib import io, wiring  # noqa: E402
 from amaranth_boards.ulx3s import ULX3S_85F_Platform  # noqa: E402
 
+from boards.ddr3.litedram import litedram_core  # noqa: E402
 from boards.devices import device  # noqa: E402
 from boards.report import BuildReport, parse_reports  # noqa: E402
 from boards.sdram.controller import SdramController  # noqa: E402
@@ -134,12 +134,6 @@ def amaranth_design(core: wiring.Component) -> str:
 
 
 # ---- LiteDRAM (migen) -------------------------------------------------------------------------
-
-def litedram_core(phy, module: IS42S16160) -> tuple[LiteDRAMCore, object]:
-    """`LiteDRAMCore` for `module` behind `phy` (a PHY or the PHY model) and its native port."""
-    core = LiteDRAMCore(phy, module.geom_settings, module.timing_settings, clk_freq=module.clk_freq)
-    return core, core.crossbar.get_port()
-
 
 class LiteDramHarness(migen.Module):
     """GENSDRPHY + LiteDRAMCore with one native port (and the CSR bank if `csr`) in the same

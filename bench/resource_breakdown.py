@@ -28,13 +28,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from amaranth.back import rtlil  # noqa: E402
 
 from boards.build import memory_bytes  # noqa: E402
+from boards.devices import logic_cells  # noqa: E402
 from boards.platforms import BOARDS  # noqa: E402
 from boards.soc import SocCore  # noqa: E402
 from boards.synth import default_network  # noqa: E402
 from boards.yosys import FAMILY_PARTS, PREPARE, SYNTH, PartPlatform, family_sources, retype_command, run  # noqa: E402
 from hwgen.accelerator import Accelerator  # noqa: E402
 from hwgen.config import load_config  # noqa: E402
-from explore.sweep.resources import logic_cells  # noqa: E402
 
 COLUMNS = {"lone FF": ("lone FF",), "BRAM": ("SB_RAM40_4K", "DP16KD"), "DSP": ("SB_MAC16", "MULT18X18D"), "SPRAM": ("SB_SPRAM256KA",),
            "carry": ("SB_CARRY", "CCU2C")}

@@ -62,7 +62,7 @@ def measure(name: str, fmax_mhz: float, isa: bool) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--networks", nargs="+", default=list(NETWORKS), choices=NETWORKS)
-    parser.add_argument("--fmax", type=float, default=80.71, help="MHz: the board build's Fmax")
+    parser.add_argument("--fmax", type=float, default=75.94, help="MHz: the board build's Fmax")
     parser.add_argument("--no-isa", action="store_true", help="skip the instruction-level simulation")
     args = parser.parse_args()
     clock = load_config(CONFIG).clock_mhz

@@ -4,11 +4,13 @@ board's pins and the `sync` clock at the configuration's `clock_mhz` (through a 
 board clock differs), synthesized, placed, routed and packed into a bitstream.
 
 Main memory: the board's SDRAM chip where it has one (the ULX3S: `boards.sdram`, its pins
-through `boards.sdram.phy.SdramPhy`); else the four SPRAMs (128 KiB) on an iCE40UP, block RAM on
+through `boards.sdram.phy.SdramPhy`), or its DDR3 (the OrangeCrab: LiteDRAM generated for the
+build, `boards.ddr3`, which also makes the clocks); else the four SPRAMs (128 KiB) on an iCE40UP, block RAM on
 ECP5, sized to the device (the largest power of two within a quarter of its block RAM, at least
-the memory image). A board with a `flash` (the iCEBreaker) keeps the model's constants there,
-after the bitstream (`boards.spiflash`, its pins through `SpiFlashPhy`): `flash_image` is the
-file to program.
+the memory image). The report itemizes main memory (its controller, queues and ports; on the
+OrangeCrab also LiteDRAM's core): each is synthesized as a module of its own. A board with a `flash` (the iCEBreaker) keeps the
+model's constants there, after the bitstream (`boards.spiflash`, its pins through
+`SpiFlashPhy`): `flash_image` is the file to program.
 """
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ from amaranth.hdl import Elaboratable, Module
 from amaranth.lib import wiring
 
 from boards.clocking import PllClock, pll_output_mhz
-from boards.implement import FlowProducts, implement
+from boards.ddr3.core import LiteDramCore
+from boards.ddr3.litedram import MODULE_NAME as LITEDRAM_MODULE, generate
+from boards.implement import NAME, FlowProducts, Progress, implement
 from boards.platforms import Board
 from boards.report import BuildReport, parse_reports
 from boards.sdram.phy import SdramPhy
@@ -32,6 +36,8 @@ from hwgen.config import AcceleratorConfig, ProgramMemory
 from planner.compile.network import CompiledNetwork
 
 SPRAM_BYTES = 4 * 32 * 1024
+MAIN_MEMORY_MODULE = f"{NAME}.soc.memory"
+"""The main memory's module in the build (`BoardTop`'s `soc`, `SocCore`'s `memory`)."""
 
 
 @dataclass(frozen=True)
@@ -49,11 +55,12 @@ def memory_bytes(board: Board, image_bytes: int, config: AcceleratorConfig | Non
     reaches only `1 << template.dram_address_bits` bytes, so with fewer address bits than the
     chip has bytes (25 for the ULX3S's 32 MiB) only that much of the SDRAM is used (the shipped
     `ulx3s-85f` configuration keeps the default 32 bits: the whole chip)."""
-    if board.sdram is None:
+    external = board.sdram.bytes if board.sdram is not None else board.ddr3_bytes
+    if not external:
         return on_chip_memory_bytes(board, image_bytes, config)
     if config is None:
-        return board.sdram.bytes
-    return min(board.sdram.bytes, 1 << config.template.dram_address_bits)
+        return external
+    return min(external, 1 << config.template.dram_address_bits)
 
 
 def on_chip_memory_bytes(board: Board, image_bytes: int, config: AcceleratorConfig | None = None) -> int:
@@ -73,6 +80,8 @@ def memory_capacity(board: Board, config: AcceleratorConfig) -> tuple[int, str]:
     """The most main memory `board` can give `config`, in bytes, and what that memory is."""
     if board.sdram is not None:
         return memory_bytes(board, 0, config), f"its {board.sdram.name} SDRAM within {config.template.dram_address_bits}-bit addresses"
+    if board.ddr3_bytes:
+        return memory_bytes(board, 0, config), f"its DDR3 within {config.template.dram_address_bits}-bit addresses"
     dev = board.device_info
     if dev.totals.spram:
         return on_chip_memory_bytes(board, 0, config), "SPRAM"
@@ -98,6 +107,32 @@ def check_image_fits(board: Board, compiled: CompiledNetwork) -> None:
                           f"{FLASH_OFFSET:#x}")
 
 
+def board_clocks(board: Board, config: AcceleratorConfig) -> tuple[float, float]:
+    """(the board's clock, the `sync` clock its PLL makes for `config.clock_mhz`) in MHz; with
+    DDR3 the PLL makes the DDR3 clock, twice `sync`."""
+    board_clock_mhz = board.create_platform().default_clk_frequency / 1e6
+    if board.ddr3_bytes:
+        return board_clock_mhz, pll_output_mhz(board.device_info.family, board_clock_mhz, 2 * config.clock_mhz) / 2
+    return board_clock_mhz, pll_output_mhz(board.device_info.family, board_clock_mhz, config.clock_mhz)
+
+
+def board_soc(board: Board, config: AcceleratorConfig, compiled: CompiledNetwork, baud: int | None = None) -> SocCore:
+    """The SoC core `hwgen build` puts on `board`: its main memory (with DDR3, LiteDRAM's core
+    generated for the clock), its UART at `baud` (the board's by default) and the `sync` clock
+    of `board_clocks` (70 MHz on the ULX3S-85F)."""
+    clock_mhz = board_clocks(board, config)[1]
+    ddr3 = generate(clock_mhz * 1e6) if board.ddr3_bytes else None
+    return SocCore(config, compiled, memory_bytes(board, compiled.memory.size, config), round(clock_mhz * 1e6),
+                   baud or board.baud, board.sdram, ddr3, board.flash)
+
+
+def main_memory_label(board: Board) -> str:
+    """What a build report calls `board`'s main memory block."""
+    if board.sdram is not None:
+        return f"main memory ({board.sdram.name} controller)"
+    return "main memory (LiteDRAM native-port adapter)" if board.ddr3_bytes else "main memory (on chip)"
+
+
 class BoardTop(Elaboratable):
     """The SoC with its UART, LEDs and SDRAM (if it has the `sdram` port) on `board`'s pins,
     clocked at `clock_mhz`."""
@@ -108,7 +143,10 @@ class BoardTop(Elaboratable):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        if abs(self.board_clock_mhz - self.clock_mhz) > 1e-6:
+        if "dram" in self.soc.signature.members:  # LiteDRAM makes the clocks
+            m.submodules.litedram = litedram = LiteDramCore(self.soc.ddr3, self.board_clock_mhz, self.clock_mhz)
+            wiring.connect(m, self.soc.dram, litedram.dram)
+        elif abs(self.board_clock_mhz - self.clock_mhz) > 1e-6:
             m.submodules.clock = PllClock(self.board.device_info.family, self.board_clock_mhz, self.clock_mhz)
         m.submodules.soc = soc = self.soc
         if "sdram" in soc.signature.members:
@@ -128,16 +166,21 @@ class BoardTop(Elaboratable):
         return m
 
 
-def build_board(board: Board, config: AcceleratorConfig, compiled: CompiledNetwork, workdir: Path) -> BoardBuild:
-    """Build `board`'s bitstream for `config` running `compiled`, with the build files in `workdir`."""
+def build_board(board: Board, config: AcceleratorConfig, compiled: CompiledNetwork, workdir: Path,
+                progress: Progress | None = None) -> BoardBuild:
+    """Build `board`'s bitstream for `config` running `compiled`, with the build files in `workdir`
+    (`progress`: see `boards.implement.implement`)."""
     check_image_fits(board, compiled)
     platform = board.create_platform()
-    board_clock_mhz = platform.default_clk_frequency / 1e6
-    clock_mhz = pll_output_mhz(board.device_info.family, board_clock_mhz, config.clock_mhz)
-    soc = SocCore(config, compiled, memory_bytes(board, compiled.memory.size, config), round(clock_mhz * 1e6), board.baud,
-                  board.sdram, board.flash)
-    products = implement(platform, BoardTop(board, soc, board_clock_mhz, clock_mhz), board.device_info, Path(workdir))
-    report = parse_reports(products.report, products.stat, board.device_info, clock_mhz, products.seconds, board.name)
+    board_clock_mhz, clock_mhz = board_clocks(board, config)
+    soc = board_soc(board, config, compiled)
+    blocks = {main_memory_label(board): MAIN_MEMORY_MODULE}
+    if board.ddr3_bytes:
+        blocks["LiteDRAM (DDR3 controller and PHY)"] = LITEDRAM_MODULE
+    products = implement(platform, BoardTop(board, soc, board_clock_mhz, clock_mhz), board.device_info, Path(workdir),
+                         kept=tuple(blocks.values()), progress=progress)
+    report = parse_reports(products.report, products.stat, board.device_info, clock_mhz, products.seconds, board.name,
+                           blocks)
     flash = None
     if board.flash is not None:
         flash = flash_image(products.bitstream.read_bytes(), compiled.image[:compiled.memory.constant_bytes].tobytes())

@@ -103,6 +103,18 @@ def pll_output_mhz(family: str, f_in_mhz: float, f_out_mhz: float) -> float:
     return (ice40_pll if family == "ice40" else ecp5_pll)(f_in_mhz, f_out_mhz).f_out_mhz
 
 
+def ecp5_pll_instance(pll: Ecp5Pll, clock_in, clock_out, locked) -> Instance:
+    """An EHXPLLL with `pll`'s dividers: `clock_in` to `clock_out` (its feedback), `locked`."""
+    return Instance(
+        "EHXPLLL", p_CLKI_DIV=pll.clki_div, p_CLKFB_DIV=pll.clkfb_div, p_CLKOP_DIV=pll.clkop_div,
+        p_CLKOP_CPHASE=pll.clkop_div - 1, p_CLKOP_FPHASE=0, p_CLKOP_ENABLE="ENABLED", p_FEEDBK_PATH="CLKOP",
+        p_PLLRST_ENA="DISABLED", p_INTFB_WAKE="DISABLED", p_STDBY_ENABLE="DISABLED",
+        p_DPHASE_SOURCE="DISABLED", p_OUTDIVIDER_MUXA="DIVA",
+        i_CLKI=clock_in, i_CLKFB=clock_out, i_RST=0, i_STDBY=0, i_PHASESEL0=0, i_PHASESEL1=0,
+        i_PHASEDIR=1, i_PHASESTEP=1, i_PHASELOADREG=1, i_PLLWAKESYNC=0, i_ENCLKOP=0,
+        o_CLKOP=clock_out, o_LOCK=locked)
+
+
 class PllClock(Elaboratable):
     """The `sync` domain from the platform's default clock through a PLL to `f_out_mhz`."""
 
@@ -124,14 +136,7 @@ class PllClock(Elaboratable):
         else:
             pll = ecp5_pll(self.f_in_mhz, self.f_out_mhz)
             m.submodules.clk_buffer = buffer = io.Buffer("i", pin)
-            m.submodules.pll = Instance(
-                "EHXPLLL", p_CLKI_DIV=pll.clki_div, p_CLKFB_DIV=pll.clkfb_div, p_CLKOP_DIV=pll.clkop_div,
-                p_CLKOP_CPHASE=pll.clkop_div - 1, p_CLKOP_FPHASE=0, p_CLKOP_ENABLE="ENABLED", p_FEEDBK_PATH="CLKOP",
-                p_PLLRST_ENA="DISABLED", p_INTFB_WAKE="DISABLED", p_STDBY_ENABLE="DISABLED",
-                p_DPHASE_SOURCE="DISABLED", p_OUTDIVIDER_MUXA="DIVA",
-                i_CLKI=buffer.i, i_CLKFB=clock, i_RST=0, i_STDBY=0, i_PHASESEL0=0, i_PHASESEL1=0,
-                i_PHASEDIR=1, i_PHASESTEP=1, i_PHASELOADREG=1, i_PLLWAKESYNC=0, i_ENCLKOP=0,
-                o_CLKOP=clock, o_LOCK=locked)
+            m.submodules.pll = ecp5_pll_instance(pll, buffer.i, clock, locked)
         platform.add_clock_constraint(clock, pll.f_out_mhz * 1e6)
         m.submodules.reset = ResetSynchronizer(~locked, domain="sync")
         return m

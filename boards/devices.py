@@ -56,6 +56,28 @@ DEVICES: dict[str, Device] = {device.name: device for device in (
 )}
 
 
+def logic_cells(family: str, cells: dict[str, int]) -> tuple[int, int]:
+    """(LUTs, flip-flops) of a Yosys cell count as the place-and-route report counts them:
+    ECP5 TRELLIS_COMB (LUT4, two per CCU2C carry, two per TRELLIS_DPR16X4 RAM) and TRELLIS_FF;
+    iCE40 logic cells' LUTs (SB_LUT4) and flip-flops (SB_DFF*)."""
+    if family == "ecp5":
+        luts = cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0) + 2 * cells.get("TRELLIS_DPR16X4", 0)
+        return luts, cells.get("TRELLIS_FF", 0)
+    return cells.get("SB_LUT4", 0), sum(n for cell, n in cells.items() if cell.startswith("SB_DFF"))
+
+
+DSP_CELLS = {"ice40": "SB_MAC16", "ecp5": "MULT18X18D"}
+BRAM_CELLS = {"ice40": "SB_RAM40_4K", "ecp5": "DP16KD"}
+
+
+def cell_resources(family: str, cells: dict[str, int]) -> Resources:
+    """The resources of a Yosys cell count (`num_cells_by_type`) of a `family` netlist, LUTs and
+    flip-flops as `logic_cells` counts them."""
+    lut, ff = logic_cells(family, cells)
+    return Resources(lut=lut, ff=ff, dsp=cells.get(DSP_CELLS[family], 0), bram=cells.get(BRAM_CELLS[family], 0),
+                     spram=cells.get("SB_SPRAM256KA", 0))
+
+
 def device(name: str) -> Device:
     """The device called `name` (case-insensitive); an unknown name is an error listing the known ones."""
     key = name.lower()

@@ -2,7 +2,9 @@
 nextpnr and the bitstream packer, with the project's additions to the platform's scripts:
 
 - Yosys: `-dsp` on iCE40 and the preserved-cell stubs (`boards.yosys`), `PREPARE` before
-  synthesis (an abc9 name clash on Amaranth output; area mapping on iCE40), cell statistics as JSON;
+  synthesis (an abc9 name clash on Amaranth output; area mapping on iCE40), the hierarchy of
+  the blocks a report itemizes kept (`keep_hierarchy`: their own cells in the statistics),
+  cell statistics as JSON;
 - nextpnr: a JSON report (`--report`) and `--timing-allow-fail`, so a design that misses
   timing still yields its report and bitstream and the caller decides what a miss means.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +24,12 @@ NAME = "top"
 STAT_FILE = f"{NAME}.stat.json"
 REPORT_FILE = f"{NAME}.report.json"
 BITSTREAM = {"ice40": f"{NAME}.bin", "ecp5": f"{NAME}.bit"}
+NEXTPNR_STAGES = (("Program finished normally", "writing the bitstream"), ("Routing..", "routing"),
+                  ("Creating initial", "placement"), ("Packing", "packing cells"))
+"""Markers in nextpnr's log, latest stage first, and the stage each begins."""
+
+Progress = Callable[[str, float], None]
+"""Called with the flow's stage (`flow_stage`) and the seconds since it started."""
 
 
 @dataclass(frozen=True)
@@ -49,30 +58,45 @@ class FlowProducts:
         return self.workdir / f"{NAME}.rpt", self.workdir / f"{NAME}.tim"
 
 
-def overrides(device: Device) -> dict[str, str]:
+def overrides(device: Device, kept: tuple[str, ...] = ()) -> dict[str, str]:
     """Template overrides of the Amaranth Lattice platforms for `device` (DSP mapping only on
-    a part that has DSPs)."""
+    a part that has DSPs), keeping the modules named `kept` (Amaranth's hierarchical names,
+    `top.soc.memory`) as modules of their own."""
     family = device.family
     after_synth = "; ".join(filter(None, [retype_command(family), f"tee -q -o {STAT_FILE} stat -json"]))
+    keep = [f"setattr -mod -set keep_hierarchy 1 {name}" for name in kept]
     return {
         "synth_opts": SYNTH_OPTIONS[family] if device.totals.dsp else "",
-        "script_after_read": PREPARE[family],
+        "script_after_read": "; ".join([PREPARE[family], *keep]),
         "script_after_synth": after_synth,
         "nextpnr_opts": f"--report {REPORT_FILE} --timing-allow-fail",
     }
 
 
-def implement(platform, top, device: Device, workdir: Path) -> FlowProducts:
+def flow_stage(workdir: Path) -> str:
+    """What a run in `workdir` is doing: "synthesis" until nextpnr's log appears, then the stage
+    its log has reached (`NEXTPNR_STAGES`)."""
+    log = workdir / f"{NAME}.tim"
+    if not log.exists():
+        return "synthesis"
+    text = log.read_text(errors="replace")
+    return next((stage for marker, stage in NEXTPNR_STAGES if marker in text), "reading the netlist")
+
+
+def implement(platform, top, device: Device, workdir: Path, kept: tuple[str, ...] = (),
+              progress: Progress | None = None) -> FlowProducts:
     """Elaborate `top` on `platform` (an Amaranth Lattice platform for `device`), write the
-    build files into `workdir` and run synthesis, place and route and packing there."""
+    build files into `workdir` and run synthesis (the modules named `kept` not flattened),
+    place and route and packing there, telling `progress` the stage as it runs."""
     for file_name, text in family_sources(device.family).items():
         platform.add_file(file_name, text)
-    plan = platform.prepare(top, name=NAME, **overrides(device))
+    plan = platform.prepare(top, name=NAME, **overrides(device, kept))
     plan.extract(workdir)
     products = FlowProducts(workdir, device.family, 0.0)
     start = time.monotonic()
+    poll = None if progress is None else lambda: progress(flow_stage(workdir), time.monotonic() - start)
     try:
-        run_script(workdir / f"{plan.script}.sh", device.family, products.logs)
+        run_script(workdir / f"{plan.script}.sh", device.family, products.logs, poll)
     except ToolchainError as error:
         overflow = overflowing_bels(products.logs[1])
         if overflow:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from amaranth.build import Attrs, Clock, Pins, Resource
+from amaranth.build import Attrs, Clock, Pins, Resource, Subsignal
 from amaranth.vendor import LatticeECP5Platform, LatticeICE40Platform
 from amaranth_boards.icebreaker import ICEBreakerPlatform
 from amaranth_boards.orangecrab_r0_2 import OrangeCrabR0_2_25FPlatform
@@ -43,20 +43,44 @@ class _IceBreaker(ICEBreakerPlatform):
 
 
 class _OrangeCrab(OrangeCrabR0_2_25FPlatform):
-    """The OrangeCrab r0.2 (ECP5-25F) without the `dfu-suffix` step: the bitstream is the product."""
+    """The OrangeCrab r0.2 (ECP5-25F) without the `dfu-suffix` step: the bitstream is the product,
+    and with its DDR3L's pins as LiteDRAM's ECP5 PHY takes them (`ddram`, after the board maker's
+    LiteX platform: the differential clock and strobes by their true pin, SSTL135D_I driving the
+    pair). amaranth-boards' `ddr3` resource is not used: its bank-address pins (P5 N3 M3) are not
+    the board's (M3 is the RGB LED's green; the board wires BA to D6 B7 A6) and its strobe pairs
+    are given as (G18, B15) and (H17, A16), each mixing two pairs."""
 
     required_tools = LatticeECP5Platform.required_tools
     command_templates = LatticeECP5Platform.command_templates
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        sstl, diff = Attrs(IO_TYPE="SSTL135_I", SLEWRATE="FAST"), Attrs(IO_TYPE="SSTL135D_I", SLEWRATE="FAST")
+        self.add_resources([Resource(
+            "ddram", 0,
+            Subsignal("a", Pins("C4 D2 D3 A3 A4 D4 C3 B2 B1 D1 A7 C2 B6 C1 A2 C7", dir="o"), sstl),
+            Subsignal("ba", Pins("D6 B7 A6", dir="o"), sstl),
+            Subsignal("ras_n", Pins("C12", dir="o"), sstl), Subsignal("cas_n", Pins("D13", dir="o"), sstl),
+            Subsignal("we_n", Pins("B12", dir="o"), sstl), Subsignal("cs_n", Pins("A12", dir="o"), sstl),
+            Subsignal("dm", Pins("D16 G16", dir="o"), sstl),
+            Subsignal("dq", Pins("C17 D15 B17 C16 A15 B13 A17 A13 F17 F16 G15 F15 J16 C18 H16 F18", dir="io"),
+                      Attrs(IO_TYPE="SSTL135_I", SLEWRATE="FAST", TERMINATION="75")),
+            Subsignal("dqs_p", Pins("B15 G18", dir="io"),
+                      Attrs(IO_TYPE="SSTL135D_I", SLEWRATE="FAST", TERMINATION="OFF", DIFFRESISTOR="100")),
+            Subsignal("clk_p", Pins("J18", dir="o"), diff),
+            Subsignal("cke", Pins("D18", dir="o"), sstl), Subsignal("odt", Pins("C13", dir="o"), sstl),
+            Subsignal("reset_n", Pins("L18", dir="o"), sstl))])
 
 
 @dataclass(frozen=True)
 class Board:
     """A board: `device` is a key of `boards.devices.DEVICES`; `leds` are four
     (resource, number, subsignal or None) outputs: busy, done, link activity, error; `sdram`
-    the chip on the platform's "sdram" resource (None: main memory is on chip); `flash` the
-    SPI flash on its "spi_flash_4x" resource that holds the model's constants after the
-    bitstream (None: they are in main memory); `baud` the
-    host link's rate: the fastest the board's USB-serial chip runs (the ULX3S's FT231X: 3 Mbaud)."""
+    the chip on the platform's "sdram" resource (None: main memory is on chip); `baud` the
+    host link's rate: the fastest the board's USB-serial chip runs (the ULX3S's FT231X: 3 Mbaud);
+    `flash` the SPI flash on its "spi_flash_4x" resource that holds the model's
+    constants after the bitstream (None: they are in main memory); `ddr3_bytes` the DDR3 on the platform's "ddram" resource (main memory then lives there,
+    through LiteDRAM: `boards.ddr3`)."""
 
     name: str
     device: str
@@ -65,6 +89,7 @@ class Board:
     sdram: SdramChip | None = None
     baud: int = 115200
     flash: SpiFlashChip | None = None
+    ddr3_bytes: int = 0
 
     def create_platform(self):
         """A platform instance with the board's extra constraints added."""
@@ -89,6 +114,7 @@ def _extra_resources(path: Path) -> list[Resource]:
     return resources
 
 
+ORANGECRAB_DDR3_BYTES = 128 << 20  # MT41K64M16: 64 M x 16 bits
 ULX3S_BAUD = 3_000_000  # the FT231X's highest rate
 _ULX3S_LEDS = tuple(("led", k, None) for k in range(4))
 BOARDS: dict[str, Board] = {board.name: board for board in (
@@ -98,7 +124,7 @@ BOARDS: dict[str, Board] = {board.name: board for board in (
     Board("ulx3s-45f", "ecp5-45f", ULX3S_45F_Platform, _ULX3S_LEDS, IS42S16160G_7, ULX3S_BAUD),
     Board("ulx3s-85f", "ecp5-85f", ULX3S_85F_Platform, _ULX3S_LEDS, IS42S16160G_7, ULX3S_BAUD),
     Board("orangecrab", "ecp5-25f", _OrangeCrab,
-          (("rgb_led", 0, "r"), ("rgb_led", 0, "g"), ("rgb_led", 0, "b"))),
+          (("rgb_led", 0, "r"), ("rgb_led", 0, "g"), ("rgb_led", 0, "b")), ddr3_bytes=ORANGECRAB_DDR3_BYTES),
 )}
 
 

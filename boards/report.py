@@ -6,18 +6,21 @@ constraint, `critical_paths`) and Yosys' `stat -json` (flip-flop cells). LUTs ar
 cells nextpnr placed (ICESTORM_LC on iCE40: a LUT4 with its flip-flop and carry; TRELLIS_COMB
 on ECP5: a LUT4 or half a carry cell); FFs are the flip-flop cells Yosys mapped; DSPs are
 multiplier blocks (SB_MAC16 / MULT18X18D), BRAMs SB_RAM40_4K / DP16KD, SPRAMs SB_SPRAM256KA.
+A block synthesized as a module of its own (`boards.implement`, the main memory of a board's
+SoC) is itemized from its Yosys cells (`boards.devices.cell_resources`).
 """
 from __future__ import annotations
 
 import io
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from boards.devices import Device, Resources
+from boards.devices import Device, Resources, cell_resources
 from common.errors import HwgenError
 from common.files import atomic_write_text
 
@@ -75,6 +78,8 @@ class BuildReport:
     clock_targets_mhz: dict[str, float] = field(default_factory=dict)
     board: str | None = None
     utilization: dict[str, tuple[int, int]] = field(default_factory=dict)
+    blocks: dict[str, Resources] = field(default_factory=dict)
+    """Resources of itemized blocks, by a label saying what each is."""
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -86,7 +91,8 @@ class BuildReport:
         path = data.get("worst_path")
         worst = None if path is None else WorstPath(**{**path, "steps": tuple(PathStep(**s) for s in path["steps"])})
         return cls(**{**data, "resources": Resources(**data["resources"]), "totals": Resources(**data["totals"]),
-                      "worst_path": worst, "utilization": {k: tuple(v) for k, v in data["utilization"].items()}})
+                      "worst_path": worst, "utilization": {k: tuple(v) for k, v in data["utilization"].items()},
+                      "blocks": {label: Resources(**r) for label, r in data.get("blocks", {}).items()}})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -107,6 +113,10 @@ class BuildReport:
             used, total = getattr(self.resources, name), getattr(self.totals, name)
             share = f"{100 * used / total:.1f} %" if total else ("-" if not used else "over")
             table.add_row(label, str(used), str(total), share)
+        for block, used in self.blocks.items():
+            for name, label in (("lut", "LUTs"), ("ff", "flip-flops"), ("dsp", "DSP multipliers"), ("bram", "block RAMs")):
+                if getattr(used, name) or name in ("lut", "ff"):
+                    table.add_row(f"  {label} in {block}", str(getattr(used, name)), "", "")
         for clock, fmax in self.fmax_mhz.items():
             target = self.clock_targets_mhz.get(clock, self.target_mhz)
             verdict = "met" if fmax >= target else "FAILED"
@@ -170,8 +180,21 @@ def worst_path(nextpnr: dict) -> WorstPath | None:
 
 
 def _clock(edge: str) -> str:
-    """`posedge CLOCK` -> `CLOCK`."""
-    return edge.split(" ", 1)[1] if edge.startswith(("posedge ", "negedge ")) else edge
+    """`posedge NET` -> the clock domain of NET."""
+    return clock_domain(edge.split(" ", 1)[1]) if edge.startswith(("posedge ", "negedge ")) else edge
+
+
+def clock_domain(net: str) -> str:
+    """The Amaranth clock domain a nextpnr clock net carries: `$glbnet$cd_sync.clk` and
+    `cd_sync.clk_$glb_clk` (a domain the platform made) -> `sync`; `clk`, `$glbnet$clock.clk`
+    (a `sync` domain's clock is named `clk` in the module that makes it) -> `sync`;
+    `$glbnet$litedram.init_clk` (another domain's: `<domain>_clk`) -> `init`; any other net
+    keeps its name."""
+    bare = re.sub(r"^\$glbnet\$|_?\$glb_clk$", "", net)
+    named = re.fullmatch(r"(?:.*\.)?cd_(\w+)\.clk", bare) or re.fullmatch(r"(?:[\w.]*\.)?(?:(\w+)_)?clk", bare)
+    if named:
+        return named[1] or "sync"
+    return net
 
 
 def _endpoint(point: dict) -> str:
@@ -179,13 +202,14 @@ def _endpoint(point: dict) -> str:
 
 
 def parse_reports(nextpnr_path: Path, stat_path: Path, device: Device, target_mhz: float, build_seconds: float,
-                  board: str | None = None) -> BuildReport:
-    """A `BuildReport` from nextpnr's JSON report and Yosys' statistics of one run."""
+                  board: str | None = None, blocks: dict[str, str] | None = None) -> BuildReport:
+    """A `BuildReport` from nextpnr's JSON report and Yosys' statistics of one run; `blocks`
+    maps a label to the name of a module the run kept (`boards.implement.implement`'s `kept`)."""
     nextpnr, stat = _read_json(nextpnr_path), _read_json(stat_path)
     try:
         utilization = {bel: (int(v["used"]), int(v["available"])) for bel, v in nextpnr["utilization"].items()}
-        fmax = {clock: float(v["achieved"]) for clock, v in nextpnr["fmax"].items()}
-        targets = {clock: float(v["constraint"]) for clock, v in nextpnr["fmax"].items()}
+        fmax = {clock_domain(net): float(v["achieved"]) for net, v in nextpnr["fmax"].items()}
+        targets = {clock_domain(net): float(v["constraint"]) for net, v in nextpnr["fmax"].items()}
     except (KeyError, TypeError, ValueError) as error:
         raise ReportError(f"{nextpnr_path}: not a nextpnr report ({error!r} missing or malformed)") from None
     bels = BELS[device.family]
@@ -193,6 +217,15 @@ def parse_reports(nextpnr_path: Path, stat_path: Path, device: Device, target_mh
     resources = Resources(lut=used["lut"], ff=yosys_flip_flops(stat, device.family), dsp=used["dsp"],
                           bram=used["bram"], spram=used.get("spram", 0))
     met = bool(fmax) and all(fmax[clock] >= targets[clock] for clock in fmax)
+    itemized = {label: block_resources(stat, stat_path, module, device.family) for label, module in (blocks or {}).items()}
     return BuildReport(device=device.name, target_mhz=target_mhz, fmax_mhz=fmax, timing_met=met, resources=resources,
                        totals=device.totals, build_seconds=round(build_seconds, 1), worst_path=worst_path(nextpnr),
-                       clock_targets_mhz=targets, board=board, utilization=utilization)
+                       clock_targets_mhz=targets, board=board, utilization=utilization, blocks=itemized)
+
+
+def block_resources(stat: dict, stat_path: Path, module: str, family: str) -> Resources:
+    """The resources of `module`'s own cells in a Yosys `stat -json` document."""
+    try:
+        return cell_resources(family, stat["modules"][f"\\{module}"]["num_cells_by_type"])
+    except (KeyError, TypeError):
+        raise ReportError(f"{stat_path}: no statistics of module {module!r} (was it kept as a module?)") from None

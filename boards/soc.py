@@ -9,6 +9,10 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from boards.bridge import Bridge
+from boards.ddr3.init import init_program
+from boards.ddr3.litedram import LiteDramDdr3
+from boards.ddr3.memory import Ddr3MainMemory
+from boards.ddr3.native import LiteDramPort
 from boards.main_memory import MainMemory, check_size, word_bytes
 from boards.protocol import FRAME_GAP_BYTE_TIMES, DeviceInfo, build_id
 from boards.sdram.memory import SdramMainMemory, check_sdram_memory
@@ -67,8 +71,10 @@ class SocCore(wiring.Component):
 
     Main memory is `MainMemory` (on chip, holding the image from the start), or with `sdram`
     `SdramMainMemory` in that chip (empty until the host loads the image); the chip's pins
-    are then the `sdram` port (`SDRAM_PINS`, for `boards.sdram.phy.SdramPhy`). With `flash`,
-    `FlashMainMemory`: the constants in that chip from `FLASH_OFFSET` (written with the
+    are then the `sdram` port (`SDRAM_PINS`, for `boards.sdram.phy.SdramPhy`). With `ddr3` (a
+    generated LiteDRAM core) it is `Ddr3MainMemory` in the DDR3, empty too, on the `dram` port
+    (the core's native port and CSR bus, for `boards.ddr3.core.LiteDramCore`). With
+    `flash`, `FlashMainMemory`: the constants in that chip from `FLASH_OFFSET` (written with the
     bitstream), `memory_bytes` of SPRAM for the rest (the host's addresses start at the end of
     the constants); its pins are the `flash` port (`SPI_FLASH_PINS`, for
     `boards.spiflash.phy.SpiFlashPhy`).
@@ -79,7 +85,8 @@ class SocCore(wiring.Component):
     """
 
     def __init__(self, config: AcceleratorConfig, compiled: CompiledNetwork, memory_bytes: int, clk_hz: int,
-                 baud: int = 115200, sdram: SdramChip | None = None, flash: SpiFlashChip | None = None):
+                 baud: int = 115200, sdram: SdramChip | None = None, ddr3: LiteDramDdr3 | None = None,
+                 flash: SpiFlashChip | None = None):
         try:
             check_soc(config, compiled, memory_bytes, sdram, flash)
             if sdram is not None:
@@ -88,7 +95,7 @@ class SocCore(wiring.Component):
         except ConfigError:
             self._MustUse__silence = True  # not built, so not "created but never used"
             raise
-        self.config, self.compiled, self.sdram_chip, self.flash_chip = config, compiled, sdram, flash
+        self.config, self.compiled, self.sdram_chip, self.ddr3, self.flash_chip = config, compiled, sdram, ddr3, flash
         self.memory_bytes, self.clk_hz, self.baud = memory_bytes, clk_hz, baud
         constants = compiled.image[:compiled.memory.constant_bytes].tobytes() if flash is not None else None
         self.info = DeviceInfo(memory_bytes=memory_bytes, clk_hz=clk_hz,
@@ -96,14 +103,20 @@ class SocCore(wiring.Component):
         members = {"rx": In(1, init=1), "tx": Out(1, init=1), "leds": Out(4)}
         if sdram is not None:
             members["sdram"] = Out(SDRAM_PINS)
+        if ddr3 is not None:
+            members["dram"] = Out(LiteDramPort(ddr3.address_bits, ddr3.data_bits))
         if flash is not None:
             members["flash"] = Out(SPI_FLASH_PINS)
         super().__init__(members)
 
-    def _main_memory(self, m: Module, port: MemoryPort) -> MainMemory | SdramMainMemory | FlashMainMemory:
-        """Main memory on the accelerator's `port`: in the SDRAM chip, split between the flash
-        and SPRAM, or on chip with the image."""
-        if self.flash_chip is not None:
+    def _main_memory(self, m: Module, port: MemoryPort) -> MainMemory | SdramMainMemory | Ddr3MainMemory | FlashMainMemory:
+        """Main memory on the accelerator's `port`: in the SDRAM chip or the DDR3, split between
+        the flash and SPRAM, or on chip with the image."""
+        if self.ddr3 is not None:
+            memory = Ddr3MainMemory(port, self.memory_bytes, self.ddr3.address_bits, self.ddr3.data_bits,
+                                    init_program(self.ddr3, self.clk_hz))
+            wiring.connect(m, wiring.flipped(self.dram), memory.dram)
+        elif self.flash_chip is not None:
             memory = FlashMainMemory(port, self.memory_bytes, self.compiled.memory.constant_bytes, self.flash_chip,
                                      self.clk_hz / 1e6)
             wiring.connect(m, wiring.flipped(self.flash), memory.flash)

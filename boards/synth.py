@@ -12,7 +12,7 @@ from pathlib import Path
 from amaranth.hdl import Elaboratable, Module
 
 from boards.devices import device as find_device
-from boards.implement import implement
+from boards.implement import Progress, implement
 from boards.platforms import BARE_INPUTS, bare_platform
 from boards.report import BuildReport, parse_reports
 from boards.shell import AcceleratorShell
@@ -52,12 +52,13 @@ def default_program(config: AcceleratorConfig) -> Program:
     return default_network(config).program
 
 
-def synth_report(device: str, config: AcceleratorConfig, workdir: Path, program: Program | None = None) -> BuildReport:
+def synth_report(device: str, config: AcceleratorConfig, workdir: Path, program: Program | None = None,
+                 progress: Progress | None = None) -> BuildReport:
     """Synthesize, place and route the accelerator for `config` (running `program`, by default
     the digits CNN compiled for `config`) on the bare `device` (a `boards.devices` name), with
-    the build files in `workdir`; the report of the run (timing met or not)."""
+    the build files in `workdir`, telling `progress` the stage; the report of the run (timing met or not)."""
     dev = find_device(device)
     program = default_program(config) if program is None else program
     top = PinnedShell(AcceleratorShell(Accelerator(config, program), BARE_INPUTS))
-    products = implement(bare_platform(dev, config.clock_mhz), top, dev, Path(workdir))
+    products = implement(bare_platform(dev, config.clock_mhz), top, dev, Path(workdir), progress=progress)
     return parse_reports(products.report, products.stat, dev, config.clock_mhz, products.seconds)

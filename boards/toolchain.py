@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,13 +59,29 @@ def tool_environment(family: str) -> dict[str, str]:
     return {**os.environ, **{TOOLS[name].env_var: tool_path(name) for name in FAMILY_TOOLS[family]}}
 
 
-def run_script(script: Path, family: str, log_files: tuple[Path, ...]) -> None:
-    """Run a shell build `script` in its folder with `family`'s tools; a failure raises a
-    `ToolchainError` with the tail of the newest of `log_files` that exists."""
-    result = subprocess.run(["sh", script.name], cwd=script.parent, env=tool_environment(family),
-                            capture_output=True, text=True)
-    if result.returncode:
+POLL_SECONDS = 1.0
+
+
+def run_script(script: Path, family: str, log_files: tuple[Path, ...], poll: Callable[[], None] | None = None) -> None:
+    """Run a shell build `script` in its folder with `family`'s tools, calling `poll` every
+    `POLL_SECONDS` while it runs; a failure raises a `ToolchainError` with the tail of the newest
+    of `log_files` that exists. An exception in `poll` or an interrupt stops the tools."""
+    with subprocess.Popen(["sh", script.name], cwd=script.parent, env=tool_environment(family),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True) as process:
+        try:
+            while True:
+                try:
+                    stdout, stderr = process.communicate(timeout=POLL_SECONDS)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if poll is not None:
+                    poll()
+        except BaseException:
+            os.killpg(process.pid, signal.SIGKILL)  # the script and the tool it runs
+            raise
+    if process.returncode:
         logs = [path for path in log_files if path.exists()]
         text = max(logs, key=lambda path: path.stat().st_mtime).read_text() if logs else ""
-        tail = "\n".join((text + result.stdout + result.stderr).splitlines()[-25:])
-        raise ToolchainError(f"{script.name} in {script.parent} failed (exit {result.returncode}):\n{tail}")
+        tail = "\n".join((text + stdout + stderr).splitlines()[-25:])
+        raise ToolchainError(f"{script.name} in {script.parent} failed (exit {process.returncode}):\n{tail}")

@@ -1,5 +1,6 @@
-"""A status line on stderr while `hwgen run --port sim` simulates the SoC: the stage (loading,
-running a sample), the cycles simulated so far and the simulator's speed."""
+"""A status line on stderr while `hwgen run --port sim` simulates the SoC (in Amaranth or
+Verilator): the stage (loading, running a sample), the cycles simulated so far and the
+simulator's speed."""
 from __future__ import annotations
 
 import time
@@ -7,16 +8,24 @@ import time
 from rich.console import Console
 from rich.status import Status
 
+from boards.sdram.soc_transport import VerilatedSoc
 from boards.transport import SimulatedTransport, Transport
 
 UPDATE_SECONDS = 0.5
 
 
+def preparing() -> Status:
+    """A status line on stderr while the simulated SoC is made (its Verilog emitted and, the first
+    time for a model, its simulator built)."""
+    return Console(stderr=True).status("preparing the simulated SoC (the first run of a model builds its "
+                                       "simulator: minutes)")
+
+
 class SimulationProgress:
-    """Context manager; does nothing unless `transport` is a `SimulatedTransport`."""
+    """Context manager; does nothing unless `transport` is a simulated SoC."""
 
     def __init__(self, transport: Transport):
-        self.transport = transport if isinstance(transport, SimulatedTransport) else None
+        self.transport = transport if isinstance(transport, SimulatedTransport | VerilatedSoc) else None
         self._status: Status | None = None
         self._stage = ""
         self._shown = 0.0

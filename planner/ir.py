@@ -148,9 +148,68 @@ class Layer:
         return self.weight_count + self.bias_count
 
 
+class HostOp(str, Enum):
+    """Operators computed on the host after the accelerator, on its dequantized outputs."""
+
+    SOFTMAX = "Softmax"
+    LOG_SOFTMAX = "LogSoftmax"
+    ARGMAX = "ArgMax"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class HostStep:
+    """One host operator with its ONNX attributes.
+
+    `coerce_2d` is the Softmax of opsets before 13: the input flattened to 2-D at `axis`.
+    """
+
+    op: HostOp
+    axis: int
+    keepdims: bool = True
+    select_last_index: bool = False
+    coerce_2d: bool = False
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        if self.op == HostOp.ARGMAX:
+            if self.select_last_index:
+                flipped = np.flip(x, axis=self.axis)
+                index = x.shape[self.axis] - 1 - np.argmax(flipped, axis=self.axis, keepdims=self.keepdims)
+            else:
+                index = np.argmax(x, axis=self.axis, keepdims=self.keepdims)
+            return index.astype(np.int64)
+        data = x.reshape(int(np.prod(x.shape[:self.axis % x.ndim])), -1) if self.coerce_2d else x
+        axis = -1 if self.coerce_2d else self.axis
+        shifted = data.astype(np.float64) - data.max(axis=axis, keepdims=True)
+        log_sum = np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+        result = shifted - log_sum if self.op == HostOp.LOG_SOFTMAX else np.exp(shifted - log_sum)
+        return result.reshape(x.shape).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class HostTail:
+    """Host operators turning the accelerator output `source` into the graph output `output`."""
+
+    source: str
+    output: str
+    steps: tuple[HostStep, ...]
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        for step in self.steps:
+            x = step.apply(x)
+        return x
+
+
 @dataclass(frozen=True, eq=False)
 class Network:
-    """A whole network: one input feature map, layers in topological order, named outputs."""
+    """A whole network: one input feature map, layers in topological order, named outputs.
+
+    `host_tails` are trailing operators the host computes on the outputs (Softmax, ArgMax);
+    `absent_weights` names the weights that were absent from the model file and replaced by
+    seeded stand-ins (a shape-only model).
+    """
 
     name: str
     input_name: str
@@ -158,6 +217,8 @@ class Network:
     layers: tuple[Layer, ...]
     outputs: tuple[str, ...]
     input_quant: TensorQuant | None = None
+    host_tails: tuple[HostTail, ...] = ()
+    absent_weights: tuple[str, ...] = ()
 
     @property
     def quantized(self) -> bool:

@@ -18,7 +18,9 @@ from planner import eplanner, search
 from common.errors import PlanningError
 from common.files import atomic_write_text
 from planner.ir import COMPUTE_OPS, Layer, Network, Op
+from planner.envelope import check_network
 from planner.layer_cost import LayerCost
+from planner.split import split_shapes
 from planner.objective import Objective
 from planner.schedule import ConvShape, Schedule
 from planner.vector_cost import stream_channels, stream_cost
@@ -144,10 +146,12 @@ def plan_layer(layer: Layer, config: AcceleratorConfig, objective: Objective = O
 
 def plan_network(network: Network, config: AcceleratorConfig, objective: Objective = Objective.LATENCY,
                  strategy: Strategy = Strategy.SEARCH) -> NetworkPlan:
-    """Plan every layer; identical layers reuse the first one's schedule."""
+    """Plan every layer of the network as the compiler sees it (`planner.split`), after checking
+    that each can be compiled (`planner.envelope`); identical layers reuse the first one's schedule."""
+    check_network(network, config)
     cache: dict = {}
     layers = []
-    for layer in network.layers:
+    for layer in split_shapes(network, config).layers:
         key = _cache_key(layer)
         if key in cache:
             first = cache[key]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hwgen.dma import Descriptor
+from hwgen.program_walk import wrap
 
 
 @dataclass
@@ -22,12 +23,13 @@ def run_descriptor(desc: Descriptor, dram: np.ndarray, buffer: np.ndarray, bus_b
     """Apply `desc` to the byte arrays in place, adding its DRAM traffic to `traffic`.
 
     Runs go in loop order (first outer dimension fastest); reads fetch every bus beat that holds
-    an in-bounds byte of a run, once per run.
+    an in-bounds byte of a run, once per run. DRAM addresses wrap at 32 bits as the DMA's adders
+    do: a padded window's origin may lie before address 0 while its in-bounds bytes do not.
     """
     dims = desc.outer()
     for index in itertools.product(*[range(d.count) for d in reversed(dims)]):
         steps = list(zip(reversed(index), dims))
-        a = desc.dram_addr + sum(i * d.dram_stride for i, d in steps)
+        a = wrap(desc.dram_addr + sum(i * d.dram_stride for i, d in steps), 32)
         b = desc.buf_addr + sum(i * d.buf_stride for i, d in steps)
         y = desc.y0 + sum(i * d.dy for i, d in steps)
         x = desc.x0 + sum(i * d.dx for i, d in steps)

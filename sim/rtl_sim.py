@@ -2,6 +2,7 @@
 by `sim.memory_model.MemoryModel` (latency and bandwidth of the configuration)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,21 +42,30 @@ async def write_program(ctx, dut: Accelerator, compiled: CompiledNetwork) -> Non
     ctx.set(dut.program_write.en, 0)
 
 
-async def start_and_wait(ctx, dut: Accelerator, max_cycles: int) -> int:
-    """Pulse `dut.start` and wait for `done`; the accelerator's cycle counter."""
+PROGRESS_EVERY = 1000
+"""Cycles between calls of a `start_and_wait` progress callback."""
+
+
+async def start_and_wait(ctx, dut: Accelerator, max_cycles: int, progress: Callable[[int], None] | None = None) -> int:
+    """Pulse `dut`'s `start`, then tick until `done` (`SimulationTimeout` after `max_cycles`),
+    calling `progress` with the cycles so far every `PROGRESS_EVERY` cycles; the accelerator's
+    cycle counter then."""
     ctx.set(dut.start, 1)
     await ctx.tick()
     ctx.set(dut.start, 0)
-    for _ in range(max_cycles):
+    for cycle in range(1, max_cycles + 1):
         if ctx.get(dut.done):
             return ctx.get(dut.counters.cycles)
         await ctx.tick()
+        if progress is not None and cycle % PROGRESS_EVERY == 0:
+            progress(cycle)
     raise SimulationTimeout(f"no `done` after {max_cycles} cycles")
 
 
 def run_rtl(compiled: CompiledNetwork, x: np.ndarray, *, max_cycles: int = 5_000_000, stall: float = 0.0,
-            seed: int = 0, vcd: str | None = None) -> RtlRun:
-    """Run the int8 `(C, H, W)` input through the RTL; `vcd` writes a waveform file."""
+            seed: int = 0, vcd: str | None = None, progress: Callable[[int], None] | None = None) -> RtlRun:
+    """Run the int8 `(C, H, W)` input through the RTL; `vcd` writes a waveform file; `progress` is
+    called with the cycles run every `PROGRESS_EVERY` cycles."""
     dram = compiled.dram_with_input(x)
     dut = Accelerator(compiled.config, compiled.program)
     memory = MemoryModel.from_config(dut.port, dram, compiled.config.dram, stall=stall, seed=seed)
@@ -63,16 +73,7 @@ def run_rtl(compiled: CompiledNetwork, x: np.ndarray, *, max_cycles: int = 5_000
 
     async def bench(ctx):
         await write_program(ctx, dut, compiled)
-        ctx.set(dut.start, 1)
-        await ctx.tick()
-        ctx.set(dut.start, 0)
-        cycles = 0
-        while not ctx.get(dut.done):
-            await ctx.tick()
-            cycles += 1
-            if cycles > max_cycles:
-                raise SimulationTimeout(f"no `done` after {max_cycles} cycles")
-        result["cycles"] = ctx.get(dut.counters.cycles)
+        result["cycles"] = await start_and_wait(ctx, dut, max_cycles, progress)
         result["counters"] = {q: {k: ctx.get(getattr(getattr(dut.counters, q), k)) for k in ("active", "waiting")}
                               for q in ("load", "compute", "store")}
 

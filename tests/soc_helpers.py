@@ -28,6 +28,9 @@ TINY = config_from_dict({
     "buffers": {"input_bytes": 512, "weight_bytes": 512, "output_bytes": 1024},
     "dram": {"bus_width_bits": 8, "bandwidth_bytes_per_cycle": 1, "latency_cycles": 2, "burst_beats": 4},
 })
+TINY_16 = config_from_dict({**TINY.to_dict(), "name": "tiny-16",
+                            "dram": {**TINY.to_dict()["dram"], "bus_width_bits": 16, "bandwidth_bytes_per_cycle": 2}})
+"""TINY with the 16-bit memory port the SDRAM and DDR3 main memories need."""
 
 
 COMPACT = {"loops_and_registers": False, "queue_fields": "used", "program_memory": "spram",

@@ -7,13 +7,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from compile_helpers import compile_and_run, random_schedules
+from compile_helpers import compile_and_run, random_schedules, run_isa
 from hwgen.config import config_from_dict
 from onnx_factory import pattern_models
 from sim.golden.calibration import quantize_network
 from planner.compile.network import compile_network
 from common.errors import PlanningError
 from planner.frontend import load_network
+from planner.pipeline import plan_and_compile
 from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
 from sim.golden import run_quantized
 from hw_configs import data_config
@@ -54,7 +55,7 @@ def test_every_layer_type_bit_exact(name, config_name):
 
 
 @pytest.mark.parametrize("name, layer, op", [("pools", "averagepool6", "sum"), ("residual_add", "add8", "add"),
-                                             ("concat", "concat9", "copy"), ("gap_fc", "globalaveragepool5", "sum")])
+                                             ("concat", "concat9", "copy")])
 def test_left_out_vector_op_is_one_clear_error(name, layer, op):
     """A vector unit with MAX alone cannot run AVGPOOL (SUM), ADD or CONCAT (COPY): the compiler
     names the layer, the operation and the option."""
@@ -65,6 +66,18 @@ def test_left_out_vector_op_is_one_clear_error(name, layer, op):
                                             rf"configuration 'small' leaves out \(template\.vector_ops: \[max\]\); "
                                             rf"add {op} to template\.vector_ops"):
         compile_network(net, random_schedules(net, config, np.random.default_rng(0)), config)
+
+
+def test_global_average_pool_without_sum_runs_on_the_conv_engine():
+    """Without SUM a global average pool is a fully connected layer over the flattened map
+    (planner.split): planned, compiled and bit-exact."""
+    float_net = load_network(PATTERNS["gap_fc"])
+    rng = np.random.default_rng(7)
+    net = quantize_network(float_net, rng.standard_normal((8, *float_net.input_shape)).astype(np.float32))
+    config = replace(SMALL, template=replace(SMALL.template, vector_ops=("max",)))
+    x = net.input_quant.quantize(rng.standard_normal(float_net.input_shape).astype(np.float32))
+    outputs, _ = run_isa(plan_and_compile(net, config).compiled, x)
+    assert np.array_equal(outputs[net.outputs[0]], run_quantized(net, x)[net.outputs[0]])
 
 
 def test_pools_with_the_ops_they_need_stay_bit_exact():

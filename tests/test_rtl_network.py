@@ -12,7 +12,7 @@ from planner.frontend import load_network
 from planner.pipeline import plan_and_compile
 from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
 from sim.golden import run_quantized
-from sim.rtl_sim import run_rtl
+from sim.rtl_sim import PROGRESS_EVERY, run_rtl
 from hw_configs import data_config
 
 
@@ -26,8 +26,12 @@ def test_digits_cnn_runs_bit_exact_on_the_rtl(spram):
     net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
     flow = plan_and_compile(net, config)
     x = net.input_quant.quantize(load_digits_split()[2][3])
-    run = run_rtl(flow.compiled, x, stall=0.1, seed=1)
+    reported = []
+    run = run_rtl(flow.compiled, x, stall=0.1, seed=1, progress=reported.append)
     golden = run_quantized(net, x)
+    # progress every PROGRESS_EVERY cycles of the testbench's count, which ends at `done`
+    assert reported == list(range(PROGRESS_EVERY, len(reported) * PROGRESS_EVERY + 1, PROGRESS_EVERY))
+    assert 0 <= run.cycles - reported[-1] < 2 * PROGRESS_EVERY
     for name in net.outputs:
         assert np.array_equal(run.outputs[name], golden[name])
     _, isa = run_isa(flow.compiled, x)

@@ -510,3 +510,43 @@ def test_amaranth_testbench_through_the_adapter_reads_back_what_it_wrote():
     sim.add_testbench(testbench)
     sim.run()
     model.finish()
+
+
+# ---- NOP edges at once -------------------------------------------------------------------------
+
+def _idle_run(at_once: bool, tail: str) -> tuple:
+    """Writes with auto precharge and refreshes between random NOP gaps (`nop_edges` or one
+    `clock` per edge), then `tail`: a row left open past tRAS max, or refreshes stopped."""
+    bus = ready(mode_bits(bl=1), chip=replace(CHIP, t_ras_max_ns=5000))
+    rng = np.random.default_rng(3)
+
+    def idle(edges: int) -> None:
+        bus.device.nop_edges(edges, 0) if at_once else bus.nop(edges)
+
+    message = None
+    try:
+        for i in range(40):
+            bus.cmd("ACTIVE", ba=i % 4, a=i)
+            bus.nop(1)
+            bus.cmd("WRITE", ba=i % 4, a=AP | i, dq=0x1234 + i)
+            idle(int(rng.integers(0, 300)))  # the auto precharge pending at first: edge by edge
+            if i % 2:
+                bus.nop(10)
+                bus.cmd("REFRESH")
+                idle(6 + int(rng.integers(0, 300)))
+        if tail == "open row":
+            bus.cmd("ACTIVE", ba=2, a=99)
+        idle(20_000)
+    except SdramViolation as error:
+        message = str(error)
+    written = [bus.device.memory.read_back(byte_address(i % 4, i, i), 2).tobytes() for i in range(40)]
+    return bus.device.cycle, bus.device.refresh_debt, written, message
+
+
+@pytest.mark.parametrize("tail", ["open row", "no refresh"])
+def test_nop_edges_at_once_equal_one_clock_per_edge(tail):
+    """`nop_edges` (what the Verilator SoC testbench uses while the controller idles) leaves the
+    model as clocking it edge by edge does, and raises the same violation at the same edge."""
+    at_once, per_edge = _idle_run(True, tail), _idle_run(False, tail)
+    assert at_once == per_edge
+    assert per_edge[3] is not None and ("tRAS max" if tail == "open row" else "missed refresh") in per_edge[3]

@@ -25,14 +25,11 @@ from sim.golden import run_quantized
 from sim.sdram.adapter import SDRAM_PINS, sdram_process
 from sim.sdram.chips import IS42S16160G_7
 from sim.sdram.device import SdramDevice
-from soc_helpers import TINY, tiny_compiled, tiny_input, tiny_network
+from soc_helpers import TINY, TINY_16, tiny_compiled, tiny_input, tiny_network
 
 ULX3S = ("ulx3s-12f", "ulx3s-25f", "ulx3s-45f", "ulx3s-85f")
 CLK_HZ = 75_000_000
 PLACED_AT = 1 << 20  # where the READ and CHECKSUM test places its bytes in the chip
-TINY_16 = config_from_dict({**TINY.to_dict(), "name": "tiny-16",
-                            "dram": {**TINY.to_dict()["dram"], "bus_width_bits": 16, "bandwidth_bytes_per_cycle": 2}})
-"""TINY with the 16-bit memory port SDRAM main memory needs."""
 
 
 def ulx3s_soc(config=TINY_16, clk_hz: int = CLK_HZ, baud: int = 115200) -> SocCore:

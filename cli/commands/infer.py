@@ -6,7 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cli.commands.common import add_calibration_argument, add_model_argument, load_model, quantized
+from cli.commands.common import add_calibration_argument, add_model_argument, as_batch, load_model, quantized
+from cli.cycle_progress import CycleProgress
 from common.errors import InputError
 from common.files import atomic_save_npy, atomic_write_bytes
 from planner.ir import Network, Op
@@ -17,10 +18,10 @@ from planner.pipeline import plan_and_compile
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "infer", help="run a model on an input array",
-        description="Quantize the model if it is float, run the input through an engine and save the "
+        "infer", description="Quantize the model if it is float, run the input through an engine and save the "
         "outputs. Float inputs are quantized with the model's input parameters; int8 inputs are "
-        "taken as already quantized. Outputs are dequantized to float32 unless --raw.",
+        "taken as already quantized. Outputs are dequantized to float32 unless --raw; a trailing "
+        "Softmax, LogSoftmax or ArgMax is then computed on the host (--raw: the accelerator's outputs).",
     )
     add_model_argument(parser)
     parser.add_argument("--input", required=True, type=Path, metavar="X.npy", help="input array (N, C, H, W) or (C, H, W)")
@@ -40,12 +41,7 @@ def read_input(path: Path, net: Network) -> np.ndarray:
         x = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as error:
         raise InputError(f"--input {path}: cannot read ({error})") from None
-    if x.ndim == len(net.input_shape):
-        x = x[None]
-    if tuple(x.shape[1:]) != net.input_shape and x.ndim == 2 and x.shape[1] == net.input_shape[0]:
-        x = x.reshape(x.shape[0], *net.input_shape)
-    if tuple(x.shape[1:]) != net.input_shape:
-        raise InputError(f"--input {path}: shape {x.shape} does not match the model input (N, {', '.join(map(str, net.input_shape))})")
+    x = as_batch(x, net.input_shape, f"--input {path}")
     if x.dtype == np.int8:
         return x
     if not np.issubdtype(x.dtype, np.floating):
@@ -62,16 +58,31 @@ def output_array(net: Network, name: str, batch: list[np.ndarray], raw: bool) ->
     return stacked.reshape(len(batch), -1) if producer.op == Op.FC else stacked
 
 
+def with_host_tails(net: Network, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The graph's outputs: trailing host operators (Softmax, ArgMax) applied to the accelerator's."""
+    result = {}
+    for name, array in arrays.items():
+        tails = [tail for tail in net.host_tails if tail.source == name]
+        result.update({tail.output: tail.apply(array) for tail in tails} if tails else {name: array})
+    return result
+
+
 def run(args: argparse.Namespace) -> int:
     net = quantized(load_model(args), args)
     inputs = read_input(args.input, net)
     engine = ENGINES[args.engine]
-    compiled = plan_and_compile(net, load_config(args.hw)).compiled if engine.needs_program else None
+    flow = plan_and_compile(net, load_config(args.hw)) if engine.needs_program else None
+    compiled = None if flow is None else flow.compiled
     per_output: dict[str, list[np.ndarray]] = {name: [] for name in net.outputs}
-    for sample in inputs:
-        for name, value in engine.run(net, compiled, sample).outputs.items():
+    for k, sample in enumerate(inputs):
+        what = f"{args.engine}: input {k + 1} of {len(inputs)}"
+        with CycleProgress(what, flow.prediction.cycles if flow else 0, engine.shows_progress) as progress:
+            outputs = engine.run(net, compiled, sample, progress=progress).outputs
+        for name, value in outputs.items():
             per_output[name].append(value)
     arrays = {name: output_array(net, name, values, args.raw) for name, values in per_output.items()}
+    if not args.raw:
+        arrays = with_host_tails(net, arrays)
     if len(arrays) == 1:
         atomic_save_npy(args.output, next(iter(arrays.values())))
     else:

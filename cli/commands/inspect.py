@@ -3,27 +3,34 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
-from common.console import make_console
+from rich import box
 from rich.table import Table
 
 from cli.commands.common import add_model_argument, load_model
+from common.console import make_console
 from planner.ir import Layer, Network
+
+if TYPE_CHECKING:
+    from hwgen.config import AcceleratorConfig
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "inspect", help="show a model's layers, shapes, MACs and parameters",
-        description="Load an ONNX model into the Network IR (BatchNorm folded, activations fused, "
-        "quantization read) and print its layer table and totals.",
+        "inspect", description="Load an ONNX model into the Network IR (BatchNorm folded, activations fused, "
+        "quantization read) and print its layer table and totals; with --hw, each layer marked by whether "
+        "that hardware configuration can compile it (docs/envelope.md).",
     )
     add_model_argument(parser)
+    parser.add_argument("--hw", default=None, metavar="CFG",
+                        help="mark the layers this hardware configuration (YAML or shipped name) cannot compile")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(func=run)
 
 
-def layer_record(layer: Layer) -> dict:
-    """The JSON record of one layer."""
+def layer_record(layer: Layer, problem: str | None = None) -> dict:
+    """The JSON record of one layer (`problem`: why the configuration cannot compile it)."""
     return {
         "name": layer.name,
         "op": layer.op.value,
@@ -36,43 +43,77 @@ def layer_record(layer: Layer) -> dict:
         "activation": layer.activation.value,
         "macs": layer.macs,
         "params": layer.params,
+        "problem": problem,
     }
 
 
-def network_record(net: Network) -> dict:
+def network_record(net: Network, config: AcceleratorConfig | None) -> dict:
+    """The JSON record of `net`; with `config`, each layer's `problem` on it (else null)."""
+    problems = {} if config is None else _problems(net, config)
     return {
         "name": net.name,
+        "config": None if config is None else config.name,
         "input_shape": list(net.input_shape),
         "quantized": net.quantized,
-        "layers": [layer_record(layer) for layer in net.layers],
+        "layers": [layer_record(layer, problems.get(layer.name)) for layer in net.layers],
         "total_macs": net.total_macs,
         "total_params": net.total_params,
     }
+
+
+def _problems(net: Network, config: AcceleratorConfig) -> dict[str, str]:
+    from planner.envelope import network_problems
+
+    return network_problems(net, config)
 
 
 def _shape(shape: tuple[int, ...]) -> str:
     return "x".join(map(str, shape))
 
 
-def render_table(net: Network) -> Table:
-    table = Table(title=f"{net.name}: input {_shape(net.input_shape)}, {'int8' if net.quantized else 'float'}")
-    for column in ("#", "layer", "op", "input", "output", "kernel/stride", "act", "MACs", "params"):
-        table.add_column(column, justify="right" if column in ("#", "MACs", "params") else "left")
-    for index, layer in enumerate(net.layers):
+def render_table(net: Network, problems: dict[str, str] | None = None, config: AcceleratorConfig | None = None) -> Table:
+    """The layer table, 80 columns wide at most (the activation follows the op); with `config`, a
+    last column marks whether it compiles each layer (`problems`: layer name -> why not)."""
+    table = Table(title=f"{net.name}: input {_shape(net.input_shape)}, {'int8' if net.quantized else 'float'}",
+                  caption=None if config is None else f"ok: compiles for {config.name}",
+                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table.add_column("layer", min_width=9, overflow="fold")
+    table.add_column("op")
+    for column in ("input", "output"):
+        table.add_column(column, min_width=10, overflow="fold")
+    table.add_column("k/s", no_wrap=True)
+    for column in ("MACs", "params"):
+        table.add_column(column, justify="right", no_wrap=True)
+    marked = config is not None
+    if marked:
+        table.add_column("ok", no_wrap=True)
+    for layer in net.layers:
         op = layer.op.value + (f" g{layer.groups}" if layer.groups > 1 else "")
+        act = "" if layer.activation.value == "none" else f" {layer.activation.value}"
         table.add_row(
-            str(index), layer.name, op, " + ".join(_shape(s) for s in layer.in_shapes), _shape(layer.out_shape),
-            f"{_shape(layer.kernel)}/{layer.stride[0]}", layer.activation.value, f"{layer.macs:,}", f"{layer.params:,}",
+            layer.name, op + act, " + ".join(_shape(s) for s in layer.in_shapes), _shape(layer.out_shape),
+            f"{_shape(layer.kernel)}/{layer.stride[0]}", f"{layer.macs:,}", f"{layer.params:,}",
+            *(["no" if layer.name in problems else "yes"] if marked else []),
         )
     table.add_section()
-    table.add_row("", "total", "", "", "", "", "", f"{net.total_macs:,}", f"{net.total_params:,}")
+    table.add_row("total", "", "", "", "", f"{net.total_macs:,}", f"{net.total_params:,}",
+                  *([f"{len(net.layers) - len(problems)}/{len(net.layers)}"] if marked else []))
     return table
 
 
 def run(args: argparse.Namespace) -> int:
     net = load_model(args)
+    config = None
+    if args.hw is not None:  # (the configuration's checks import the hardware library: only when asked)
+        from hwgen.config import load_config
+
+        config = load_config(args.hw)
     if args.json:
-        print(json.dumps(network_record(net), indent=2))
-    else:
-        make_console().print(render_table(net))
+        print(json.dumps(network_record(net, config), indent=2))
+        return 0
+    problems = {} if config is None else _problems(net, config)
+    console = make_console()
+    console.print(render_table(net, problems, config))
+    for problem in problems.values():
+        console.print(f"not compilable: {problem}", markup=False, highlight=False)
     return 0

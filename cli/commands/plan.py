@@ -7,12 +7,13 @@ import json
 from cli.commands.common import add_model_argument, load_model
 from hwgen.config import load_config
 from planner.objective import Objective
-from planner.plan import Strategy, plan_network, save_plan
+from planner.pipeline import plan_checked
+from planner.plan import Strategy, save_plan
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("plan", help="plan tiling and loop order of every layer",
-                                   description="Choose per-layer tiles and DRAM loop orders and predict traffic, "
+    parser = subparsers.add_parser(
+        "plan", description="Choose per-layer tiles and DRAM loop orders and predict traffic, "
                                    "cycles and energy.")
     add_model_argument(parser)
     parser.add_argument("--hw", default=None, metavar="CFG",
@@ -26,13 +27,15 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def summary(plan) -> dict:
+def summary(plan, clock_mhz: float) -> dict:
     """The `--json` document."""
+    seconds = plan.cycles / (clock_mhz * 1e6)
     return {
         "layers": [{"name": l.name, "tiles": l.tiles, "order": list(l.order), "dram_bytes": l.cost.dram_bytes,
                     "cycles": l.cost.cycles, "utilization": l.cost.utilization, "energy_pj": l.cost.energy_pj}
                    for l in plan.layers],
-        "total": {"dram_bytes": plan.dram_bytes, "cycles": plan.cycles, "energy_pj": plan.energy_pj},
+        "total": {"dram_bytes": plan.dram_bytes, "cycles": plan.cycles, "energy_pj": plan.energy_pj,
+                  "clock_mhz": clock_mhz, "latency_ms": seconds * 1e3, "images_per_s": 1 / seconds},
         "planned": plan.planned,
         "reused": plan.reused,
     }
@@ -40,13 +43,13 @@ def summary(plan) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.hw)
-    plan = plan_network(load_model(args), config, Objective(args.objective), Strategy(args.strategy))
+    plan = plan_checked(load_model(args), config, Objective(args.objective), Strategy(args.strategy))
     if args.output:
         save_plan(plan, args.output)
     if args.json:
-        print(json.dumps(summary(plan)))
+        print(json.dumps(summary(plan, config.clock_mhz)))
     else:
         from planner.report import print_plan
 
-        print_plan(plan)
+        print_plan(plan, config.clock_mhz)
     return 0

@@ -10,8 +10,7 @@ from common.console import make_console
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "report", help="reprint a saved synthesis / build report",
-        description="Print the report.json that `hwgen synth` or `hwgen build` wrote into DIR, as a table or JSON.",
+        "report", description="Print the report.json that `hwgen synth` or `hwgen build` wrote into DIR, as a table or JSON.",
     )
     parser.add_argument("directory", type=Path, metavar="DIR", help="output folder of a synth or build run")
     parser.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")

@@ -5,37 +5,46 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import time
 from pathlib import Path
 
 import numpy as np
 from rich.table import Table
 
-from boards.build import check_image_fits, on_chip_memory_bytes
+from boards.build import board_soc, check_image_fits, on_chip_memory_bytes
 from boards.platforms import BOARDS, Board, board
 from boards.runtime import Inference, Runtime
+from boards.sdram.soc_transport import VerilatedSoc, power_up_noise
 from boards.transport import SerialTransport, SimulatedTransport, Transport
 from cli.commands.common import add_calibration_argument, add_model_argument, load_model, quantized
 from cli.commands.infer import output_array, read_input
-from cli.simulation_progress import SimulationProgress
+from cli.simulation_progress import SimulationProgress, preparing
 from hwgen.config import CONFIG_DIR, load_config
 from common.console import make_console
 from common.errors import ConfigError
 from common.files import atomic_save_npy, atomic_write_bytes
+from planner.compile.network import CompiledNetwork
 from planner.pipeline import plan_and_compile
 from sim.golden import run_quantized
 
 SIMULATED_PORT = "sim"
+SIM_LOADS = ("preload", "link")
+SERIAL_TIMEOUT = 10.0
+SIM_TIMEOUT_FACTOR = 4
+SIM_MIN_TIMEOUT = 0.01
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "run", help="run a model on a board over its serial link",
-        description="Compile the model for the board's configuration, check that the board runs that program, "
+        "run", description="Compile the model for the board's configuration, check that the board runs that program, "
         "load the memory image unless the board already holds it (CRC-32 check), run every input sample and "
-        "compare the int8 outputs with the golden model. `--port sim` runs the SoC in the Amaranth simulator "
-        "instead, its UART modelled bit by bit (slow: about a minute for the digits CNN), with on-chip main memory "
-        "(block RAM or SPRAM) even for a board whose build puts it in SDRAM; on the iCEBreaker the constants are in "
-        "the datasheet model of its SPI flash, preloaded as `hwgen build` writes flash.bin.",
+        "compare the int8 outputs with the golden model. `--port sim` simulates the board's SoC instead, its UART "
+        "bit by bit at the board's baud: on a board with SDRAM (the ULX3S) the SoC `hwgen build` makes, in "
+        "Verilator, its chip the datasheet model (the first run of a model builds the simulator: minutes; then "
+        "the digits CNN takes seconds preloaded, and 5.3 million cycles, a few minutes, with --sim-load link); on "
+        "the others the SoC in the Amaranth simulator with on-chip main memory holding the image. A status line "
+        "on stderr shows the simulation's progress. On the iCEBreaker the constants are in the datasheet model of its SPI "
+        "flash, preloaded as `hwgen build` writes flash.bin.",
     )
     parser.add_argument("--board", required=True, metavar="BOARD", help=f"the board: {', '.join(BOARDS)}")
     parser.add_argument("--port", required=True, metavar="PORT",
@@ -51,8 +60,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="write the int8 outputs (.npz when the model has several)")
     parser.add_argument("--baud", type=int, metavar="N",
                         help="serial baud rate (default: the board's, 3,000,000 for the ULX3S, 115,200 otherwise)")
-    parser.add_argument("--timeout", type=float, default=10.0, metavar="S",
-                        help="seconds a run may take (simulated seconds with --port sim; default: 10)")
+    parser.add_argument("--timeout", type=float, metavar="S",
+                        help=f"seconds a run may take (default: {SERIAL_TIMEOUT:g}; with --port sim simulated seconds, by default "
+                        f"{SIM_TIMEOUT_FACTOR} times the program model's prediction, at least {SIM_MIN_TIMEOUT} s)")
+    parser.add_argument("--sim-load", choices=SIM_LOADS, default=SIM_LOADS[0],
+                        help="with --port sim on a board with SDRAM: `preload` places the memory image in the chip "
+                        "model at power-on (the CRC-32 check finds it and the load is skipped); `link` starts the "
+                        "chip with random contents, so the image crosses the simulated serial link (default: "
+                        "preload)")
     parser.add_argument("--reload", action="store_true",
                         help="write the memory image even if the board already holds it")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
@@ -70,6 +85,18 @@ def board_config(chosen: Board, hw: str | None):
     return load_config(hw)
 
 
+def simulated_board(chosen: Board, compiled: CompiledNetwork, baud: int, load: str) -> SimulatedTransport | VerilatedSoc:
+    """The board's SoC simulated: in Verilator on its SDRAM chip model holding the image (`load`
+    "preload") or power-up noise ("link"); in the Amaranth simulator with on-chip memory holding
+    the image on a board without SDRAM (with a flash, the constants in its datasheet model)."""
+    if chosen.sdram is None:
+        size = on_chip_memory_bytes(chosen, compiled.memory.size, compiled.config)
+        return SimulatedTransport.for_network(compiled, size, baud, chosen.flash)
+    soc = board_soc(chosen, compiled.config, compiled, baud)
+    contents = compiled.image if load == "preload" else power_up_noise(compiled.memory.size)
+    return VerilatedSoc(soc, contents)
+
+
 def save_outputs(path: Path, arrays: dict[str, np.ndarray]) -> None:
     if len(arrays) == 1:
         atomic_save_npy(path, next(iter(arrays.values())))
@@ -85,16 +112,22 @@ def run(args: argparse.Namespace) -> int:
     config = board_config(chosen, args.hw)
     net = quantized(load_model(args), args)
     inputs = read_input(args.input, net)
-    compiled = plan_and_compile(net, config).compiled
+    compilation = plan_and_compile(net, config)
+    compiled = compilation.compiled
     check_image_fits(chosen, compiled)
+    wall = time.monotonic()
+    timeout = args.timeout
     if args.port == SIMULATED_PORT:
-        size = on_chip_memory_bytes(chosen, compiled.memory.size, config)
-        transport: Transport = SimulatedTransport.for_network(compiled, size, baud, chosen.flash)
+        with preparing():
+            transport: Transport = simulated_board(chosen, compiled, baud, args.sim_load)
+        if timeout is None:  # simulated seconds: a stalled run ends soon in wall time too
+            timeout = max(SIM_TIMEOUT_FACTOR * compilation.prediction.cycles / transport.soc.clk_hz, SIM_MIN_TIMEOUT)
     else:
         transport = SerialTransport(args.port, baud)
+        timeout = SERIAL_TIMEOUT if timeout is None else timeout
     try:
         with SimulationProgress(transport) as progress:
-            runtime = Runtime(transport, run_timeout=args.timeout, flash_constants=chosen.flash is not None)
+            runtime = Runtime(transport, run_timeout=timeout, flash_constants=chosen.flash is not None)
             if args.port != SIMULATED_PORT:
                 runtime.resync()  # the board may hold half a request from an interrupted session
             progress.stage("loading the memory image")
@@ -109,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
                 results.append((runtime.infer(compiled, x), transport.clock() - start))
     finally:
         transport.close()
+    simulation = {"cycles": transport.cycles, "wall_seconds": time.monotonic() - wall} if args.port == SIMULATED_PORT else None
 
     classifier = len(net.outputs) == 1 and net.tensor_shapes()[net.outputs[0]][1:] == (1, 1)
     samples = []
@@ -131,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"board": chosen.name, "port": args.port, "baud": baud, "network": net.name,
                           "config": config.name, "image_loaded": loaded, "load": load, "bit_exact": exact,
-                          "samples": samples}, indent=2))
+                          "samples": samples, "simulation": simulation}, indent=2))
     else:
         show(chosen, args.port, load, samples, classifier)
     return 0 if exact else 1

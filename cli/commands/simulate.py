@@ -11,6 +11,7 @@ from rich.table import Table
 
 from cli.commands.common import add_calibration_argument, add_model_argument, load_model, quantized
 from cli.commands.infer import read_input
+from cli.cycle_progress import CycleProgress
 from hwgen.config import load_config
 from common.console import make_console
 from planner.ir import Network, single_layer_network
@@ -24,8 +25,7 @@ PROGRAM_ENGINES = sorted(name for name, engine in ENGINES.items() if engine.need
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "simulate", help="run a network or a layer on a simulator and check it",
-        description="Plan and compile the model for a hardware configuration, run one input through an engine, "
+        "simulate", description="Plan and compile the model for a hardware configuration, run one input through an engine, "
         "check the outputs against the golden model and print measured vs predicted cycles, DRAM bytes and PE "
         "utilization. The input is --input (its first sample), else the first held-out digit for the built-in "
         "model, else a seeded random input.",
@@ -53,14 +53,16 @@ def default_input(args: argparse.Namespace, net: Network) -> np.ndarray:
 
 
 def run(args: argparse.Namespace) -> int:
-    net = quantized(load_model(args), args)
+    net = quantized(load_model(args), args, synthetic=True)
     x = default_input(args, net)
     if args.layer is not None:
         layer_net = single_layer_network(net, args.layer)
         x, net = run_quantized(net, x)[layer_net.input_name], layer_net
     config = load_config(args.hw)
     flow = plan_and_compile(net, config)
-    result = ENGINES[args.engine].run(net, flow.compiled, x, vcd=args.vcd)
+    engine = ENGINES[args.engine]
+    with CycleProgress(f"{args.engine}: {net.name}", flow.prediction.cycles, engine.shows_progress) as progress:
+        result = engine.run(net, flow.compiled, x, vcd=args.vcd, progress=progress)
     golden = run_quantized(net, x)
     exact = all(np.array_equal(result.outputs[name], golden[name]) for name in net.outputs)
     macs = sum(layer.macs for layer in net.layers)
@@ -70,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         "dram_bytes": result.dram_bytes, "predicted_dram_bytes": flow.prediction.dram_bytes,
         "utilization": None if not result.cycles else macs / (result.cycles * config.pe.macs_per_cycle),
         "predicted_utilization": macs / (flow.prediction.cycles * config.pe.macs_per_cycle),
+        "plan_cycles": flow.plan.cycles,
     }
     if args.json:
         print(json.dumps(record, indent=2))
@@ -80,7 +83,11 @@ def run(args: argparse.Namespace) -> int:
         table.add_row("bit-exact vs golden", "yes" if exact else "NO", "")
         for label, key in (("cycles", "cycles"), ("DRAM bytes", "dram_bytes"), ("PE utilization", "utilization")):
             measured, predicted = record[key], record[f"predicted_{key}"]
-            fmt = (lambda v: "-" if v is None else f"{v:.1%}") if key == "utilization" else (lambda v: "-" if v is None else f"{v:,}")
+            fmt = (lambda v: "n/a" if v is None else f"{v:.1%}") if key == "utilization" else (lambda v: "n/a" if v is None else f"{v:,}")
             table.add_row(label, fmt(measured), fmt(predicted))
-        make_console().print(table)
+        console = make_console()
+        console.print(table)
+        difference = flow.prediction.cycles - flow.plan.cycles
+        console.print("predicted: the compiled program, its layers back to back;", style="dim")
+        console.print(f"`hwgen plan` sums the layers planned alone: {flow.plan.cycles:,} cycles ({-difference:+,})", style="dim")
     return 0 if exact else 1

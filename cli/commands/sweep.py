@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 from rich.table import Table
@@ -12,16 +13,15 @@ from common.console import make_console
 from common.errors import InputError
 from planner.objective import Objective
 from explore.sweep.driver import run_sweep
-from explore.sweep.evaluate import ModelSpec
 from explore.sweep.space import SPACE_DIR, load_space
-from explore.sweep.summary import best_points
+from explore.sweep.evaluate import OK, ModelSpec
+from explore.sweep.summary import best_points, reason_groups
 from planner.zoo import is_builtin
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "sweep", help="explore PE-array, buffer and bus sizes for a network (Pareto fronts)",
-        description="Plan the network on every configuration of a design space, estimate (or, with --synth, "
+        "sweep", description="Plan the network on every configuration of a design space, estimate (or, with --synth, "
         "measure) each one's resources on the device, and write CSV/JSON of all points, the Pareto fronts, "
         "plots and a Markdown summary. Finished points are cached in the output folder: a rerun skips them.")
     add_model_argument(parser)
@@ -66,6 +66,12 @@ def run(args: argparse.Namespace) -> int:
                        synth=args.synth, jobs=args.jobs, scheduler=args.dask, timeout=args.timeout,
                        retry_failed=args.retry_failed)
     console = make_console()
+    if not any(row["status"] == OK for row in result.rows):
+        print(f"hwgen sweep: error: none of the {len(result.rows)} points is feasible (summary in {out}/summary.md):",
+              file=sys.stderr)
+        for count, reason in reason_groups([row["reason"] for row in result.rows]):
+            print(f"  {count} point{'s' if count != 1 else ''}: {reason}", file=sys.stderr)
+        return 1
     table = Table(title=f"best of {len(result.rows)} points ({result.evaluated} evaluated, {result.reused} cached)")
     for column in ("objective", "best", "point"):
         table.add_column(column)

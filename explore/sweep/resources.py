@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 from amaranth.utils import ceil_log2
 
-from boards.devices import Resources
+from boards.devices import Resources, logic_cells
 from hwgen.accumulator import accumulator_shape
 from hwgen.accelerator import dma_units
 from hwgen.buffers import bank_shape
@@ -270,16 +270,6 @@ def features(config: AcceleratorConfig) -> np.ndarray:
     pes = pe.rows * pe.cols
     return np.array([1.0, pe.rows, pes * pe.simd, pes * accumulator_shape(config).width * (2 + math.log2(pe.simd)),
                      *(term.of(config.template) for term in TEMPLATE_TERMS)])
-
-
-def logic_cells(family: str, cells: dict[str, int]) -> tuple[int, int]:
-    """(LUTs, flip-flops) of a Yosys cell count as the place-and-route report counts them:
-    ECP5 TRELLIS_COMB (LUT4, two per CCU2C carry, two per TRELLIS_DPR16X4 RAM) and TRELLIS_FF;
-    iCE40 logic cells' LUTs (SB_LUT4) and flip-flops (SB_DFF*)."""
-    if family == "ecp5":
-        luts = cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0) + 2 * cells.get("TRELLIS_DPR16X4", 0)
-        return luts, cells.get("TRELLIS_FF", 0)
-    return cells.get("SB_LUT4", 0), sum(n for cell, n in cells.items() if cell.startswith("SB_DFF"))
 
 
 def calibration_points(family: str) -> list[tuple[dict, dict[str, int]]]:

@@ -48,11 +48,34 @@ def best_points(rows: Sequence[dict]) -> list[tuple[Goal, dict]]:
     return out
 
 
-def _reason_kind(reason: str) -> str:
-    """The first clause of a reason with its numbers as `#`, so that points failing alike
-    group together (e.g. `exceeds ecp5-85f: dsp # > #`)."""
-    first = reason.splitlines()[0].split(";")[0] if reason else "(none)"
-    return re.sub(r"\b\d+(\.\d+)?\b", "#", first)[:160]
+NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
+"""A number standing alone (not part of a name such as `layer1.0` or a shape such as `3x3`)."""
+SLOT = "\x00"
+
+
+def _first_line(reason: str) -> str:
+    return (reason.splitlines()[0] if reason else "(none)")[:400]
+
+
+def reason_groups(reasons: Sequence[str]) -> list[tuple[int, str]]:
+    """Reasons grouped by their first line with the numbers set aside (points failing alike
+    group together), most frequent first, each with its numbers back: a number that varies
+    within the group as its range, e.g. `exceeds ecp5-85f: dsp 160-288 > 156`."""
+    groups: dict[str, list[list[str]]] = {}
+    for reason in reasons:
+        line = _first_line(reason)
+        groups.setdefault(NUMBER.sub(SLOT, line), []).append(NUMBER.findall(line))
+    out = []
+    for kind, numbers in sorted(groups.items(), key=lambda item: -len(item[1])):
+        pieces = kind.split(SLOT)
+        spans = [_span(column) for column in zip(*numbers)] + [""]
+        out.append((len(numbers), "".join(piece + span for piece, span in zip(pieces, spans))))
+    return out
+
+
+def _span(numbers: Sequence[str]) -> str:
+    low, high = min(numbers, key=float), max(numbers, key=float)
+    return low if float(low) == float(high) else f"{low}-{high}"
 
 
 def _cell(value) -> str:
@@ -92,8 +115,8 @@ def markdown(rows: Sequence[dict], fronts: Sequence[Front], title: str, context:
         lines += [f"| point | {front.x_label} | {front.y_label} |", "|---|---|---|"]
         lines += [f"| {row['label']} | {_cell(front.x(row))} | {_cell(front.y(row))} |" for row in points]
     for kind in (INFEASIBLE, FAILED):
-        reasons = Counter(_reason_kind(row["reason"]) for row in rows if row["status"] == kind)
-        if reasons:
+        groups = reason_groups([row["reason"] for row in rows if row["status"] == kind])
+        if groups:
             lines += ["", f"## {kind.capitalize()} points", "", "| points | reason |", "|---|---|"]
-            lines += [f"| {n} | {reason.replace('|', '/')} |" for reason, n in reasons.most_common()]
+            lines += [f"| {n} | {reason.replace('|', '/')} |" for n, reason in groups]
     return "\n".join(lines) + "\n"

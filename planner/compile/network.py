@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hwgen.config import AcceleratorConfig
+from hwgen.isa import AssemblyError
 from hwgen.program_walk import check_program
 from hwgen.program import Program
 from hwgen.serial_post import check_shifts
@@ -15,7 +16,9 @@ from planner.compile.memory_map import MemoryMap, plan_memory
 from planner.compile.packing import activation_from_image, activation_image
 from planner.compile.vector import VecSource, check_vector_op, lower_vector, source_fill, vector_constants
 from common.errors import PlanningError
-from planner.ir import COMPUTE_OPS, Network, Op
+from planner.envelope import check_network
+from planner.ir import COMPUTE_OPS, Layer, Network, Op
+from planner.split import split_network
 from planner.schedule import ConvShape, Schedule
 
 
@@ -60,6 +63,8 @@ def compile_network(net: Network, schedules: dict[str, Schedule], config: Accele
     """Lower every layer of a quantized network; conv/fc layers follow `schedules[name]`."""
     if not net.quantized:
         raise PlanningError(f"network {net.name!r} is not quantized; quantize it before compiling")
+    check_network(net, config)
+    net = split_network(net, config)
     tilings, constants, scratch = {}, {}, {}
     for layer in net.layers:
         check_shifts(config, layer.name, layer.quant.multiplier, layer.quant.shift)
@@ -87,18 +92,27 @@ def compile_network(net: Network, schedules: dict[str, Schedule], config: Accele
 
     em = Emitter()
     for layer in net.layers:
-        reads_stored = any(name != net.input_name for name in layer.inputs)
-        target = memory.tensors[layer.output]
-        if layer.op in COMPUTE_OPS:
-            lower_conv(em, tilings[layer.name], memory.constants[layer.name], constants[layer.name][1],
-                       memory.tensors[layer.inputs[0]], target, memory.scratch.get(layer.name), reads_stored)
-            continue
-        sources = [VecSource(memory.tensors[name], shape, q.zero_point, source_fill(layer, q.zero_point))
-                   for name, shape, q in zip(layer.inputs, layer.in_shapes, layer.quant.inputs)]
-        offsets = None
-        if layer.op == Op.CONCAT:
-            offsets = [sum(shape[0] for shape in layer.in_shapes[:i]) for i in range(len(layer.in_shapes))]
-        lower_vector(em, layer, config, sources, target, memory.constants[layer.name], offsets, reads_stored)
+        try:
+            _lower_layer(em, net, layer, config, memory, tilings, constants)
+        except AssemblyError as error:
+            raise PlanningError(f"layer {layer.name!r} ({layer.op}): {error} (docs/envelope.md)") from None
     program = em.finish()
     check_program(program, config)
     return CompiledNetwork(net, config, program, image, memory)
+
+
+def _lower_layer(em: Emitter, net: Network, layer: Layer, config: AcceleratorConfig, memory: MemoryMap, tilings: dict,
+                 constants: dict) -> None:
+    """Emit one layer's instructions."""
+    reads_stored = any(name != net.input_name for name in layer.inputs)
+    target = memory.tensors[layer.output]
+    if layer.op in COMPUTE_OPS:
+        lower_conv(em, tilings[layer.name], memory.constants[layer.name], constants[layer.name][1],
+                   memory.tensors[layer.inputs[0]], target, memory.scratch.get(layer.name), reads_stored)
+        return
+    sources = [VecSource(memory.tensors[name], shape, q.zero_point, source_fill(layer, q.zero_point))
+               for name, shape, q in zip(layer.inputs, layer.in_shapes, layer.quant.inputs)]
+    offsets = None
+    if layer.op == Op.CONCAT:
+        offsets = [sum(shape[0] for shape in layer.in_shapes[:i]) for i in range(len(layer.in_shapes))]
+    lower_vector(em, layer, config, sources, target, memory.constants[layer.name], offsets, reads_stored)

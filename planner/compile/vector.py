@@ -69,11 +69,17 @@ def vector_tile(layer: Layer, config: AcceleratorConfig, operands: int) -> tuple
     simd = config.pe.simd
     groups_total = ceil_div(layer.out_shape[0], simd)
     out_h, out_w = layer.out_shape[1:]
+    if out_w > field_limit(Opcode.VEC, "out_cols"):
+        raise PlanningError(f"layer {layer.name!r} ({layer.op}): output width {out_w} exceeds the limit "
+                            f"{field_limit(Opcode.VEC, 'out_cols')} (VEC.out_cols)")
     for groups in sorted({min(groups_total, g) for g in (groups_total, *(2**k for k in range(12)))}, reverse=True):
         if groups * simd > param_bank_channels(config) or groups > field_limit(Opcode.VEC, "channel_groups"):
             continue
-        for rows in range(out_h, 0, -1):
+        for rows in range(min(out_h, field_limit(Opcode.VEC, "out_rows")), 0, -1):
             window = vector_window(layer, config, rows)
+            if (window.in_rows > field_limit(Opcode.CONVCFG, "in_rows")
+                    or window.row_pitch > field_limit(Opcode.CONVCFG, "in_row_pitch")):
+                continue
             plane = groups * window.in_rows * window.stride * window.row_pitch * simd
             if operands * align(plane) <= bank_bytes(config, "input") and rows * out_w * groups * simd <= bank_bytes(config, "acc"):
                 return groups, rows

@@ -1,12 +1,14 @@
 """ONNX front end: model file to Network IR (shapes, fusions, quantization parameters)."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import onnx
 
 from planner.frontend.builder import SUPPORTED_OPS, NetworkBuilder
 from planner.frontend.model_file import data_input, fix_input_shape, infer_shapes, read_model
+from planner.frontend.shape_folding import fold_shape_subgraphs
 from planner.ir import Network
 
 __all__ = ["SUPPORTED_OPS", "load_network"]
@@ -18,11 +20,17 @@ def load_network(model: str | Path | onnx.ModelProto, input_shape: tuple[int, ..
     `input_shape` (e.g. ``(1, 3, 224, 224)``) replaces the model's input shape; a symbolic
     batch dimension is taken as 1. Quantized models carry their LayerQuant; float models
     are quantized later by `sim.golden.calibration.quantize_network` (`planner.calibrate` with the golden float executor).
+    Constant shape sub-graphs are folded first; weights whose external data is absent get
+    seeded stand-ins, and the network says so (`Network.absent_weights`).
     """
-    proto = read_model(model)
+    proto, absent = read_model(model)
     proto_copy = onnx.ModelProto()
     proto_copy.CopyFrom(proto)
     shape = fix_input_shape(proto_copy, input_shape)
     inferred = infer_shapes(proto_copy)
+    folded = fold_shape_subgraphs(inferred)
+    if folded is not inferred:
+        inferred = infer_shapes(folded)
     name = proto.graph.name if isinstance(model, onnx.ModelProto) else Path(model).stem
-    return NetworkBuilder(inferred, data_input(proto_copy).name, shape, name or "network").build()
+    network = NetworkBuilder(inferred, data_input(proto_copy).name, shape, name or "network").build()
+    return dataclasses.replace(network, absent_weights=absent) if absent else network

@@ -10,13 +10,12 @@ import onnx
 from common.errors import QuantizationError, ShapeError, UnsupportedModelError
 from planner.frontend.tensors import TensorTable, int8_weights, quantized_constant
 from planner.frontend.window_attrs import attributes, node_label, parse_window
-from planner.ir import Activation, Layer, Network, Op, Shape, TensorQuant
-from planner.quant import layer_quant
+from planner.ir import Activation, HostOp, HostStep, HostTail, Layer, Network, Op, Shape, TensorQuant
 
 PASS_THROUGH_OPS = ("QuantizeLinear", "DequantizeLinear", "Identity", "Dropout", "Flatten", "Reshape", "Constant")
 LAYER_OPS = (
     "Conv", "QLinearConv", "Gemm", "MatMul", "QLinearMatMul", "MaxPool", "AveragePool",
-    "GlobalAveragePool", "Add", "Concat", "Relu", "Clip", "BatchNormalization",
+    "GlobalAveragePool", "GlobalMaxPool", "Add", "Concat", "Relu", "Clip", "BatchNormalization",
 )
 QLINEAR_CONTRIB_OPS = {
     # com.microsoft op: (float op, (data, scale, zero point) input positions, output scale/zero point positions)
@@ -26,10 +25,25 @@ QLINEAR_CONTRIB_OPS = {
     "QLinearConcat": ("Concat", None, (0, 1)),  # inputs after the output's: (data, scale, zero point) triples
 }
 CONTRIB_LAYER_OPS = (*QLINEAR_CONTRIB_OPS, "QGemm")
-SUPPORTED_OPS = tuple(sorted(set(PASS_THROUGH_OPS + LAYER_OPS + CONTRIB_LAYER_OPS) - {"Constant"}))
+HOST_TAIL_OPS = tuple(op.value for op in HostOp)
+"""Trailing operators computed on the host after the accelerator (`planner.ir.HostTail`)."""
+SUPPORTED_OPS = tuple(sorted(set(PASS_THROUGH_OPS + LAYER_OPS + CONTRIB_LAYER_OPS + HOST_TAIL_OPS) - {"Constant"}))
+LUT_ACTIVATIONS = ("Sigmoid", "HardSwish", "HardSigmoid")
+"""Activations the post-processing cannot compute: it applies clamps (ReLU, ReLU6) only."""
 
 
-def _unsupported_op(node: onnx.NodeProto) -> UnsupportedModelError:
+def _is_silu(sigmoid: onnx.NodeProto, graph: onnx.GraphProto) -> bool:
+    """Whether `x * Sigmoid(x)` follows: SiLU (Swish) as exporters write it."""
+    return any(node.op_type == "Mul" and set(node.input) == {sigmoid.input[0], sigmoid.output[0]} for node in graph.node)
+
+
+def _unsupported_op(node: onnx.NodeProto, graph: onnx.GraphProto) -> UnsupportedModelError:
+    if node.op_type in LUT_ACTIVATIONS:
+        what = "SiLU (Sigmoid · Mul)" if node.op_type == "Sigmoid" and _is_silu(node, graph) else node.op_type
+        return UnsupportedModelError(
+            f"{node_label(node)}: {what} is not supported: the accelerator's post-processing "
+            "computes clamp activations only (ReLU, ReLU6); replace the activation by ReLU or ReLU6"
+        )
     return UnsupportedModelError(
         f"{node_label(node)}: operator {node.op_type!r} is not supported; supported operators: {', '.join(SUPPORTED_OPS)}"
     )
@@ -52,13 +66,15 @@ class NetworkBuilder:
         self.quant_bias: dict[str, np.ndarray] = {}
         self.consumers: Counter[str] = Counter()
         self.graph_outputs: set[str] = set()
+        self.opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 0)
+        self.host_tails: dict[str, HostTail] = {}
 
     # ----------------------------------------------------------------- walk
     def build(self) -> Network:
         for node in self.graph.node:
-            standard = node.op_type in PASS_THROUGH_OPS + LAYER_OPS and node.domain in ("", "ai.onnx")
+            standard = node.op_type in PASS_THROUGH_OPS + LAYER_OPS + HOST_TAIL_OPS and node.domain in ("", "ai.onnx")
             if not standard and not (node.op_type in CONTRIB_LAYER_OPS and node.domain == "com.microsoft"):
-                raise _unsupported_op(node)
+                raise _unsupported_op(node, self.graph)
         for node in self.graph.node:
             if node.op_type in PASS_THROUGH_OPS:
                 self._pass_through(node)
@@ -68,16 +84,41 @@ class NetworkBuilder:
                 self._qlinear_contrib(node)
             elif node.op_type in LAYER_OPS + CONTRIB_LAYER_OPS:
                 getattr(self, f"_op_{node.op_type}")(node)
-        outputs = tuple(self._activation(o.name, f"graph output {o.name!r}") for o in self.graph.output)
+            elif node.op_type in HOST_TAIL_OPS:
+                self._host_step(node)
+        # a graph output may be an alias of a host operator's output (a Q/DQ pair after a Softmax)
+        tails = tuple(dataclasses.replace(self.host_tails[canonical], output=o.name) for o in self.graph.output
+                      if (canonical := self.tensors.canonical(o.name)) in self.host_tails)
+        outputs = tuple(dict.fromkeys(
+            tail.source if (tail := self.host_tails.get(self.tensors.canonical(o.name)))
+            else self._activation(o.name, f"graph output {o.name!r}") for o in self.graph.output
+        ))
         for out in outputs:
             if out not in self.producer:
                 raise UnsupportedModelError(f"graph output {out!r} is not computed by any layer")
-        network = Network(self.name, self.input_name, self.input_shape, tuple(self.layers), outputs)
+        network = Network(self.name, self.input_name, self.input_shape, tuple(self.layers), outputs, host_tails=tails)
         return self._with_quantization(network)
+
+    def _host_step(self, node: onnx.NodeProto) -> None:
+        """A trailing Softmax/LogSoftmax/ArgMax: recorded for the host, after the accelerator."""
+        attrs = attributes(node)
+        op = HostOp(node.op_type)
+        if op == HostOp.ARGMAX:
+            step = HostStep(op, int(attrs.get("axis", 0)), bool(attrs.get("keepdims", 1)), bool(attrs.get("select_last_index", 0)))
+        else:
+            legacy = self.opset < 13
+            step = HostStep(op, int(attrs.get("axis", 1 if legacy else -1)), coerce_2d=legacy)
+        source = node.input[0]
+        before = self.host_tails.get(source)
+        if before is None:
+            tail = HostTail(self._activation(source, node_label(node), allow_flattened=True), node.output[0], (step,))
+        else:
+            tail = HostTail(before.source, node.output[0], (*before.steps, step))
+        self.host_tails[node.output[0]] = tail
 
     def _count_consumers(self) -> None:
         for node in self.graph.node:
-            if node.op_type in LAYER_OPS + CONTRIB_LAYER_OPS:
+            if node.op_type in LAYER_OPS + CONTRIB_LAYER_OPS + HOST_TAIL_OPS:
                 for name in node.input:
                     if name and not self.tensors.is_constant(name):
                         self.consumers[self.tensors.canonical(name)] += 1
@@ -86,6 +127,11 @@ class NetworkBuilder:
 
     def _activation(self, name: str, where: str, allow_flattened: bool = False) -> str:
         canonical = self.tensors.canonical(name)
+        if canonical in self.host_tails:
+            raise UnsupportedModelError(
+                f"{where}: {name!r} is computed on the host after the accelerator ({', '.join(HOST_TAIL_OPS)} are "
+                "supported only at the end of the graph, feeding graph outputs)"
+            )
         if canonical not in self.shapes:
             raise UnsupportedModelError(f"{where}: input {name!r} is not an activation computed earlier (graph not topologically sorted, or a constant where data is expected)")
         if not allow_flattened and self.tensors.is_flattened(name):
@@ -340,6 +386,10 @@ class NetworkBuilder:
         _, height, width = self.shapes[self._activation(node.input[0], node_label(node))]
         self._pool(node, Op.AVGPOOL, kernel=(height, width))
 
+    def _op_GlobalMaxPool(self, node: onnx.NodeProto) -> None:
+        _, height, width = self.shapes[self._activation(node.input[0], node_label(node))]
+        self._pool(node, Op.MAXPOOL, kernel=(height, width))
+
     def _op_Add(self, node: onnx.NodeProto) -> None:
         constant_inputs = [name for name in node.input if self.tensors.is_constant(name)]
         if constant_inputs:
@@ -447,6 +497,8 @@ class NetworkBuilder:
         known = self.tensors.quant
         if not known:
             return network
+        from planner.quant import layer_quant  # the hardware's number formats, needed by quantized models only
+
         def quant_of(tensor: str, where: str) -> TensorQuant:
             if tensor not in known:
                 raise QuantizationError(f"{where}: tensor {tensor!r} has no quantization parameters; the model mixes float and quantized parts")

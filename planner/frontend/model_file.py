@@ -6,10 +6,16 @@ from pathlib import Path
 import onnx
 
 from common.errors import ModelLoadError, ShapeError
+from planner.frontend.absent_weights import resolve_external_data
 
 
-def read_model(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
-    """Load an ONNX model from a path (or pass a ModelProto through) and check it."""
+def read_model(model: str | Path | onnx.ModelProto) -> tuple[onnx.ModelProto, tuple[str, ...]]:
+    """Load an ONNX model from a path (or pass a ModelProto through) and check it.
+
+    Returns the model and the names of initializers whose external data was absent and
+    which were given seeded stand-ins (`planner.frontend.absent_weights`).
+    """
+    absent: tuple[str, ...] = ()
     if isinstance(model, onnx.ModelProto):
         proto = model
         where = proto.graph.name or "<model>"
@@ -19,9 +25,10 @@ def read_model(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
         if not path.is_file():
             raise ModelLoadError(f"{path}: no such file")
         try:
-            proto = onnx.load(str(path))
+            proto = onnx.load(str(path), load_external_data=False)
         except Exception as error:  # protobuf raises several types for corrupt files
             raise ModelLoadError(f"{path}: not a readable ONNX model ({type(error).__name__}: {error})") from None
+        absent = resolve_external_data(proto, path.parent, where)
     if not proto.graph.node:
         raise ModelLoadError(f"{where}: the ONNX graph has no nodes (truncated or empty file?)")
     try:
@@ -29,7 +36,7 @@ def read_model(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
     except onnx.checker.ValidationError as error:
         first_line = str(error).strip().splitlines()[0]
         raise ModelLoadError(f"{where}: invalid ONNX model: {first_line}") from None
-    return proto
+    return proto, absent
 
 
 def data_input(proto: onnx.ModelProto) -> onnx.ValueInfoProto:

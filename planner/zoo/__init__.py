@@ -6,12 +6,16 @@ A model argument on the command line is either a path to an ONNX file or one of
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import onnx
+
+if TYPE_CHECKING:
+    import onnx
+
+from planner.zoo.reference import REFERENCE_NETWORKS as REFERENCE_MODELS, build_reference
 
 DEFAULT_MODEL = "digits"
-REFERENCE_MODELS = ("alexnet", "vgg16", "resnet18", "resnet50", "mobilenetv2", "resnet8-cifar", "resnet20-cifar")
 BUILTIN_MODELS = (DEFAULT_MODEL, *REFERENCE_MODELS)
 SYNTHETIC_CALIBRATION_SAMPLES = 4
 
@@ -28,8 +32,6 @@ def resolve_model(spec: str | Path | None) -> str | Path | onnx.ModelProto:
             from planner.zoo.digits import DIGITS_MODEL_PATH
 
             return DIGITS_MODEL_PATH
-        from planner.zoo.reference import build_reference
-
         return build_reference(spec)
     return Path(spec)
 
@@ -42,5 +44,10 @@ def builtin_calibration(spec: str, input_shape: tuple[int, int, int]) -> np.ndar
         from planner.zoo.digits import calibration_inputs
 
         return calibration_inputs()
+    return synthetic_calibration(input_shape)
+
+
+def synthetic_calibration(input_shape: tuple[int, int, int]) -> np.ndarray:
+    """`SYNTHETIC_CALIBRATION_SAMPLES` seeded N(0, 1) inputs: ranges for figures, not for accuracy."""
     rng = np.random.default_rng(0)
     return rng.standard_normal((SYNTHETIC_CALIBRATION_SAMPLES, *input_shape)).astype(np.float32)

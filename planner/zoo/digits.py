@@ -8,8 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
 
 DIGITS_MODEL_PATH: Path = Path(__file__).parent / "digits.onnx"
 """The default model: a small int8-friendly CNN, input `(batch, 1, 8, 8)`, output logits `(batch, 10)`."""
@@ -23,6 +21,9 @@ def load_digits_split() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
     The split is deterministic and stratified (25% held out).
     """
+    from sklearn.datasets import load_digits  # scikit-learn costs ~3 s to import: only when the data is read
+    from sklearn.model_selection import train_test_split
+
     digits = load_digits()
     images = (digits.images.astype(np.float32) / 16.0)[:, None, :, :]
     labels = digits.target.astype(np.int64)

@@ -165,6 +165,37 @@ class SdramDevice:
         self.cycle += 1
         return value, self._driving is not None
 
+    @property
+    def quiet(self) -> bool:
+        """No burst runs or is due: until the next command the chip drives no data and takes
+        none; NOP edges change nothing but the edge count, pending auto precharges, the
+        refresh debt and the tRAS max checks."""
+        return self._write is None and not any(burst.has_beat_from(self.cycle) for burst in self._reads)
+
+    def nop_edges(self, edges: int, dqm: int) -> None:
+        """Apply `edges` edges of NOP with CKE high, DQ not driven and `dqm`, exactly as as many
+        `clock` calls would (the chip drives nothing on them): one by one while a burst runs
+        or an auto precharge is pending, then at once, visiting only the edges where a refresh
+        falls due or an open row passes tRAS max."""
+        end = self.cycle + edges
+        while self.cycle < end and not (self.quiet and all(bank.closing_at is None for bank in self._banks)):
+            self.clock(1, 0, 1, 1, 1, 0, 0, dqm, 0, 0)
+        if self.cycle >= end:
+            return
+        while True:
+            due = [bank.activated_at + self._ras_max_cycles + 1 for bank in self._banks if bank.row is not None]
+            if self._next_refresh_due is not None:
+                due.append(math.ceil(self._next_refresh_due))
+            edge = max(min(due, default=end), self.cycle)
+            if edge >= end:
+                break
+            self.cycle = edge
+            self._advance()
+            self.cycle += 1
+        self.cycle = end
+        self._reads, self._driving = [], None
+        self._cke_before, self._dqm_before = True, dqm
+
     def finish(self) -> None:
         """End-of-simulation check: raise if more refreshes are owed than may be postponed."""
         self._check_refresh_debt()

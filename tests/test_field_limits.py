@@ -1,0 +1,160 @@
+"""Instruction-field limits are met at planning time (issue #25): layers beyond a field are
+split exactly (planner.split) or refused before a plan is printed (planner.envelope), and
+calibration arrays are checked against the model input."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+
+from cli.main import main
+from field_cases import Case, cases, check, inside_envelope
+from common.errors import PlanningError
+from hwgen.config import load_config
+from planner.frontend import load_network
+from planner.pipeline import plan_and_compile
+from planner.plan import plan_network
+from planner.split import split_network
+from sim.golden import run_quantized
+from sim.golden.executor import run_layer_quantized
+from sim.golden.calibration import quantize_network
+from sim.rtl_sim import run_rtl
+
+DEFAULT = load_config("default")
+EXAMPLES = int(os.environ.get("FIELD_EXAMPLES", "30"))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(cases(max_work=2 * 10**5))
+def test_layers_across_the_envelope_run_exact_or_are_refused_at_planning(case):
+    event(f"{case.kind}: {check(case, DEFAULT, promised=inside_envelope(case))}")
+
+
+ISSUE_CASES = [  # failed on main (91bb51a) at compile time with "CONVCFG.kernel_h/stride ... out of range"
+    Case("global_avg", 8, 8, 16, 16, 1, 0, 1),
+    Case("global_max", 4, 4, 16, 16, 1, 0, 2),
+    Case("maxpool", 4, 4, 32, 16, 16, 0, 3),
+    Case("fc", 8, 10, 16, 16, 1, 0, 4),
+    Case("conv", 4, 4, 32, 1, 8, 0, 5),
+    Case("maxpool", 4, 4, 32, 2, 8, 0, 6),
+]
+
+
+@pytest.mark.parametrize("case", ISSUE_CASES, ids=lambda c: f"{c.kind}-{c.size}-k{c.kernel}-s{c.stride}")
+def test_cases_that_failed_at_run_time_now_run_exact(case):
+    assert check(case, DEFAULT, promised=True) == "exact"
+
+
+@pytest.mark.parametrize("case", [Case("global_max", 5, 5, 40, 40, 1, 0, 7), Case("maxpool", 3, 3, 40, 20, 3, 2, 8),
+                                  Case("global_avg", 5, 5, 20, 20, 1, 0, 9), Case("conv", 3, 3, 24, 3, 9, 1, 10)])
+def test_split_networks_compute_what_the_golden_model_computes(case):
+    """The rewrite alone, in the golden model: the split network's outputs equal the original's."""
+    net = load_network(case.model())
+    qnet = quantize_network(net, np.random.default_rng(0).uniform(-1, 1, (2, *net.input_shape)))
+    split = split_network(qnet, DEFAULT)
+    assert len(split.layers) > len(qnet.layers) or split.layers[0].op != qnet.layers[0].op
+    for seed in range(3):
+        x = qnet.input_quant.quantize(np.random.default_rng(seed).uniform(-1, 1, qnet.input_shape))
+        y = x
+        for layer in split.layers:  # a chain; a flattened layer reads its input as DRAM holds it
+            y = run_layer_quantized(layer, [as_read(y, layer.in_shape)])
+        assert np.array_equal(y, run_quantized(qnet, x)[qnet.outputs[0]])
+
+
+def as_read(x: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
+    """`x (C, H, W)` as a layer of input `shape` reads it: itself, or its DRAM bytes (pixels in
+    order, channels padded with zeros to the lanes) as one pixel."""
+    if x.shape == shape:
+        return x
+    channels, height, width = x.shape
+    padded = np.zeros((shape[0] // (height * width), height, width), x.dtype)
+    padded[:channels] = x
+    return padded.transpose(1, 2, 0).reshape(shape)
+
+
+@pytest.mark.parametrize("case", [Case("global_avg", 4, 4, 16, 16, 1, 0, 11), Case("global_max", 4, 4, 16, 16, 1, 0, 12),
+                                  Case("conv", 4, 4, 16, 3, 8, 1, 13)],
+                         ids=["global-avg-16", "global-max-16", "conv-stride-8"])
+def test_split_layers_run_exact_on_the_rtl(case):
+    net = load_network(case.model())
+    qnet = quantize_network(net, np.random.default_rng(0).uniform(-1, 1, (2, *net.input_shape)))
+    flow = plan_and_compile(qnet, DEFAULT)
+    x = qnet.input_quant.quantize(np.random.default_rng(1).uniform(-1, 1, qnet.input_shape))
+    run = run_rtl(flow.compiled, x)
+    assert np.array_equal(run.outputs[qnet.outputs[0]], run_quantized(qnet, x)[qnet.outputs[0]])
+
+
+@pytest.mark.parametrize("case, config, quantity", [
+    (Case("avgpool", 4, 4, 32, 16, 1, 0, 0), "default", "pooling window 16x16 exceeds the limit 15x15"),
+    (Case("conv", 2, 4, 20, 17, 1, 0, 0), "default", "kernel 17x17 exceeds the limit 15x15"),
+    (Case("maxpool", 4, 4, 64, 2, 11, 0, 0), "default", "stride 11 exceeds the limit 7"),
+    (Case("conv", 1, 1, 2048, 1, 1, 0, 0), "default", "input height 2048 exceeds the limit 2047"),
+    (Case("global_avg", 16, 16, 8, 8, 1, 0, 0), "icebreaker", "no legal tile"),
+    (Case("conv", 4, 4, 256, 3, 1, 1, 0), "icebreaker", "exceeds the limit 131072 (template.dram_address_bits: 17)"),
+], ids=["avg-window-16", "conv-kernel-17", "stride-11", "map-2048", "icebreaker-gap-fc", "icebreaker-dram"])
+def test_layers_beyond_the_envelope_are_refused_at_planning(case, config, quantity):
+    """Rows of docs/envelope.md's refusals: planning stops, naming the layer and the limit."""
+    net = load_network(case.model())
+    with pytest.raises(PlanningError) as error:
+        plan_network(net, load_config(config))
+    assert quantity in str(error.value) and f"layer '{net.layers[0].name}'" in str(error.value)
+
+
+def _save(tmp_path, case: Case) -> str:
+    path = tmp_path / "m.onnx"
+    onnx.save(case.model(), path)
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).uniform(0, 1, (1, case.channels, case.size, case.size)).astype(np.float32))
+    return str(path)
+
+
+def test_plan_stops_and_inspect_marks_a_layer_beyond_the_fields(tmp_path, capsys):
+    model = _save(tmp_path, Case("conv", 2, 4, 20, 17, 1, 0, 0))
+    assert main(["plan", model, "-o", str(tmp_path / "plan.yaml")]) == 2
+    error = capsys.readouterr().err
+    assert "layer 'conv3'" in error and "kernel 17x17 exceeds the limit 15x15" in error
+    assert not (tmp_path / "plan.yaml").exists()
+    assert main(["inspect", model]) == 0  # the model alone: nothing to check it against
+    assert "not compilable" not in capsys.readouterr().out
+    assert main(["inspect", model, "--hw", "default"]) == 0
+    out = capsys.readouterr().out
+    assert "not compilable: layer 'conv3' (conv): kernel 17x17 exceeds the limit 15x15" in out
+    assert "0/1" in out
+    assert main(["inspect", model, "--hw", "default", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["config"] == "ulx3s-85f" and "kernel 17x17 exceeds the limit 15x15" in record["layers"][0]["problem"]
+    assert main(["inspect", model, "--hw", "icebreaker", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"] == "icebreaker"
+
+
+def test_issue_model_infers_on_the_isa_engine(tmp_path, capsys):
+    """The issue's example: a 3x3 convolution then GlobalAveragePool over 16x16."""
+    model = _save(tmp_path, Case("global_avg", 3, 3, 16, 16, 1, 0, 0))
+    np.save(tmp_path / "cal.npy", np.random.default_rng(1).uniform(0, 1, (4, 3, 16, 16)).astype(np.float32))
+    args = ["infer", model, "--calibration", str(tmp_path / "cal.npy"), "--input", str(tmp_path / "x.npy")]
+    for engine in ("golden", "isa"):
+        assert main([*args, "--engine", engine, "--raw", "--output", str(tmp_path / f"{engine}.npy")]) == 0
+    assert np.array_equal(np.load(tmp_path / "golden.npy"), np.load(tmp_path / "isa.npy"))
+
+
+@pytest.mark.parametrize("shape", [(1, 3, 8, 8), (2, 1, 8, 4), (64,), (0, 1, 8, 8)])
+def test_calibration_of_another_shape_is_refused(tmp_path, capsys, shape):
+    """A 1-channel 8x8 model: a 1x3x8x8 array is not three samples."""
+    model = _save(tmp_path, Case("conv", 1, 4, 8, 3, 1, 1, 0))
+    np.save(tmp_path / "cal.npy", np.zeros(shape, np.float32))
+    argv = ["infer", model, "--calibration", str(tmp_path / "cal.npy"), "--input", str(tmp_path / "x.npy"),
+            "--output", str(tmp_path / "y.npy")]
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert f"shape {shape}" in error and "does not match the model input 1x8x8" in error and "(N, 1, 8, 8)" in error
+
+
+@pytest.mark.parametrize("shape", [(5, 1, 8, 8), (1, 8, 8), (5, 64)])
+def test_calibration_in_an_accepted_form_is_read(tmp_path, shape):
+    model = _save(tmp_path, Case("conv", 1, 4, 8, 3, 1, 1, 0))
+    np.save(tmp_path / "cal.npy", np.random.default_rng(0).uniform(0, 1, shape).astype(np.float32))
+    assert main(["infer", model, "--calibration", str(tmp_path / "cal.npy"), "--input", str(tmp_path / "x.npy"),
+                 "--output", str(tmp_path / "y.npy")]) == 0
