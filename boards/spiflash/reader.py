@@ -106,7 +106,7 @@ class SpiFlashReader(wiring.Component):
             self._MustUse__silence = True
             raise
         self.bus_bytes, self.burst_beats, self.chip, self.clock_mhz = bus_bytes, burst_beats, chip, clock_mhz
-        self.quad, self.set_qe, self.divisor, self.base = quad, set_qe, divisor, base
+        self.quad, self.set_qe, self.divisor, self.base, self.addr_width = quad, set_qe, divisor, base, addr_width
         self.lines = 4 if quad else 1
         self.clocks_per_beat = 8 * bus_bytes // self.lines
         port = MemoryPort(bus_bytes, burst_beats, addr_width)
@@ -214,9 +214,10 @@ class SpiFlashReader(wiring.Component):
         chip, request = self.chip, self.rd_req.payload
         address = Signal(24)
         beats = Signal.like(request.beats)
-        next_address = Signal(24)
+        offset = self._offset(request.addr)
+        next_address = Signal(len(offset) + 1)  # where the open read goes on, as an `offset` (no wrap to 0)
         is_open, continuous, accepting = Signal(), Signal(), Signal()
-        wanted = (request.addr + self.base)[:24]
+        wanted = self._flash_address(offset)
         m.d.comb += self.rd_req.ready.eq(accepting)
         with m.State("READY"):  # after tRES1 (or the last status read's tSHSL)
             with m.If(self._gap == 0):
@@ -225,8 +226,8 @@ class SpiFlashReader(wiring.Component):
         with m.State("IDLE"):
             with m.If(self.rd_req.valid & accepting):
                 m.d.sync += [accepting.eq(0), address.eq(wanted), beats.eq(request.beats),
-                             next_address.eq(wanted + request.beats * self.bus_bytes)]
-                with m.If(is_open & (wanted == next_address)):
+                             next_address.eq(offset + request.beats * self.bus_bytes)]
+                with m.If(is_open & (offset == next_address)):
                     self._data(m, engine, request.beats)
                 with m.Else():
                     with m.If(is_open):  # else /CS is high already, `_gap` counting its delay
@@ -257,6 +258,21 @@ class SpiFlashReader(wiring.Component):
             with m.If(engine.fall & engine.last):
                 m.d.sync += [is_open.eq(1), accepting.eq(1)]
                 m.next = "IDLE"
+
+    def _offset(self, addr: Value) -> Value:
+        """What of `addr` the reader keeps: `addr` itself when `base` is a multiple of
+        2^`addr_width` below 2^24, else its 24-bit flash address."""
+        return addr if self._base_above_addresses() else (addr + self.base)[:24]
+
+    def _flash_address(self, offset: Value) -> Value:
+        """The 24-bit flash address of `offset` (`_offset`): the base's bits above the address
+        go in by concatenation, no adder."""
+        if self._base_above_addresses():
+            return Cat(offset, Const(self.base >> self.addr_width, 24 - self.addr_width))
+        return offset
+
+    def _base_above_addresses(self) -> bool:
+        return self.addr_width < 24 and self.base % (1 << self.addr_width) == 0
 
     def _data(self, m: Module, engine: _Engine, beats: Value) -> None:
         """Start the data segment of `beats` beats (now: at the end of a clock, or the clock stopped)."""
