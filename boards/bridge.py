@@ -68,18 +68,21 @@ class _Request:
 
     def __init__(self, m: Module, bridge: Bridge):
         self.m = m
-        self._units(bridge.info)
+        self._units(bridge.info, bridge.checksum)
         self._registers(bridge)
         self._silence_timer(bridge.gap_cycles)
         self._handshakes(bridge)
         self._range_checks(bridge.info.memory_bytes)
 
-    def _units(self, info: DeviceInfo) -> None:
-        """The frame and region CRC units and the request buffer (the IDENTIFY reply after it)."""
+    def _units(self, info: DeviceInfo, checksum: bool) -> None:
+        """The frame CRC unit, the region CRC unit (with `checksum`) and the request buffer (the
+        IDENTIFY reply after it)."""
         m = self.m
         # One frame CRC unit: requests and replies never overlap.
         m.submodules.frame_crc = self.frame_crc = FRAME_CRC.create()
-        m.submodules.region_crc = self.region_crc = SerialRegionCrc()
+        self.region_crc = None
+        if checksum:
+            m.submodules.region_crc = self.region_crc = SerialRegionCrc()
         packed = info.pack()
         # Its reads and writes never meet (`block_ram`).
         m.submodules.buffer = buffer = block_ram(8, INFO_BASE + len(packed), [0] * INFO_BASE + list(packed))
@@ -91,7 +94,8 @@ class _Request:
         self.program_bytes = SPRAM_WORDS * SPRAM_BITS // 8 if "program" in bridge.signature.members else 0
         span = range(max(bridge.info.memory_bytes, self.program_bytes) + 1)  # memory addresses and their ends
         # The request's command, decoded when received: a bit per command served (none: unknown).
-        self.commands = [code for code in Command if code != Command.PROGRAM or self.program_bytes]
+        self.commands = [code for code in Command if (code != Command.PROGRAM or self.program_bytes)
+                         and (code != Command.CHECKSUM or bridge.checksum)]
         self.command = Signal(len(self.commands))
         self.length = Signal(PAYLOAD_RANGE)  # the request's payload bytes; from EXECUTE on, the reply's
         self.count = Signal(PAYLOAD_RANGE)   # payload bytes received / copied; reply bytes sent
@@ -188,14 +192,15 @@ class _Request:
         # CHECKSUM: `pointer` has reached `request_end`, registered (each byte's fetch comes at
         # least nine cycles before its last bit is summed, where it decides whether to fetch on).
         self.at_end = Signal()
-        m.d.sync += self.at_end.eq(self.pointer == request_end)
+        if self.region_crc is not None:
+            m.d.sync += self.at_end.eq(self.pointer == request_end)
         self.size, self.request_wide = size, request_wide
         self.request_end, self.narrow, self.nonempty, self.small = request_end, narrow, nonempty, small
         self.bad_length, self.unaligned = bad_length, unaligned
 
     def is_command(self, *codes: Command) -> Value:
-        """Whether the request's command is one of `codes`."""
-        return Cat(self.command[self.commands.index(code)] for code in codes).any()
+        """Whether the request's command is one of `codes` (never one this bridge does not serve)."""
+        return Cat(self.command[self.commands.index(code)] for code in codes if code in self.commands).any()
 
     def refuse(self, code: Status) -> None:
         """Before VALIDATE: refuse the request with an empty reply of status `code` at once."""
@@ -241,20 +246,22 @@ class Bridge(wiring.Component):
     that long after a byte received or sent (low from reset). `error` is high from a refused
     request until the next request is served. With `program_memory`, PROGRAM requests write
     halfwords into the accelerator's program memory through `program` (`SPRAM_WORDS`
-    halfwords). Without `queue_counters` only
+    halfwords). Without `checksum`, CHECKSUM is refused as an unknown command (a device whose
+    constants are not in main memory has nothing to check). Without `queue_counters` only
     the cycle counter is read from `counters`; COUNTERS replies 0 for the per-queue counters.
 
     One FSM serves the requests in three phases: receive (`_receive_states`), execute
     (`_execute_states`) and reply (`_reply_states`), on the registers of a `_Request`."""
 
     def __init__(self, info: DeviceInfo, gap_cycles: int, word_bytes: int, *, program_memory: bool = False,
-                 queue_counters: bool = True):
+                 queue_counters: bool = True, checksum: bool = True):
         if CHECKSUM_ALIGNMENT % word_bytes:
             raise ValueError(f"a {word_bytes}-byte memory word does not divide CHECKSUM_ALIGNMENT")
         self.info = info
         self.gap_cycles = gap_cycles
         self.word_bytes = word_bytes
         self.queue_counters = queue_counters
+        self.checksum = checksum
         members = {
             "rx": In(stream.Signature(8)), "tx": Out(stream.Signature(8)),
             "memory": Out(HostPort(word_bytes)),
@@ -330,7 +337,8 @@ class Bridge(wiring.Component):
             m.d.sync += [r.request_end.eq(r.pointer + r.size), r.narrow.eq(~r.wide_address & ~r.request_wide),
                          r.nonempty.eq(r.size != 0), r.small.eq(r.size <= MAX_DATA)]
             self._check_shape(m, r)
-            m.d.comb += r.region_crc.start.eq(1)  # for a CHECKSUM (VALIDATE's checks stay short)
+            if r.region_crc is not None:
+                m.d.comb += r.region_crc.start.eq(1)  # for a CHECKSUM (VALIDATE's checks stay short)
             with m.If(r.frame_crc.match_detected):
                 m.next = "VALIDATE"
             with m.Else():
@@ -367,9 +375,10 @@ class Bridge(wiring.Component):
                 with m.Elif(r.is_command(Command.WRITE)):
                     m.d.sync += [r.count.eq(WRITE_ADDRESS.size), r.length.eq(r.length)]  # the copy's end
                     m.next = "COPY_READ"
-                with m.Elif(r.is_command(Command.CHECKSUM)):
-                    m.d.sync += r.requesting.eq(1)
-                    m.next = "SUM"
+                if r.region_crc is not None:
+                    with m.Elif(r.is_command(Command.CHECKSUM)):
+                        m.d.sync += r.requesting.eq(1)
+                        m.next = "SUM"
                 if r.program_bytes:
                     with m.Elif(r.is_command(Command.PROGRAM)):
                         m.d.sync += [r.count.eq(WRITE_ADDRESS.size), r.length.eq(r.length)]  # the copy's end
@@ -378,7 +387,8 @@ class Bridge(wiring.Component):
                     self._execute_without_arguments(m, r)
 
         self._copy_states(m, r)
-        self._checksum_states(m, r)
+        if r.region_crc is not None:
+            self._checksum_states(m, r)
 
     def _copy_states(self, m: Module, r: _Request) -> None:
         """WRITE: COPY_READ, COPY_WRITE; PROGRAM: PROGRAM_LOW, PROGRAM_HIGH, PROGRAM_WRITE."""
@@ -461,14 +471,15 @@ class Bridge(wiring.Component):
                 m.d.comb += [r.buffer_read.addr.eq(r.count[:REPLY_INDEX_BITS] | INFO_BASE), r.buffer_read.en.eq(1)]
                 m.next = "FETCH_LOCAL"
         with m.State("FETCH_LOCAL"):
-            local = self._reply_byte(r.is_command, r.count[:REPLY_INDEX_BITS], r.region_crc.low_byte)
+            local = self._reply_byte(r.is_command, r.count[:REPLY_INDEX_BITS], r.region_crc)
             m.d.sync += r.out_byte.eq(Mux(r.is_command(Command.IDENTIFY), r.buffer_read.data, local))
-            m.next = "NEXT_CRC_BYTE"
-        with m.State("NEXT_CRC_BYTE"):  # eight cycles: the CRC's next byte into `low_byte`
-            m.d.comb += r.region_crc.shift.eq(1)
-            m.d.sync += r.bit_index.eq(r.bit_index + 1)
-            with m.If(r.bit_index == 7):
-                m.next = "SEND"
+            m.next = "SEND" if r.region_crc is None else "NEXT_CRC_BYTE"
+        if r.region_crc is not None:
+            with m.State("NEXT_CRC_BYTE"):  # eight cycles: the CRC's next byte into `low_byte`
+                m.d.comb += r.region_crc.shift.eq(1)
+                m.d.sync += r.bit_index.eq(r.bit_index + 1)
+                with m.If(r.bit_index == 7):
+                    m.next = "SEND"
         with m.State("FETCH_WAIT"), m.If(self.memory.rd_valid):
             m.d.sync += r.out_byte.eq(r.fetched)
             m.next = "SEND"
@@ -523,7 +534,7 @@ class Bridge(wiring.Component):
         with m.If(r.is_command(Command.START)):
             m.d.comb += self.start.eq(1)
 
-    def _reply_byte(self, is_command, index, region_crc_byte):
+    def _reply_byte(self, is_command, index, region_crc: SerialRegionCrc | None):
         """Byte `index` of a STATUS, COUNTERS or CHECKSUM reply, read when it is sent: the
         counters only change while the accelerator runs. The STATUS reply is one byte (`index`
         0); a CHECKSUM reply sends the CRC's `low_byte`, which moves on to the next byte after
@@ -533,6 +544,7 @@ class Bridge(wiring.Component):
         select_bits = ceil_log2(len(counters) // 8)
         counter_byte = Mux(index[select_bits:] == 0, counters.word_select(index[:select_bits], 8), 0)
         flags = Mux(self.busy, STATUS_BUSY, 0) | Mux(self.done, STATUS_DONE, 0)
-        sources = {Command.STATUS: flags.as_unsigned(), Command.COUNTERS: counter_byte,
-                   Command.CHECKSUM: region_crc_byte}
+        sources = {Command.STATUS: flags.as_unsigned(), Command.COUNTERS: counter_byte}
+        if region_crc is not None:
+            sources[Command.CHECKSUM] = region_crc.low_byte
         return reduce(operator.or_, (value & is_command(code).replicate(8) for code, value in sources.items()))

@@ -140,7 +140,7 @@ class SocCore(wiring.Component):
         queue_counters = self.config.template.counters == Counters.ALL
         m.submodules.bridge = bridge = Bridge(self.info, gap_cycles, word_bytes(accelerator.port.signature),
                                               program_memory="program_write" in accelerator.signature.members,
-                                              queue_counters=queue_counters)
+                                              queue_counters=queue_counters, checksum=self.flash_chip is None)
         if "program_write" in accelerator.signature.members:
             wiring.connect(m, bridge.program, accelerator.program_write)
         wiring.connect(m, uart_rx.data, bridge.rx)

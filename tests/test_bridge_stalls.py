@@ -1,5 +1,6 @@
 """The bridge against a host memory port that stalls at random (as SDRAM main memory does while
-it refreshes or opens a row): a WRITE's bytes reach memory unchanged and a READ returns them."""
+it refreshes or opens a row): a WRITE's bytes reach memory unchanged and a READ returns them. A
+bridge built without CHECKSUM refuses it as an unknown command and serves the rest."""
 from __future__ import annotations
 
 import random
@@ -7,18 +8,18 @@ import random
 from amaranth.sim import Simulator
 
 from boards.bridge import Bridge
-from boards.protocol import READ_REQUEST, WRITE_ADDRESS, Command, DeviceInfo, Status
+from boards.protocol import CHECKSUM_REQUEST, READ_REQUEST, WRITE_ADDRESS, Command, DeviceInfo, Status
 from soc_helpers import reply, request
 
 MEMORY_BYTES = 4096
 
 
-def run_bridge(request_bytes: bytes, memory: dict[int, int], seed: int, reply_bytes: int) -> bytes:
+def run_bridge(request_bytes: bytes, memory: dict[int, int], seed: int, reply_bytes: int, checksum: bool = True) -> bytes:
     """Feed `request_bytes` to a bridge whose 2-byte-word memory (`memory`, byte address ->
     value) accepts a request in one cycle of four on average and answers reads 3 cycles late;
     return the first `reply_bytes` bytes it sends."""
     bridge = Bridge(DeviceInfo(memory_bytes=MEMORY_BYTES, clk_hz=1_000_000, build_id=1), gap_cycles=10_000,
-                    word_bytes=2)
+                    word_bytes=2, checksum=checksum)
     rng = random.Random(seed)
     reply = bytearray()
 
@@ -75,3 +76,13 @@ def test_a_read_stalled_by_memory_returns_the_bytes():
     memory = {100 + i: (7 * i + 3) % 256 for i in range(16)}
     answer = run_bridge(request(Command.READ, READ_REQUEST.pack(100, 16)), memory, seed=2, reply_bytes=6 + 16)
     assert answer == reply(Status.OK, bytes(memory[100 + i] for i in range(16)))
+
+
+def test_a_bridge_without_checksum_refuses_it_and_still_reads():
+    memory = {100 + i: i for i in range(4)}
+    refused = run_bridge(request(Command.CHECKSUM, CHECKSUM_REQUEST.pack(0, 64)), memory, seed=3, reply_bytes=6,
+                         checksum=False)
+    assert refused == reply(Status.BAD_COMMAND)
+    answer = run_bridge(request(Command.READ, READ_REQUEST.pack(100, 4)), memory, seed=4, reply_bytes=6 + 4,
+                        checksum=False)
+    assert answer == reply(Status.OK, bytes(range(4)))
