@@ -16,7 +16,7 @@ sets `write_fault` until reset.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -72,16 +72,16 @@ class FlashMainMemory(wiring.Component):
         m.submodules.reader, m.submodules.spram = reader, spram = self.reader, self.spram
         wiring.connect(m, wiring.flipped(self.flash), reader.flash)
         wiring.connect(m, wiring.flipped(self.host), spram.host)
-        port, base = self.port, self.constant_bytes
+        port = self.port
 
         # ---- reads: routed by address, in order
         request = port.rd_req.payload
-        to_flash = request.addr < base
+        to_flash = self._below_constants_end(request.addr)
         from_flash = Signal()  # the memory whose beats are on their way
         pending = Signal(range(4 * self.bus.burst_beats + 1))  # beats requested, not yet taken
         allowed = (pending == 0) | (from_flash == to_flash)
         m.d.comb += [reader.rd_req.payload.addr.eq(request.addr), reader.rd_req.payload.beats.eq(request.beats),
-                     spram.port.rd_req.payload.addr.eq(request.addr - base),
+                     spram.port.rd_req.payload.addr.eq(self._past_constants(request.addr)),
                      spram.port.rd_req.payload.beats.eq(request.beats),
                      reader.rd_req.valid.eq(port.rd_req.valid & allowed & to_flash),
                      spram.port.rd_req.valid.eq(port.rd_req.valid & allowed & ~to_flash),
@@ -98,9 +98,24 @@ class FlashMainMemory(wiring.Component):
 
         # ---- writes: to SPRAM; one below the boundary is dropped and flagged
         wr = port.wr.payload
-        into_flash = wr.addr < base
-        m.d.comb += [spram.port.wr.payload.eq(wr), spram.port.wr.payload.addr.eq(wr.addr - base),
+        into_flash = self._below_constants_end(wr.addr)
+        m.d.comb += [spram.port.wr.payload.eq(wr), spram.port.wr.payload.addr.eq(self._past_constants(wr.addr)),
                      spram.port.wr.valid.eq(port.wr.valid & ~into_flash), port.wr.ready.eq(1)]
         with m.If(port.wr.valid & into_flash):
             m.d.sync += self.write_fault.eq(1)
         return m
+
+    def _zero_bits(self) -> int:
+        """The low address bits that are 0 in `constant_bytes` (a multiple of the compiler's
+        64-byte alignment): comparisons and subtractions skip them."""
+        ones = self.constant_bytes & -self.constant_bytes
+        return min(ones.bit_length() - 1 if ones else self.bus.addr_width, self.bus.addr_width)
+
+    def _below_constants_end(self, addr: Value) -> Value:
+        low = self._zero_bits()
+        return addr[low:] < (self.constant_bytes >> low)
+
+    def _past_constants(self, addr: Value) -> Value:
+        """`addr` - `constant_bytes`, the subtraction on the bits above `_zero_bits`."""
+        low = self._zero_bits()
+        return Cat(addr[:low], addr[low:] - (self.constant_bytes >> low))
