@@ -119,7 +119,7 @@ def weight_tile(config: AcceleratorConfig, shape: ConvShape, oc_groups, ic_group
     params = oc_groups * pe.rows * PARAM_BYTES
     block = oc_groups * pe.rows * ic_groups * pe.simd * shape.kh * shape.kw
     beats = -(-params // _bus(config)) + -(-block // _bus(config))
-    fixed, port, use = transfer_cycles(True, beats, 0, beats, config, WEIGHT_LOADS)
+    fixed, port, use = transfer_cycles(True, beats, 0, beats, config, WEIGHT_LOADS, constants=True)
     return beats * _bus(config), fixed, port, use
 
 
@@ -324,7 +324,7 @@ def sum_tables(shape: ConvShape, config: AcceleratorConfig, tiles: dict) -> SumT
     input_bytes, input_dma = beats * bus, _lower(fixed, port, use)
     # weights: every (OC, IC) tile: parameter records and block
     w_beats = -(-trip["IC"] * og * pe.rows * PARAM_BYTES // bus) + -(-og * pe.rows * ig * pe.simd * k // bus)
-    fixed, port, use = transfer_cycles(True, w_beats, 0, w_beats, config, 2 * trip["OC"] * trip["IC"])
+    fixed, port, use = transfer_cycles(True, w_beats, 0, w_beats, config, 2 * trip["OC"] * trip["IC"], constants=True)
     weight_bytes, weight_dma = w_beats * bus, _lower(fixed, port, use)
     # partial sums of every output tile (one spill; a reload costs the same plus latency)
     p_beats = og * pe.rows * ACC_BYTES * shape.oh * shape.ow // bus

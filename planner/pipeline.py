@@ -29,7 +29,7 @@ def plan_and_compile(network: Network, config: AcceleratorConfig, objective: Obj
     plan = plan_network(network, config, objective, strategy)
     schedules = {layer.name: layer.schedule for layer in plan.layers if layer.schedule is not None}
     compiled = compile_network(network, schedules, config)
-    return Compilation(network, plan, compiled, predict(compiled.program, config))
+    return Compilation(network, plan, compiled, predict(compiled.program, config, compiled.memory.constant_bytes))
 
 
 def plan_checked(network: Network, config: AcceleratorConfig, objective: Objective = Objective.LATENCY,

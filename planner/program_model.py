@@ -91,16 +91,25 @@ def _work(desc: Descriptor, bus_bytes: int) -> TransferWork:
     return transfer_work(desc, bus_bytes)
 
 
-def _flow(step: Dispatched, config: AcceleratorConfig) -> tuple[_Flow, TransferWork]:
+def _flow(step: Dispatched, config: AcceleratorConfig, constant_bytes: int) -> tuple[_Flow, TransferWork]:
+    """The transfer of `step`: a load from below `constant_bytes` reads the model's constants."""
     work = _work(step.desc, config.dram.bus_width_bits // 8)
+    constants = step.desc.load and step.desc.dram_addr < constant_bytes
     fixed, port, port_use = (float(v) for v in transfer_cycles(step.desc.load, work.steps, work.fill_steps,
-                                                                 work.beats, config))
+                                                                 work.beats, config, constants=constants))
     queue = Queue.LOAD if step.desc.load else Queue.STORE
     demand = port_use / port if port else 0.0
     if config.template.dma == DmaSharing.SHARED:  # it waits for the DMA after the offer
         offer = float(offer_cycles(config))
         return _Flow(-1, queue, fixed - offer, port, demand, offer, holds=False), work
     return _Flow(-1, queue, fixed, port, demand), work
+
+
+def _before(t: float, moment: float) -> bool:
+    """Whether `t` is before `moment` by more than rounding: moments within `EPSILON` of `t`
+    are now (`_Replay._next_time` never moves to them), else sums of the same times in another
+    order could leave a queue waiting for a moment already passed."""
+    return t + EPSILON < moment
 
 
 def _rates(flows: list[_Flow]) -> list[float]:
@@ -119,8 +128,8 @@ def _rates(flows: list[_Flow]) -> list[float]:
 class _Replay:
     """The event loop: time advances to the next moment anything can happen."""
 
-    def __init__(self, program: Program, config: AcceleratorConfig):
-        self.config = config
+    def __init__(self, program: Program, config: AcceleratorConfig, constant_bytes: int):
+        self.config, self.constant_bytes = config, constant_bytes
         self.stream = dispatched(program)
         self.pending: Dispatched | None = next(self.stream, None)
         self.next_fetch = float(fetch_state_cycles(config))
@@ -157,7 +166,7 @@ class _Replay:
 
     # ---------------------------------------------------------------- fetch
     def _fetch(self, t: float) -> bool:
-        if self.pending is None or t < self.next_fetch:
+        if self.pending is None or _before(t, self.next_fetch):
             return False
         queue = self.pending.instruction.queue
         if len(self.fifos[queue]) >= self.depth[queue]:
@@ -171,11 +180,11 @@ class _Replay:
     def _serve_queues(self, t: float) -> bool:
         progress = False
         for queue, fifo in self.fifos.items():
-            if not fifo or t < max(fifo[0][0], self.head_ready[queue]):
+            if not fifo or _before(t, max(fifo[0][0], self.head_ready[queue])):
                 continue
             step = fifo[0][1]
             ins = step.instruction
-            unit_idle = queue not in self.flows and t >= self.unit_free[queue]
+            unit_idle = queue not in self.flows and not _before(t, self.unit_free[queue])
             if ins.opcode == Opcode.WAIT:
                 if self.sems[ins["sem"]] <= 0:
                     continue
@@ -207,7 +216,7 @@ class _Replay:
         elif ins.opcode == Opcode.VEC:
             cycles = vec_cycles(self.config, ins, self._require_convcfg(ins))
         else:
-            flow, work = _flow(step, self.config)
+            flow, work = _flow(step, self.config, self.constant_bytes)
             self.bytes_read += work.bytes_read
             self.bytes_written += work.bytes_written
             if not self.lookup_on_grant:
@@ -299,7 +308,8 @@ class _Replay:
         self.sem_updates = [u for u in self.sem_updates if u[0] > t_next]
 
 
-def predict(program: Program, config: AcceleratorConfig) -> Prediction:
-    """Cycles from `start` to `done` and the DRAM bytes of running `program` on `config`'s RTL."""
+def predict(program: Program, config: AcceleratorConfig, constant_bytes: int = 0) -> Prediction:
+    """Cycles from `start` to `done` and the DRAM bytes of running `program` on `config`'s RTL,
+    the model's constants at DRAM addresses below `constant_bytes` (`Dram.read_figures`)."""
     check_program(program, config)
-    return _Replay(program, config).run()
+    return _Replay(program, config, constant_bytes).run()

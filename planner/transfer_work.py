@@ -106,7 +106,8 @@ def transfer_work(desc: Descriptor, bus_bytes: int) -> TransferWork:
     return TransferWork(int(walker.sum()), int(steps.sum()), 0, int(data_words.sum()), 0, int(data.sum()))
 
 
-def transfer_cycles(load: bool, steps, fill_steps, beats, config: AcceleratorConfig, transfers=1):
+def transfer_cycles(load: bool, steps, fill_steps, beats, config: AcceleratorConfig, transfers=1,
+                    constants: bool = False):
     """`(fixed, port, port_use)` cycles of `transfers` LOADs (or STORESs) moving these totals
     (ints or numpy arrays). `fixed`: start-up and descriptor lookup, plus the memory latency of
     reads, less `SHARED_START_SAVING` for transfers that move data on a shared DMA (counted
@@ -114,14 +115,15 @@ def transfer_cycles(load: bool, steps, fill_steps, beats, config: AcceleratorCon
     realigner's steps or the beats at the configured bandwidth, whichever is longer (fill words
     keep the realigner from taking beats, and a slow memory banks little bandwidth meanwhile);
     `port_use`: the cycles of port bandwidth the beats occupy. Alone, a transfer takes
-    `fixed + port` cycles."""
+    `fixed + port` cycles. Loads of the model's `constants` take the memory figures of the
+    constants (`Dram.read_figures`)."""
     dram = config.dram
-    beats_per_cycle = dram.beats_per_cycle
+    beats_per_cycle, latency_cycles = dram.read_figures(constants and load)
     port_use = np.asarray(beats) / beats_per_cycle
     start_saving = SHARED_START_SAVING if config.template.dma == DmaSharing.SHARED else 0
     saving = np.where(np.asarray(beats) > 0, start_saving, 0) * transfers
     if load:
-        latency = np.where(np.asarray(beats) > 0, dram.latency_cycles, 0) * transfers
+        latency = np.where(np.asarray(beats) > 0, latency_cycles, 0) * transfers
         fixed = (LOAD_START_CYCLES + lookup_cycles(config)) * transfers + latency - saving
         port = np.maximum(np.asarray(steps) - latency, port_use + np.asarray(fill_steps) * (1 - beats_per_cycle))
     else:

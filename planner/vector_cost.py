@@ -57,7 +57,7 @@ def _part_steps(part: Layer, config: AcceleratorConfig, operands: int) -> tuple[
         cn = min(groups_per_tile * pe.simd, channels - c0)
         groups = ceil_div(cn, pe.simd)
         beats = groups * pe.simd * PARAM_BYTES // bus
-        fixed, port, use = transfer_cycles(True, beats, 0, beats, config)
+        fixed, port, use = transfer_cycles(True, beats, 0, beats, config, constants=True)
         param_load, param_use = fixed + port + SYNC_CYCLES, use
         param_bytes += beats * bus
         for h0 in range(0, out_h, rows_per_tile):

@@ -117,7 +117,8 @@ def test_template_defaults_are_the_full_template_and_keep_old_configs_unchanged(
     assert "template" not in config.to_dict()
     compact = load_config("icebreaker")
     assert compact.to_dict()["template"]["program_memory"] == "spram"
-    assert (compact.template.dma, compact.template.dram_address_bits) == ("shared", 17)
+    assert (compact.template.dma, compact.template.dram_address_bits) == ("shared", 18)
+    assert "constants_latency_cycles" not in config.to_dict()["dram"]  # a field added later, at its default
     data = base()
     data["template"] = {"queues": "used"}
     with pytest.raises(ConfigError, match=r"template\.queues: unknown field; allowed: loops_and_registers, queue_fields"):

@@ -42,7 +42,9 @@ class AcceleratorConfig(Section):
         out: dict[str, Any] = {spec.name: getattr(self, spec.name) for spec in self.settings()}
         for name, section in sections().items():
             if name != "template" or self.template != FULL_TEMPLATE:  # the full template's configs keep their shape
-                out[name] = {spec.name: _yaml(getattr(getattr(self, name), spec.name)) for spec in section.settings()}
+                values = getattr(self, name)
+                out[name] = {spec.name: _yaml(getattr(values, spec.name)) for spec in section.settings()
+                             if not (spec.quiet_default and getattr(values, spec.name) == spec.default)}
         return out
 
 

@@ -88,6 +88,13 @@ class Dram(Section, key="dram"):
     bandwidth_bytes_per_cycle: float = setting(Number(1 / 64, 1024, integer=False), "bytes per cycle (sustained)")
     latency_cycles: int = setting(Number(0, 100000), "cycles per burst request")
     burst_beats: int = setting(Number(1, 256, power_of_two=True), "beats per burst")
+    constants_bandwidth_bytes_per_cycle: float = setting(
+        Number(0, 1024, integer=False), "bytes per cycle (sustained) of reads of the model's constants (weights, "
+        "parameters) where another memory holds them (the iCEBreaker's SPI flash); 0: the same memory", default=0,
+        quiet_default=True)
+    constants_latency_cycles: int = setting(
+        Number(0, 100000), "cycles per burst request of reads of the constants (with "
+        "constants_bandwidth_bytes_per_cycle)", default=0, quiet_default=True)
 
     @property
     def burst_bytes(self) -> int:
@@ -102,6 +109,14 @@ class Dram(Section, key="dram"):
     def beats_per_cycle(self) -> float:
         """Bus beats the memory delivers per cycle in the long run (bandwidth over bus width)."""
         return float(self.bandwidth) / (self.bus_width_bits // 8)
+
+    def read_figures(self, constants: bool) -> tuple[float, int]:
+        """(beats per cycle, latency in cycles) of reads of the constants (`constants`) or of
+        the rest of the image."""
+        if constants and self.constants_bandwidth_bytes_per_cycle:
+            beats = float(Fraction(str(self.constants_bandwidth_bytes_per_cycle))) / (self.bus_width_bits // 8)
+            return beats, self.constants_latency_cycles
+        return self.beats_per_cycle, self.latency_cycles
 
 
 SRAM_DEFAULT = (f"`{SRAM_PJ_PER_16BIT_AT_32KB:g} * (bank / 32 KB)^log2(1.5) / 2`")

@@ -26,6 +26,9 @@ class FieldSpec:
     default: Any = MISSING
     default_doc: str = ""
     rules: tuple[str, ...] = ()
+    quiet_default: bool = False
+    """At its default the field is left out of `AcceleratorConfig.to_dict` (a field added
+    later: older configurations keep their dictionaries, hence their build ids and cache keys)."""
 
     @cached_property
     def section(self) -> str:
@@ -57,9 +60,10 @@ class FieldSpec:
         return "; ".join((self.kind.describe(), *self.rules))
 
 
-def setting(kind: Kind, doc: str, default: Any = MISSING, default_doc: str = "") -> Any:
+def setting(kind: Kind, doc: str, default: Any = MISSING, default_doc: str = "", quiet_default: bool = False) -> Any:
     """A dataclass field of a `Section`, declared with its kind, doc and default."""
-    return field(default=default, metadata={SPEC: FieldSpec("", kind, doc, default, default_doc)})
+    return field(default=default, metadata={SPEC: FieldSpec("", kind, doc, default, default_doc,
+                                                            quiet_default=quiet_default)})
 
 
 class Section:
