@@ -21,8 +21,9 @@ from boards.spiflash.memory import FLASH_OFFSET
 from boards.spiflash.simulation import run_on_flash
 from boards.transport import SimulatedTransport
 from common.errors import ConfigError
-from hwgen.config import load_config
+from hwgen.config import config_from_dict, load_config
 from planner.compile.memory_map import MemoryMap
+from planner.pipeline import plan_and_compile
 from sim.golden import run_quantized
 
 FLASH = board("icebreaker").flash
@@ -59,12 +60,19 @@ def test_a_network_runs_bit_exact_through_the_serial_link_with_its_constants_in_
     link.close()
 
 
-def test_the_accelerator_on_flash_and_spram_matches_the_golden_model():
-    compiled = tiny_compiled(TINY_COMPACT)
+def test_the_accelerator_on_flash_and_spram_matches_the_golden_model_and_the_prediction():
+    """Bit-exact; the program model with the flash's read figures for the constants (those of
+    the `icebreaker` configuration) predicts the cycles within 2 %."""
+    dram = load_config("icebreaker").dram
+    data = TINY_COMPACT.to_dict()
+    data["dram"].update(constants_bandwidth_bytes_per_cycle=dram.constants_bandwidth_bytes_per_cycle,
+                        constants_latency_cycles=dram.constants_latency_cycles)
+    compilation = plan_and_compile(tiny_network(), config_from_dict(data))
     x = tiny_input(3)
-    run, device = run_on_flash(compiled, x, clock_mhz=27)
+    run, device = run_on_flash(compilation.compiled, x, clock_mhz=27)
     assert all(np.array_equal(run.outputs[name], run_quantized(tiny_network(), x)[name]) for name in run.outputs)
     assert run.cycles > 0 and run.traffic.bytes_written > 0
+    assert abs(compilation.prediction.cycles / run.cycles - 1) <= 0.02, (compilation.prediction.cycles, run.cycles)
     assert device.quad_enabled  # the model found nothing against the datasheet on the way
 
 
