@@ -1,10 +1,11 @@
 """A genetic algorithm over any mapping (contiguous or not), judged by the simulator.
 
-A genome gives each layer's unit. The first population is clustered, as in the source
-document: runs of about n / units layers, each on one unit. Each generation keeps the best
+A genome gives each layer's unit. The first population holds, as in the source document,
+each unit's "everything here" mapping (layers it cannot run on the host) and clustered
+genomes: runs of about n / units layers, each on one unit. Each generation keeps the best
 `ELITE` and adds `IMMIGRANTS` new clustered genomes, then fills the population by tournament selection, uniform crossover and two
 mutations: a gene set to another allowed unit, copied from a neighbour (which grows or
-shrinks a run), or two units trading all their layers. Fitness is `scheduler.simulator.judged_period` (cached per genome). With
+shrinks a run), a whole run moved to another unit, or two units trading all their layers. Fitness is `scheduler.simulator.judged_period` (cached per genome). With
 `only_contiguous`, non-contiguous genomes are infeasible, which makes the ILP's optimum the
 best the GA can reach. Runs are deterministic for a seed.
 """
@@ -48,7 +49,8 @@ def solve(problem: Problem, images: int, *, seed: int = 0, population: int = 32,
             cache[genome] = judged_period(problem, genome, images) if ok else math.inf
         return cache[genome]
 
-    pool = [_clustered(problem, allowed, rng) for _ in range(population)]
+    pool = [tuple(p if p in allowed[i] else problem.host for i in range(problem.n)) for p in range(problem.m)]
+    pool += [_clustered(problem, allowed, rng) for _ in range(population - len(pool))]
     best = min(pool, key=fitness)
     still, generation = 0, 0
     for generation in range(1, generations + 1):
@@ -94,16 +96,24 @@ def _cross(a: Mapping, b: Mapping, rng: np.random.Generator) -> Mapping:
 def _mutate(genome: Mapping, allowed: list[tuple[int, ...]], rng: np.random.Generator) -> Mapping:
     genes = list(genome)
     i = int(rng.integers(len(genes)))
-    kind = rng.random()
-    if kind < 1 / 3:
-        a, b = int(genes[i]), int(rng.choice(sorted({u for units in allowed for u in units})))
-        swapped = [b if g == a else a if g == b else g for g in genes]
-        if all(g in allowed[k] for k, g in enumerate(swapped)):
-            genes = swapped
-    elif kind < 2 / 3 and len(genes) > 1:
+    kind = int(rng.integers(4))
+    if kind == 0:
+        genes[i] = int(rng.choice(allowed[i]))
+    elif kind == 1 and len(genes) > 1:
         neighbour = i - 1 if i == len(genes) - 1 or (i > 0 and rng.random() < 0.5) else i + 1
         if genes[neighbour] in allowed[i]:
             genes[i] = genes[neighbour]
+    elif kind == 2:
+        first, last = i, i
+        while first > 0 and genes[first - 1] == genes[i]:
+            first -= 1
+        while last < len(genes) - 1 and genes[last + 1] == genes[i]:
+            last += 1
+        choices = sorted(set.intersection(*(set(allowed[k]) for k in range(first, last + 1))))
+        genes[first:last + 1] = [int(rng.choice(choices))] * (last + 1 - first)
     else:
-        genes[i] = int(rng.choice(allowed[i]))
+        a, b = genes[i], int(rng.choice(sorted({u for units in allowed for u in units})))
+        swapped = [b if g == a else a if g == b else g for g in genes]
+        if all(g in allowed[k] for k, g in enumerate(swapped)):
+            genes = swapped
     return tuple(genes)

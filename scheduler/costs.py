@@ -1,0 +1,84 @@
+"""A network's scheduling problem on a set of units: per (task, unit) seconds and bytes.
+
+* accelerator: the planner's cost model of each layer (`planner.plan.plan_layer`, every step
+  of its split, `planner.split`) in cycles at the unit's clock, and its main-memory bytes;
+  the main memory's bandwidth, shared by all instances, is the first instance's
+  `dram.bandwidth_bytes_per_cycle` at its clock;
+* host: onnxruntime's profiler (`scheduler.host_profile`) at the unit's thread count;
+* moves: over the serial link (int8 bytes, `boards.uart.FRAME_BITS` bits a byte at the
+  accelerator's baud) between the host and an instance; free between instances (the consumer
+  reads the tensor from the shared main memory, which its layer's bytes already count);
+* memory: each layer's constants (`planner.envelope.constant_bytes`) within the instance's
+  DRAM address space (`template.dram_address_bits`).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from boards.uart import FRAME_BITS
+from common.errors import InputError
+from planner.envelope import constant_bytes
+from planner.ir import Network
+from planner.plan import plan_layer
+from planner.split import shape_only, split_layer
+from scheduler.host_profile import host_seconds
+from scheduler.problem import Problem
+from scheduler.units import Unit, UnitKind, runnable, tasks
+
+def _accelerator_costs(layer, unit: Unit, cache: dict) -> tuple[float, float, float]:
+    """Seconds, main-memory bytes and constant bytes of a layer on an instance."""
+    cycles = dram = constants = 0
+    for step in split_layer(shape_only(layer), unit.config):
+        key = (unit.config.name, step.op, step.in_shapes, step.out_shape, step.kernel, step.stride, step.pads,
+               step.groups)
+        if key not in cache:
+            cache[key] = plan_layer(step, unit.config).cost
+        cycles += cache[key].cycles
+        dram += cache[key].dram_bytes
+        constants += constant_bytes(step)
+    return cycles / (unit.clock_mhz * 1e6), float(dram), float(constants)
+
+
+def build_problem(net: Network, units: list[Unit], cpu_cap: float | None = None) -> Problem:
+    """The problem of scheduling `net`'s tasks on `units` (exactly one of them the host)."""
+    hosts = [p for p, u in enumerate(units) if u.kind is UnitKind.HOST]
+    if len(hosts) != 1:
+        raise InputError(f"units {', '.join(u.name for u in units)}: {len(hosts)} hosts; allowed: exactly one")
+    host = hosts[0]
+    task_list = list(tasks(net))
+    n, m = len(task_list), len(units)
+    can = runnable(net, units)
+    shapes = net.tensor_shapes()
+    time = np.full((n, m), math.inf)
+    dram = np.zeros((n, m))
+    memory = np.zeros((n, m))
+    budget = np.array([math.inf if u.kind is UnitKind.HOST else float(1 << u.config.template.dram_address_bits)
+                       for u in units])
+    measured = host_seconds(task_list, shapes, units[host].threads)
+    cache: dict = {}
+    for i, task in enumerate(task_list):
+        time[i, host] = measured[task.name]
+        for p, unit in enumerate(units):
+            if p != host and unit.name in can[task.name]:
+                time[i, p], dram[i, p], memory[i, p] = _accelerator_costs(task.layer, unit, cache)
+    producer = {task.output: i for i, task in enumerate(task_list)}
+    edges = sorted({(producer[t], i) for i, task in enumerate(task_list) for t in task.inputs if t in producer})
+    inputs = tuple(i for i, task in enumerate(task_list) if net.input_name in task.inputs)
+    consumed = {t for task in task_list for t in task.inputs}
+    finals = set(net.outputs) | {tail.output for tail in net.host_tails}
+    outputs = tuple(i for i, task in enumerate(task_list) if task.output in finals or task.output not in consumed)
+    link = np.array([0.0 if u.kind is UnitKind.HOST else FRAME_BITS / u.baud for u in units])  # seconds per byte
+    send = np.zeros((n, m, m))
+    for j, task in enumerate(task_list):
+        for q in range(m):
+            for p in range(m):
+                if q != p and host in (q, p):
+                    send[j, q, p] = task.output_bytes * link[q if p == host else p]
+    input_bytes = math.prod(net.input_shape)
+    input_send = np.array([input_bytes * link[p] for p in range(m)])
+    bandwidth = next((u.config.dram.bandwidth_bytes_per_cycle * u.clock_mhz * 1e6 for u in units
+                      if u.kind is UnitKind.ACCELERATOR), math.inf)
+    return Problem(tuple(t.name for t in task_list), tuple(u.name for u in units), host, time, tuple(edges), inputs,
+                   outputs, send, input_send, dram, bandwidth, memory, budget, cpu_cap)
