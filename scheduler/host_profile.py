@@ -90,7 +90,8 @@ def _tail_graph(task: Task, shape: tuple[int, ...]):
         current = f"t{k}"
     nodes[-1].output[0] = "y"
     graph = helper.make_graph(nodes, "tail", [helper.make_tensor_value_info("x0", TensorProto.FLOAT, list(shape))],
-                              [helper.make_tensor_value_info("y", TensorProto.UNDEFINED, None)])
+                              [helper.make_tensor_value_info("y", TensorProto.INT64 if str(task.tail.steps[-1].op) == "ArgMax"
+                                                             else TensorProto.FLOAT, None)])
     return graph, [shape]
 
 
