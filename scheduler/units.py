@@ -16,7 +16,7 @@ from planner.envelope import network_problems
 from planner.ir import HostTail, Layer, Network
 
 LINK_BAUD = 115_200
-"""The serial link's rate for a configuration that is not a board's (`boards.platforms.Board.baud`)."""
+"""The serial link's rate for a configuration that names no board (`boards.platforms.Board.baud`)."""
 
 
 class UnitKind(str, Enum):
@@ -46,10 +46,10 @@ def host_unit(threads: int) -> Unit:
 
 
 def accelerator_unit(config: AcceleratorConfig, name: str, fmax_mhz: float | None = None) -> Unit:
-    """An instance of `config`; linked at its board's rate when the configuration is a board's."""
+    """An instance of `config`; linked at its board's rate when the configuration names a board."""
     from boards.platforms import BOARDS
 
-    board = BOARDS.get(config.name)
+    board = BOARDS.get(config.board)
     return Unit(name, UnitKind.ACCELERATOR, config, fmax_mhz or config.clock_mhz,
                 baud=board.baud if board else LINK_BAUD)
 
