@@ -239,3 +239,27 @@ def test_schedule_refuses_bad_options_in_one_line(argv, message, capsys, tmp_pat
     assert main(["schedule", "digits", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_fmax_report_clocks_its_instance_and_scales_its_times(tmp_path, capsys, monkeypatch):
+    """An instance clocked at a build's 35 MHz Fmax takes twice the 70 MHz instance's time."""
+    from boards.devices import Resources
+    from boards.report import BuildReport
+
+    monkeypatch.setenv("HWGEN_HOST_TIMES", str(tmp_path / "times.json"))
+    none = Resources(0, 0, 0, 0)
+    BuildReport("ecp5-85f", 70.0, {"sync": 35.0}, False, none, none, 1.0).save(tmp_path)
+    assert main(["schedule", "digits", "--hw", "default", "--hw", "default", "--fmax-report", str(tmp_path),
+                 "--cpu-cap", "0", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert [u["clock_mhz"] for u in record["units"][1:]] == [35.0, 70.0]
+    from hwgen.config import load_config
+    from planner.frontend import load_network
+    from planner.zoo import resolve_model
+    from scheduler.costs import build_problem
+    from scheduler.units import accelerator_unit, host_unit
+
+    config = load_config("default")
+    problem = build_problem(load_network(resolve_model("digits")),
+                            [host_unit(1), accelerator_unit(config, "slow", 35.0), accelerator_unit(config, "fast")])
+    assert np.allclose(problem.time[:, 1], 2 * problem.time[:, 2])
