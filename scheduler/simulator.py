@@ -77,10 +77,8 @@ def _template(problem: Problem, mapping: Mapping) -> tuple[list[_Task], list[int
     tasks: list[_Task] = []
     where: dict[tuple[int, int], int] = {}  # (tensor, unit) -> task making it available there
     moves = received(problem, mapping)
-    index_of_move = {}
     for tensor, source, target in moves:
         if tensor < 0:
-            index_of_move[(tensor, target)] = len(tasks)
             where[(tensor, target)] = len(tasks)
             tasks.append(_Task(problem.payer(source, target), "input ->", transfer_time(problem, tensor, source, target), 0.0, -0.5, ()))
     preds = problem.predecessors()

@@ -8,6 +8,7 @@ task; an accelerator instance runs the layers its configuration compiles
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import Enum
 
@@ -70,20 +71,13 @@ class Task:
 def tasks(net: Network) -> tuple[Task, ...]:
     """The network's layers, then its host tails (each computes on a layer's output)."""
     shapes = net.tensor_shapes()
-    found = [Task(layer.name, str(layer.op), layer.inputs, layer.output, _volume(layer.out_shape), layer=layer)
+    found = [Task(layer.name, str(layer.op), layer.inputs, layer.output, math.prod(layer.out_shape), layer=layer)
              for layer in net.layers]
     for tail in net.host_tails:
         steps = "+".join(str(step.op) for step in tail.steps)
         found.append(Task(f"{tail.output} ({steps})", steps, (tail.source,), tail.output,
-                          4 * _volume(shapes[tail.source]), tail=tail))
+                          math.prod(shapes[tail.source]), tail=tail))
     return tuple(found)
-
-
-def _volume(shape: tuple[int, ...]) -> int:
-    size = 1
-    for extent in shape:
-        size *= extent
-    return size
 
 
 def refusals(net: Network, unit: Unit) -> dict[str, str]:
