@@ -5,9 +5,13 @@
   the main memory's bandwidth, shared by all instances, is the first instance's
   `dram.bandwidth_bytes_per_cycle` at its clock;
 * host: onnxruntime's profiler (`scheduler.host_profile`) at the unit's thread count;
-* moves: over the serial link (int8 bytes, `boards.uart.FRAME_BITS` bits a byte at the
-  accelerator's baud) between the host and an instance; free between instances (the consumer
-  reads the tensor from the shared main memory, which its layer's bytes already count);
+* moves: over the serial link between the host and an instance, as the host runtime
+  (`boards.runtime`) moves a tensor: the int8 tensor in the instance's layout (channels padded
+  to its SIMD lanes) in WRITE or READ exchanges of at most `boards.protocol.MAX_DATA` bytes,
+  each a request and a reply frame (`boards.protocol`), `boards.uart.FRAME_BITS` bits a byte
+  at the instance's baud (the USB-serial chip's latency is not counted); free between
+  instances (the consumer reads the tensor from the shared main memory, which its layer's
+  bytes already count);
 * memory: each layer's constants (`planner.envelope.constant_bytes`) within the instance's
   DRAM address space (`template.dram_address_bits`).
 """
@@ -17,8 +21,10 @@ import math
 
 import numpy as np
 
+from boards.protocol import CRC_BYTES, HEADER_BYTES, MAX_DATA, READ_REQUEST, WRITE_ADDRESS
 from boards.uart import FRAME_BITS
 from common.errors import InputError
+from planner.compile.memory_map import tensor_bytes
 from planner.envelope import constant_bytes
 from planner.ir import Network
 from planner.plan import plan_layer
@@ -26,6 +32,15 @@ from planner.split import shape_only, split_layer
 from scheduler.host_profile import host_seconds
 from scheduler.problem import Problem
 from scheduler.units import Unit, UnitKind, runnable, tasks
+
+def link_seconds(data_bytes: int, baud: int, to_board: bool) -> float:
+    """Seconds to WRITE (`to_board`) or READ `data_bytes` over the serial link: per exchange of
+    at most `MAX_DATA` bytes, a request frame and a reply frame around the data."""
+    exchanges = -(-data_bytes // MAX_DATA)
+    request = HEADER_BYTES + (WRITE_ADDRESS.size if to_board else READ_REQUEST.size) + CRC_BYTES
+    reply = HEADER_BYTES + CRC_BYTES
+    return (data_bytes + exchanges * (request + reply)) * FRAME_BITS / baud
+
 
 def _accelerator_costs(layer, unit: Unit, cache: dict) -> tuple[float, float, float]:
     """Seconds, main-memory bytes and constant bytes of a layer on an instance."""
@@ -69,15 +84,15 @@ def build_problem(net: Network, units: list[Unit], cpu_cap: float | None = None)
     consumed = {t for task in task_list for t in task.inputs}
     finals = set(net.outputs) | {tail.output for tail in net.host_tails}
     outputs = tuple(i for i, task in enumerate(task_list) if task.output in finals or task.output not in consumed)
-    link = np.array([0.0 if u.kind is UnitKind.HOST else FRAME_BITS / u.baud for u in units])  # seconds per byte
     send = np.zeros((n, m, m))
     for j, task in enumerate(task_list):
         for q in range(m):
             for p in range(m):
                 if q != p and host in (q, p):
-                    send[j, q, p] = task.output_bytes * link[q if p == host else p]
-    input_bytes = math.prod(net.input_shape)
-    input_send = np.array([input_bytes * link[p] for p in range(m)])
+                    board = units[q if p == host else p]
+                    send[j, q, p] = link_seconds(tensor_bytes(task.shape, board.config.pe.simd), board.baud, p != host)
+    input_send = np.array([0.0 if p == host else link_seconds(tensor_bytes(net.input_shape, u.config.pe.simd), u.baud,
+                                                               True) for p, u in enumerate(units)])
     bandwidth = next((u.config.dram.bandwidth_bytes_per_cycle * u.clock_mhz * 1e6 for u in units
                       if u.kind is UnitKind.ACCELERATOR), math.inf)
     return Problem(tuple(t.name for t in task_list), tuple(u.name for u in units), host, time, tuple(edges), inputs,

@@ -8,13 +8,12 @@ task; an accelerator instance runs the layers its configuration compiles
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from enum import Enum
 
 from hwgen.config import AcceleratorConfig
 from planner.envelope import network_problems
-from planner.ir import HostTail, Layer, Network
+from planner.ir import HostTail, Layer, Network, Shape
 
 LINK_BAUD = 115_200
 """The serial link's rate for a configuration that names no board (`boards.platforms.Board.baud`)."""
@@ -57,13 +56,13 @@ def accelerator_unit(config: AcceleratorConfig, name: str, fmax_mhz: float | Non
 
 @dataclass(frozen=True)
 class Task:
-    """A layer or a host tail: what it reads, the tensor it writes and that tensor's int8 bytes."""
+    """A layer or a host tail: what it reads, the tensor it writes and that tensor's shape."""
 
     name: str
     op: str
     inputs: tuple[str, ...]
     output: str
-    output_bytes: int
+    shape: Shape
     layer: Layer | None = None
     tail: HostTail | None = None
 
@@ -71,12 +70,12 @@ class Task:
 def tasks(net: Network) -> tuple[Task, ...]:
     """The network's layers, then its host tails (each computes on a layer's output)."""
     shapes = net.tensor_shapes()
-    found = [Task(layer.name, str(layer.op), layer.inputs, layer.output, math.prod(layer.out_shape), layer=layer)
+    found = [Task(layer.name, str(layer.op), layer.inputs, layer.output, layer.out_shape, layer=layer)
              for layer in net.layers]
     for tail in net.host_tails:
         steps = "+".join(str(step.op) for step in tail.steps)
         found.append(Task(f"{tail.output} ({steps})", steps, (tail.source,), tail.output,
-                          math.prod(shapes[tail.source]), tail=tail))
+                          shapes[tail.source], tail=tail))
     return tuple(found)
 
 

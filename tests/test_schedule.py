@@ -162,7 +162,10 @@ def _moves(problem: Problem, mapping) -> list[float]:
 # --- a network's costs and the command line --------------------------------------------------
 
 def test_link_time_is_the_serial_frame_time_of_the_int8_tensor(tmp_path, monkeypatch):
-    """The digits input (1x8x8 int8 = 64 bytes) at the ULX3S's 3 Mbaud, 10 bits a byte."""
+    """docs/host_protocol.md at the ULX3S's 3 Mbaud, 10 bits a byte: the digits input (1x8x8,
+    padded to 4 lanes: 4x8x8 = 256 bytes) in one WRITE (request: 4 header + 4 address + data + 2
+    CRC; reply: 4 + 2); the 10 logits (12 with the padding) in one READ (request 4 + 6 + 2,
+    reply 4 + data + 2)."""
     monkeypatch.setenv("HWGEN_HOST_TIMES", str(tmp_path / "times.json"))
     from hwgen.config import load_config
     from planner.frontend import load_network
@@ -172,8 +175,8 @@ def test_link_time_is_the_serial_frame_time_of_the_int8_tensor(tmp_path, monkeyp
 
     net = load_network(resolve_model("digits"))
     problem = build_problem(net, [host_unit(1), accelerator_unit(load_config("ulx3s-85f"), "acc0")])
-    assert problem.input_send[1] == pytest.approx(64 * 10 / 3_000_000)
-    assert problem.send[4, 1, 0] == pytest.approx(10 * 10 / 3_000_000)  # the 10 logits back to the host
+    assert problem.input_send[1] == pytest.approx((4 + 4 + 256 + 2 + 4 + 2) * 10 / 3_000_000)
+    assert problem.send[4, 1, 0] == pytest.approx((4 + 6 + 2 + 4 + 12 + 2) * 10 / 3_000_000)
     assert (tmp_path / "times.json").is_file()
 
 
