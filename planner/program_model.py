@@ -103,6 +103,13 @@ def _flow(step: Dispatched, config: AcceleratorConfig) -> tuple[_Flow, TransferW
     return _Flow(-1, queue, fixed, port, demand), work
 
 
+def _before(t: float, moment: float) -> bool:
+    """Whether `t` is before `moment` by more than rounding: moments within `EPSILON` of `t`
+    are now (`_Replay._next_time` never moves to them), else sums of the same times in another
+    order could leave a queue waiting for a moment already passed."""
+    return t + EPSILON < moment
+
+
 def _rates(flows: list[_Flow]) -> list[float]:
     """Speed (fraction of full speed) of each flow: the flows in their port part share the port
     max-min fairly (the memory alternates read and write turns)."""
@@ -157,7 +164,7 @@ class _Replay:
 
     # ---------------------------------------------------------------- fetch
     def _fetch(self, t: float) -> bool:
-        if self.pending is None or t < self.next_fetch:
+        if self.pending is None or _before(t, self.next_fetch):
             return False
         queue = self.pending.instruction.queue
         if len(self.fifos[queue]) >= self.depth[queue]:
@@ -171,11 +178,11 @@ class _Replay:
     def _serve_queues(self, t: float) -> bool:
         progress = False
         for queue, fifo in self.fifos.items():
-            if not fifo or t < max(fifo[0][0], self.head_ready[queue]):
+            if not fifo or _before(t, max(fifo[0][0], self.head_ready[queue])):
                 continue
             step = fifo[0][1]
             ins = step.instruction
-            unit_idle = queue not in self.flows and t >= self.unit_free[queue]
+            unit_idle = queue not in self.flows and not _before(t, self.unit_free[queue])
             if ins.opcode == Opcode.WAIT:
                 if self.sems[ins["sem"]] <= 0:
                     continue

@@ -98,3 +98,17 @@ def test_prediction_counts_the_isa_simulators_traffic(digits):
     busy = prediction.busy
     assert prediction.cycles >= max(busy.values())
     assert prediction.timeline and all(end >= start for _, _, start, end in prediction.timeline)
+
+
+def test_a_slower_memory_never_predicts_fewer_cycles(digits):
+    """The same program at decreasing bandwidths predicts non-decreasing cycles; in particular
+    no bandwidth leaves the replay waiting for a moment that rounding put a hair in the past
+    (0.2462 byte/cycle did: 'the program blocks forever')."""
+    net, _ = digits
+    base = load_config("icebreaker").to_dict()
+    program = plan_and_compile(net, load_config("icebreaker")).compiled.program
+    cycles = []
+    for bandwidth in (0.25, 0.2463, 0.2462, 0.2421):
+        config = config_from_dict({**base, "dram": {**base["dram"], "bandwidth_bytes_per_cycle": bandwidth}})
+        cycles.append(predict(program, config).cycles)
+    assert cycles == sorted(cycles), cycles
