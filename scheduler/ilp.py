@@ -130,8 +130,20 @@ def _solve(problem: Problem, model: _Model, x: dict, time_limit: float) -> Mappi
                   options={"time_limit": time_limit, "mip_rel_gap": GAP})
     if result.status == 2:
         raise PlanningError(f"no contiguous schedule of {problem.n} layers on units {', '.join(problem.units)} "
-                            "meets the constraints (memory budgets, CPU cap, units able to run each layer)")
+                            f"meets the constraints: {_culprit(problem)}")
     if result.status != 0:
         raise PlanningError(f"the ILP solver stopped without a proven optimum ({result.message}); "
                             f"allowed: a longer time limit or fewer layers/units")
     return tuple(int(np.argmax([result.x[x[p, i]] for p in range(problem.m)])) for i in range(problem.n))
+
+
+def _culprit(problem: Problem) -> str:
+    """The first layer that no allowed unit can take, or the constraints in general."""
+    for i in range(problem.n):
+        units = problem.allowed(i)
+        if not units:
+            return f"layer {problem.layers[i]!r} fits no unit's memory budget"
+        if problem.cpu_cap == 0 and units == (problem.host,):
+            return (f"layer {problem.layers[i]!r} runs only on the host, whose CPU cap is 0 "
+                    "(allowed: a cap above 0, or an accelerator that compiles it)")
+    return "the memory budgets and CPU cap leave no contiguous order of stages"
