@@ -3,11 +3,12 @@
 A genome gives each layer's unit. The first population holds, as in the source document,
 each unit's "everything here" mapping (layers it cannot run on the host) and clustered
 genomes: runs of about n / units layers, each on one unit. Each generation keeps the best
-`ELITE` and adds `IMMIGRANTS` new clustered genomes, then fills the population by tournament selection, uniform crossover and two
-mutations: a gene set to another allowed unit, copied from a neighbour (which grows or
-shrinks a run), a whole run moved to another unit, or two units trading all their layers. Fitness is `scheduler.simulator.judged_period` (cached per genome). With
-`only_contiguous`, non-contiguous genomes are infeasible, which makes the ILP's optimum the
-best the GA can reach. Runs are deterministic for a seed.
+`ELITE`, adds `IMMIGRANTS` new clustered genomes, and fills the rest by tournament selection,
+uniform crossover and one mutation: a gene set to another allowed unit, copied from a
+neighbour (which grows or shrinks a run), a whole run moved to another unit, or two units
+trading all their layers. Fitness is `scheduler.simulator.judged_period` (cached per genome).
+With `only_contiguous`, non-contiguous genomes are infeasible, which makes the ILP's optimum
+the best the GA can reach. Runs are deterministic for a seed.
 """
 from __future__ import annotations
 

@@ -89,9 +89,9 @@ def _tail_graph(task: Task, shape: tuple[int, ...]):
         nodes.append(helper.make_node(str(step.op), [current], [f"t{k}"], **attrs))
         current = f"t{k}"
     nodes[-1].output[0] = "y"
+    kind = TensorProto.INT64 if str(task.tail.steps[-1].op) == "ArgMax" else TensorProto.FLOAT
     graph = helper.make_graph(nodes, "tail", [helper.make_tensor_value_info("x0", TensorProto.FLOAT, list(shape))],
-                              [helper.make_tensor_value_info("y", TensorProto.INT64 if str(task.tail.steps[-1].op) == "ArgMax"
-                                                             else TensorProto.FLOAT, None)])
+                              [helper.make_tensor_value_info("y", kind, None)])
     return graph, [shape]
 
 

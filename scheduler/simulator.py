@@ -72,6 +72,12 @@ class _Task:
     needs: tuple[int, ...]  # tasks of the same image it waits for
 
 
+def _move(problem: Problem, tensor: int, source: int, target: int, priority: float, needs: tuple[int, ...]) -> _Task:
+    label = f"{problem.layers[tensor] if tensor >= 0 else 'input'} ->"
+    return _Task(problem.payer(source, target), label, transfer_time(problem, tensor, source, target), 0.0, priority,
+                 needs)
+
+
 def _template(problem: Problem, mapping: Mapping) -> tuple[list[_Task], list[int]]:
     """One image's tasks and the tasks whose end completes the image."""
     tasks: list[_Task] = []
@@ -80,7 +86,7 @@ def _template(problem: Problem, mapping: Mapping) -> tuple[list[_Task], list[int
     for tensor, source, target in moves:
         if tensor < 0:
             where[(tensor, target)] = len(tasks)
-            tasks.append(_Task(problem.payer(source, target), "input ->", transfer_time(problem, tensor, source, target), 0.0, -0.5, ()))
+            tasks.append(_move(problem, tensor, source, target, -0.5, ()))
     preds = problem.predecessors()
     for i, p in enumerate(mapping):
         needs = tuple(where[(j, p)] for j in preds[i])
@@ -93,8 +99,7 @@ def _template(problem: Problem, mapping: Mapping) -> tuple[list[_Task], list[int
         for tensor, source, target in moves:
             if tensor == i:
                 where[(i, target)] = len(tasks)
-                tasks.append(_Task(problem.payer(source, target), f"{problem.layers[i]} ->", transfer_time(problem, i, source, target), 0.0,
-                                   i + 0.5, (where[(i, p)],)))
+                tasks.append(_move(problem, i, source, target, i + 0.5, (where[(i, p)],)))
     return tasks, [where[(j, problem.host)] for j in problem.outputs]
 
 
