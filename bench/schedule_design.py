@@ -7,11 +7,16 @@ by the simulator; the host runs nothing (CPU cap 0) but sends the image and rece
 result over the serial link. Periods are given with the link and without it (the image already
 in main memory). Clocks are each configuration's (no place-and-route is run here).
 
+With `--budget device` the budget is the device's DSPs, block RAMs and SPRAMs instead (the
+rest of the SoC left out), and k = 1 is still the shipped array: how many instances the device
+holds, and whether they beat the one array.
+
 Then the schedulers on small cases: exhaustive search, the ILP and the GA (contiguous and
 free) on random problems and on the digits CNN with the host and two instances.
 
     python bench/schedule_design.py                 # the whole table, plot in rtl_out/schedule_design/
     python bench/schedule_design.py --small         # the digits CNN only, and the solver comparison
+    python bench/schedule_design.py --budget device # k instances within the device's DSPs and BRAMs
 """
 from __future__ import annotations
 
@@ -67,14 +72,17 @@ def candidates(base: dict):
             continue
 
 
-def instance_config(board: str, k: int):
-    """The big array for k = 1, else the largest configuration of which k fit its DSPs and BRAMs."""
+def instance_config(board: str, k: int, whole_device: bool):
+    """The big array for k = 1, else the largest configuration of which k fit its DSPs and BRAMs
+    (or the device's, `whole_device`)."""
     base = read_yaml(config_path(board))
-    family = device(resolve_device(None, base["device"])).family
+    part = device(resolve_device(None, base["device"]))
+    family = part.family
     big = config_from_dict(dict(base))
-    budget = estimate(big, family)
+    own = estimate(big, family)
     if k == 1:
-        return big, budget
+        return big, own
+    budget = part.totals if whole_device else own
     for config in candidates(base):
         r = estimate(config, family)
         if k * r.dsp <= budget.dsp and k * r.bram <= budget.bram and k * r.spram <= budget.spram:
@@ -86,15 +94,15 @@ def without_link(problem):
     return replace(problem, send=np.zeros_like(problem.send), input_send=np.zeros_like(problem.input_send))
 
 
-def design_rows(networks: tuple[str, ...]) -> list[dict]:
+def design_rows(networks: tuple[str, ...], whole_device: bool) -> list[dict]:
     rows = []
     for board in BOARDS:
         for k in INSTANCES:
-            config, resources = instance_config(board, k)
+            config, resources = instance_config(board, k, whole_device)
             for name in networks:
                 row = {"board": board, "network": name, "k": k}
                 if config is None:
-                    rows.append({**row, "note": "no array: k instances exceed the DSP/BRAM budget"})
+                    rows.append({**row, "note": "no array: k instances exceed the DSP/BRAM/SPRAM budget"})
                     print(_design_line(rows[-1]), flush=True)
                     continue
                 p = config.pe
@@ -183,11 +191,13 @@ def solver_rows() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", action="store_true", help="the digits CNN only")
+    parser.add_argument("--budget", choices=("array", "device"), default="array",
+                        help="the big array's estimated resources (default) or the device's")
     parser.add_argument("-o", "--output", default="rtl_out/schedule_design", help="folder of the plot")
     args = parser.parse_args()
-    rows = design_rows(("digits",) if args.small else NETWORKS)
-    plot(rows, Path(args.output) / "design.png")
-    print(f"plot: {Path(args.output) / 'design.png'} (and .svg)")
+    rows = design_rows(("digits",) if args.small else NETWORKS, args.budget == "device")
+    plot(rows, Path(args.output) / f"design-{args.budget}.png")
+    print(f"plot: {Path(args.output) / f'design-{args.budget}.png'} (and .svg)")
     solver_rows()
 
 
