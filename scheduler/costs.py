@@ -1,7 +1,9 @@
 """A network's scheduling problem on a set of units: per (task, unit) seconds and bytes.
 
-* accelerator: the planner's cost model of each layer (`planner.plan.plan_layer`, every step
-  of its split, `planner.split`) in cycles at the unit's clock, and its main-memory bytes;
+* accelerator: the program model (`planner.program_model.predict`) of each single-input layer
+  compiled alone for the instance, with stand-in weights (`planner.pipeline.stand_in`); the
+  planner's cost model (`planner.plan.plan_layer`, every step of the split) for an Add or
+  Concat; cycles at the unit's clock, and main-memory bytes;
   the main memory's bandwidth, shared by all instances, is the first instance's
   `dram.bandwidth_bytes_per_cycle` at its clock;
 * host: onnxruntime's profiler (`scheduler.host_profile`) at the unit's thread count;
@@ -24,10 +26,14 @@ import numpy as np
 from boards.protocol import CRC_BYTES, HEADER_BYTES, MAX_DATA, READ_REQUEST, WRITE_ADDRESS
 from boards.uart import FRAME_BITS
 from common.errors import InputError
+from hwgen.config import AcceleratorConfig
 from planner.compile.memory_map import tensor_bytes
+from planner.compile.network import compile_network
 from planner.envelope import constant_bytes
-from planner.ir import Network
-from planner.plan import plan_layer
+from planner.ir import Layer, Network, TensorQuant
+from planner.pipeline import stand_in
+from planner.plan import plan_layer, plan_network
+from planner.program_model import Prediction, predict
 from planner.split import shape_only, split_layer
 from scheduler.host_profile import host_seconds
 from scheduler.problem import Problem
@@ -42,18 +48,32 @@ def link_seconds(data_bytes: int, baud: int, to_board: bool) -> float:
     return (data_bytes + exchanges * (request + reply)) * FRAME_BITS / baud
 
 
-def _accelerator_costs(layer, unit: Unit, cache: dict) -> tuple[float, float, float]:
-    """Seconds, main-memory bytes and constant bytes of a layer on an instance."""
-    cycles = dram = constants = 0
-    for step in split_layer(shape_only(layer), unit.config):
-        key = (unit.config.name, step.op, step.in_shapes, step.out_shape, step.kernel, step.stride, step.pads,
-               step.groups)
-        if key not in cache:
-            cache[key] = plan_layer(step, unit.config).cost
-        cycles += cache[key].cycles
-        dram += cache[key].dram_bytes
-        constants += constant_bytes(step)
-    return cycles / (unit.clock_mhz * 1e6), float(dram), float(constants)
+def _accelerator_costs(layer: Layer, unit: Unit, cache: dict) -> tuple[float, float, float]:
+    """Seconds, main-memory bytes and constant bytes of a layer on an instance: the program
+    model's (a single-input layer alone, compiled with stand-in weights), or the planner's
+    cost model's (a layer with several inputs, which no one-input network holds)."""
+    key = (unit.config.name, layer.op, layer.in_shapes, layer.out_shape, layer.kernel, layer.stride, layer.pads,
+           layer.groups)
+    if key not in cache:
+        steps = split_layer(shape_only(layer), unit.config)
+        constants = float(sum(constant_bytes(step) for step in steps))
+        if len(layer.inputs) == 1:
+            prediction = _program_prediction(layer, unit.config)
+            cache[key] = (prediction.cycles, float(prediction.dram_bytes), constants)
+        else:
+            costs = [plan_layer(step, unit.config).cost for step in steps]
+            cache[key] = (sum(c.cycles for c in costs), float(sum(c.dram_bytes for c in costs)), constants)
+    cycles, dram, constants = cache[key]
+    return cycles / (unit.clock_mhz * 1e6), dram, constants
+
+
+def _program_prediction(layer: Layer, config: AcceleratorConfig) -> Prediction:
+    """`planner.program_model.predict` of the layer alone, planned and compiled for `config`."""
+    alone = Network(layer.name, layer.inputs[0], layer.in_shape, (stand_in(layer),), (layer.output,),
+                    TensorQuant(1.0, 0))
+    plan = plan_network(alone, config)
+    schedules = {step.name: step.schedule for step in plan.layers if step.schedule is not None}
+    return predict(compile_network(alone, schedules, config).program, config)
 
 
 def build_problem(net: Network, units: list[Unit], cpu_cap: float | None = None) -> Problem:

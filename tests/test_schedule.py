@@ -266,3 +266,23 @@ def test_fmax_report_clocks_its_instance_and_scales_its_times(tmp_path, capsys, 
     problem = build_problem(load_network(resolve_model("digits")),
                             [host_unit(1), accelerator_unit(config, "slow", 35.0), accelerator_unit(config, "fast")])
     assert np.allclose(problem.time[:, 1], 2 * problem.time[:, 2])
+
+
+@pytest.mark.parametrize("layer, index", [("conv2", 1), ("pool", 3)])
+def test_an_instance_takes_the_cycles_hwgen_simulate_predicts_for_the_layer(layer, index, tmp_path, capsys,
+                                                                             monkeypatch):
+    """The program model of the layer compiled alone, as `hwgen simulate --layer` predicts it
+    with the model's real weights (timing depends on shapes alone)."""
+    monkeypatch.setenv("HWGEN_HOST_TIMES", str(tmp_path / "times.json"))
+    from hwgen.config import load_config
+    from planner.frontend import load_network
+    from planner.zoo import resolve_model
+    from scheduler.costs import build_problem
+    from scheduler.units import accelerator_unit, host_unit
+
+    assert main(["simulate", "digits", "--layer", layer, "--engine", "isa", "--json"]) == 0
+    predicted = json.loads(capsys.readouterr().out)["predicted_cycles"]
+    problem = build_problem(load_network(resolve_model("digits")),
+                            [host_unit(1), accelerator_unit(load_config("default"), "acc0")])
+    assert problem.layers[index] == layer
+    assert problem.time[index, 1] * 70e6 == pytest.approx(predicted, abs=1e-6)
