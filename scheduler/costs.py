@@ -25,7 +25,7 @@ import numpy as np
 
 from boards.protocol import CRC_BYTES, HEADER_BYTES, MAX_DATA, READ_REQUEST, WRITE_ADDRESS
 from boards.uart import FRAME_BITS
-from common.errors import InputError
+from common.errors import HwgenError, InputError
 from hwgen.config import AcceleratorConfig
 from planner.compile.memory_map import tensor_bytes
 from planner.compile.network import compile_network
@@ -51,15 +51,19 @@ def link_seconds(data_bytes: int, baud: int, to_board: bool) -> float:
 def _accelerator_costs(layer: Layer, unit: Unit, cache: dict) -> tuple[float, float, float]:
     """Seconds, main-memory bytes and constant bytes of a layer on an instance: the program
     model's (a single-input layer alone, compiled with stand-in weights), or the planner's
-    cost model's (a layer with several inputs, which no one-input network holds)."""
+    cost model's (a layer with several inputs, which no one-input network holds); infinite
+    seconds when the layer does not compile alone."""
     key = (unit.config.name, layer.op, layer.in_shapes, layer.out_shape, layer.kernel, layer.stride, layer.pads,
            layer.groups)
     if key not in cache:
         steps = split_layer(shape_only(layer), unit.config)
         constants = float(sum(constant_bytes(step) for step in steps))
         if len(layer.inputs) == 1:
-            prediction = _program_prediction(layer, unit.config)
-            cache[key] = (prediction.cycles, float(prediction.dram_bytes), constants)
+            try:
+                prediction = _program_prediction(layer, unit.config)
+                cache[key] = (prediction.cycles, float(prediction.dram_bytes), constants)
+            except HwgenError:  # it does not compile alone (e.g. the instance's DRAM is too small)
+                cache[key] = (math.inf, 0.0, constants)
         else:
             costs = [plan_layer(step, unit.config).cost for step in steps]
             cache[key] = (sum(c.cycles for c in costs), float(sum(c.dram_bytes for c in costs)), constants)
