@@ -140,24 +140,14 @@ def run_test(build: Build, test_module: str, folder: Path, result: str, *, plusa
 
 
 @contextmanager
-def _watching(folder: Path, progress: Callable[[int], None] | None) -> Iterator[None]:
-    """While the block runs, call `progress` with each new cycle count the testbench reports, and
-    once more after it ends with the last one (so a short simulation reports too)."""
-    if progress is None:
-        yield
-        return
+def polling(poll: Callable[[], None], seconds: float = PROGRESS_POLL_SECONDS) -> Iterator[None]:
+    """While the block runs, call `poll` every `seconds` from a thread, and once more after the
+    block (so what a short simulation reported is seen too)."""
     stop = threading.Event()
 
     def watch() -> None:
-        last = None
-        while True:
-            stopping = stop.wait(PROGRESS_POLL_SECONDS)
-            cycles = read_progress(folder)
-            if cycles is not None and cycles != last:
-                progress(cycles)
-                last = cycles
-            if stopping:
-                return
+        while not stop.wait(seconds):
+            poll()
 
     watcher = threading.Thread(target=watch, name="cosim-progress", daemon=True)
     watcher.start()
@@ -166,6 +156,26 @@ def _watching(folder: Path, progress: Callable[[int], None] | None) -> Iterator[
     finally:
         stop.set()
         watcher.join()
+        poll()
+
+
+@contextmanager
+def _watching(folder: Path, progress: Callable[[int], None] | None) -> Iterator[None]:
+    """While the block runs, call `progress` with each new cycle count the testbench reports."""
+    if progress is None:
+        yield
+        return
+    last = None
+
+    def poll() -> None:
+        nonlocal last
+        cycles = read_progress(folder)
+        if cycles is not None and cycles != last:
+            progress(cycles)
+            last = cycles
+
+    with polling(poll):
+        yield
 
 
 def _simulate(build: Build, job: Job, stall: float, seed: int, waves: Path | None, waves_as: str,
