@@ -3,7 +3,6 @@ the outputs with the golden model and show the performance counters."""
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import time
 from pathlib import Path
@@ -17,12 +16,11 @@ from boards.runtime import Inference, Runtime
 from boards.sdram.soc_transport import VerilatedSoc, power_up_noise
 from boards.transport import SerialTransport, SimulatedTransport, Transport
 from cli.commands.common import add_calibration_argument, add_model_argument, load_model, quantized
-from cli.commands.infer import output_array, read_input
+from cli.commands.infer import output_array, read_input, save_outputs
 from cli.simulation_progress import SimulationProgress, preparing
 from hwgen.config import CONFIG_DIR, load_config
 from common.console import make_console
 from common.errors import ConfigError
-from common.files import atomic_save_npy, atomic_write_bytes
 from planner.compile.network import CompiledNetwork
 from planner.pipeline import plan_and_compile
 from sim.golden import run_quantized
@@ -94,15 +92,6 @@ def simulated_board(chosen: Board, compiled: CompiledNetwork, baud: int, load: s
     soc = board_soc(chosen, compiled.config, compiled, baud)
     contents = compiled.image if load == "preload" else power_up_noise(compiled.memory.size)
     return VerilatedSoc(soc, contents)
-
-
-def save_outputs(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    if len(arrays) == 1:
-        atomic_save_npy(path, next(iter(arrays.values())))
-        return
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    atomic_write_bytes(path, buffer.getvalue())
 
 
 def run(args: argparse.Namespace) -> int:
