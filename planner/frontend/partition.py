@@ -15,11 +15,8 @@ import onnx
 from onnx import helper
 
 from common.errors import UnsupportedModelError
-from planner.frontend.builder import HOST_TAIL_OPS, LAYER_OPS
+from planner.frontend.builder import HOST_NODE_OPS, HOST_TAIL_OPS, LAYER_OPS
 from planner.frontend.window_attrs import node_label
-
-HOST_NODE_OPS = ("Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "LRN", "Resize", "Transpose")
-"""Operators computed on the host wherever they are in the graph (onnxruntime)."""
 
 
 @dataclass(frozen=True)
