@@ -15,7 +15,7 @@ import onnx
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from soc_helpers import TINY  # noqa: E402
 from test_host_partition import calibration, float_model, host_inside_model, inputs  # noqa: E402
