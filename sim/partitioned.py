@@ -34,10 +34,10 @@ class SegmentRun:
 
 
 def value_dims(model: onnx.ModelProto, name: str) -> tuple[int, ...]:
-    """The per-sample dimensions (batch dropped) of a tensor of a part's model."""
+    """The per-sample dimensions (batch dropped) of a tensor of a part's model ((-1,): unknown)."""
     graph = model.graph
-    value = next(v for v in (*graph.input, *graph.value_info, *graph.output) if v.name == name)
-    return tuple(d.dim_value for d in value.type.tensor_type.shape.dim)[1:]
+    value = next((v for v in (*graph.input, *graph.value_info, *graph.output) if v.name == name), None)
+    return (-1,) if value is None else tuple(d.dim_value for d in value.type.tensor_type.shape.dim)[1:]
 
 
 def apply_host_tails(net: Network, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -90,7 +90,10 @@ class PartitionedNetwork:
             runs.append(SegmentRun(net, quantized, outputs))
             dequantized = {name: net.output_quant(name).dequantize(array).reshape(len(batch), *value_dims(part.model, name))
                            for name, array in outputs.items()}
-            values.update(apply_host_tails(net, dequantized))
+            named = apply_host_tails(net, dequantized)
+            if len(named) == len(part.outputs) == 1:  # the part's name for it (a QDQ model's DequantizeLinear)
+                named = {part.outputs[0]: next(iter(named.values()))}
+            values.update(named)
         return {name: values[name] for name in self.parts[-1].outputs}, runs
 
     def reference(self, x: np.ndarray) -> dict[str, np.ndarray]:

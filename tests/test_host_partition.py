@@ -15,6 +15,7 @@ import yaml
 from cli.main import main
 from common.errors import UnsupportedModelError
 from onnx_factory import GraphBuilder
+from ort_quant import ort_quantize
 from planner.frontend import load_network, load_parts
 from planner.ir import HostOp
 from sim.golden import run_quantized
@@ -128,3 +129,16 @@ def test_hwgen_run_on_the_simulated_soc(files, capsys):
     assert code == 0 and record["bit_exact"] and len(record["segments"]) == 2
     assert all(sample["counters"]["cycles"] > 0 for segment in record["segments"] for sample in segment["samples"])
     np.testing.assert_allclose(np.load(files / "y.npy"), reference(inputs(1)), rtol=0, atol=1e-6)
+
+
+def test_a_qdq_model_runs_with_its_own_quantization(files, capsys):
+    """onnxruntime's QDQ form of the model: weight DequantizeLinear nodes are copied to the segment
+    using them, no calibration is needed; the outputs are onnxruntime's on the QDQ model up to its
+    quantized Softmax (steps of 1/256) and a rounding step."""
+    quantized = ort_quantize(host_inside_model(), calibration())
+    onnx.save(quantized, files / "qdq.onnx")
+    code = main(["infer", str(files / "qdq.onnx"), "--input", str(files / "x.npy"), "--output", str(files / "y.npy")])
+    assert code == 0
+    session = onnxruntime.InferenceSession(quantized.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = np.concatenate([session.run(None, {"input": x[None]})[0] for x in inputs(2)])
+    np.testing.assert_allclose(np.load(files / "y.npy"), expected, rtol=0, atol=2 / 256)

@@ -45,20 +45,39 @@ def _on_host(graph: onnx.GraphProto) -> list[bool]:
             for index, node in enumerate(graph.node)]
 
 
-def has_host_nodes(model: onnx.ModelProto) -> bool:
-    """Whether the (shape-inferred) model has nodes that must run on the host inside the network."""
-    return any(_on_host(model.graph))
+def _constant_producers(graph: onnx.GraphProto) -> dict[str, onnx.NodeProto]:
+    """The nodes computing from constants alone (Constant, a weight's DequantizeLinear), by output."""
+    constant = {init.name for init in graph.initializer}
+    producers = {}
+    for node in graph.node:
+        if all(not name or name in constant for name in node.input):
+            constant.update(node.output)
+            producers.update((name, node) for name in node.output)
+    return producers
+
+
+def _constant_closure(names: set[str], producers: dict[str, onnx.NodeProto], graph: onnx.GraphProto):
+    """The constant nodes (in graph order) and initializers computing the constant tensors `names`."""
+    wanted, stack = set(), [name for name in names if name in producers]
+    while stack:
+        node = producers[stack.pop()]
+        if id(node) not in wanted:
+            wanted.add(id(node))
+            stack.extend(name for name in node.input if name in producers)
+    nodes = [node for node in graph.node if id(node) in wanted]
+    used = names | {name for node in nodes for name in node.input}
+    return nodes, [init for init in graph.initializer if init.name in used]
 
 
 def split_model(model: onnx.ModelProto) -> tuple[ModelPart, ...]:
     """The shape-inferred `model` with a fixed input shape cut into its chain of parts."""
     graph = model.graph
     host = _on_host(graph)
-    constants = {init.name: init for init in graph.initializer}
-    constant_nodes = {out: node for node in graph.node if node.op_type == "Constant" for out in node.output}
+    initializers = {init.name for init in graph.initializer}
+    producers = _constant_producers(graph)
     groups: list[tuple[bool, list[onnx.NodeProto]]] = []
     for node, on_host in zip(graph.node, host, strict=True):
-        if node.op_type == "Constant":
+        if node.output[0] in producers:
             continue
         if not groups or groups[-1][0] != on_host:
             groups.append((on_host, []))
@@ -66,12 +85,12 @@ def split_model(model: onnx.ModelProto) -> tuple[ModelPart, ...]:
     values = {v.name: v for v in (*graph.input, *graph.value_info, *graph.output)}
     graph_outputs = tuple(o.name for o in graph.output)
     parts = []
-    current = next(i.name for i in graph.input if i.name not in constants)
+    current = next(i.name for i in graph.input if i.name not in initializers)
     for index, (on_host, nodes) in enumerate(groups):
         produced = {out for node in nodes for out in node.output}
         needed = {name for node in nodes for name in node.input if name and name not in produced}
-        own_constants = [constant_nodes[name] for name in sorted(needed) if name in constant_nodes]
-        crossing = needed - set(constants) - set(constant_nodes) - {current}
+        constant_nodes, constants = _constant_closure(needed - {current}, producers, graph)
+        crossing = needed - initializers - set(producers) - {current}
         if crossing:
             culprit = next(node for node in nodes if crossing.intersection(node.input))
             raise UnsupportedModelError(
@@ -86,8 +105,8 @@ def split_model(model: onnx.ModelProto) -> tuple[ModelPart, ...]:
                 f"{node_label(nodes[-1])}: the part ending here must hand exactly one tensor to the next part and none "
                 f"to the graph outputs, it has {', '.join(outputs) or 'none'}")
         part_graph = helper.make_graph(
-            [*own_constants, *nodes], f"{graph.name or 'network'}_part{index}", [values[current]],
-            [values[name] for name in outputs], [constants[name] for name in sorted(needed) if name in constants],
+            [*constant_nodes, *nodes], f"{graph.name or 'network'}_part{index}", [values[current]],
+            [values[name] for name in outputs], constants,
             value_info=[v for v in graph.value_info if v.name in produced and v.name not in outputs])
         part = helper.make_model(part_graph, opset_imports=model.opset_import, ir_version=model.ir_version)
         parts.append(ModelPart(on_host, part, current, outputs))
