@@ -50,14 +50,16 @@ def pipeline_memory(layout: PipelineLayout, inputs: Sequence[np.ndarray]) -> np.
     return memory
 
 
-def run_pipeline(layout: PipelineLayout, inputs: Sequence[np.ndarray], max_cycles: int = 2_000_000) -> PipelineRun:
-    """Run the int8 `(C, H, W)` inputs (as many as the layout has slots) through the instances."""
+def run_pipeline(layout: PipelineLayout, inputs: Sequence[np.ndarray], max_cycles: int = 2_000_000,
+                 stall: float = 0.0, seed: int = 0) -> PipelineRun:
+    """Run the int8 `(C, H, W)` inputs (as many as the layout has slots) through the instances;
+    `stall`: the memory model's probability of withholding a handshake each cycle (seeded)."""
     assert len(inputs) == layout.images
     config = layout.stages[0].compilation.compiled.config
     memory = pipeline_memory(layout, inputs)
     dut = Pipeline(config, [Stage(s.compilation.compiled.program, s.base, s.input_window, s.output_window)
                             for s in layout.stages])
-    model = MemoryModel.from_config(dut.port, memory, config.dram)
+    model = MemoryModel.from_config(dut.port, memory, config.dram, stall=stall, seed=seed)
     count = len(layout.stages)
     starts: list[list[int]] = [[] for _ in range(count)]
     ends: list[list[int]] = [[] for _ in range(count)]

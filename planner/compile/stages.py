@@ -117,4 +117,4 @@ def predicted_period(layout: PipelineLayout) -> float:
     memory = [stage.compilation.prediction.dram_bytes / config.dram.bandwidth for stage in layout.stages]
     contended = [c + sum(memory[i] * memory[j] / max(c, cycles[j]) for j in range(len(cycles)) if j != i)
                  for i, c in enumerate(cycles)]
-    return max(max(contended), sum(memory)) + CONTROL_GAP_CYCLES
+    return float(max(max(contended), sum(memory)) + CONTROL_GAP_CYCLES)
