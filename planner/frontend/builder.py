@@ -33,7 +33,7 @@ LUT_ACTIVATIONS = ("Sigmoid", "HardSwish", "HardSigmoid")
 HOST_NODE_OPS = ("Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "LRN", "Resize", "Transpose")
 """Operators computed on the host wherever they are in the graph (`planner.frontend.partition`)."""
 ON_THE_HOST = ("; hwgen infer, simulate and run compute it on the host between accelerator segments "
-               "(docs/host_operators.md)")
+               "(docs/units.md)")
 
 
 def _is_silu(sigmoid: onnx.NodeProto, graph: onnx.GraphProto) -> bool:
