@@ -24,11 +24,11 @@ class Compilation:
 
 
 def plan_and_compile(network: Network, config: AcceleratorConfig, objective: Objective = Objective.LATENCY,
-             strategy: Strategy = Strategy.SEARCH) -> Compilation:
-    """Plan and compile a quantized network."""
+             strategy: Strategy = Strategy.SEARCH, keep_input: bool = False) -> Compilation:
+    """Plan and compile a quantized network (`keep_input`: see `planner.compile.memory_map.plan_memory`)."""
     plan = plan_network(network, config, objective, strategy)
     schedules = {layer.name: layer.schedule for layer in plan.layers if layer.schedule is not None}
-    compiled = compile_network(network, schedules, config)
+    compiled = compile_network(network, schedules, config, keep_input)
     return Compilation(network, plan, compiled, predict(compiled.program, config))
 
 

@@ -13,6 +13,7 @@ from planner.zoo import BUILTIN_MODELS, DEFAULT_MODEL, builtin_calibration, reso
 
 if TYPE_CHECKING:
     from planner.ir import Network
+    from sim.partitioned import PartitionedNetwork
 
 
 def add_model_argument(parser: argparse.ArgumentParser) -> None:
@@ -113,3 +114,28 @@ def quantized(net: Network, args: argparse.Namespace, synthetic: bool = False) -
     from sim.golden.calibration import quantize_network
 
     return quantize_network(net, samples)
+
+
+def load_partitioned(args: argparse.Namespace, synthetic: bool = False) -> PartitionedNetwork | None:
+    """The MODEL cut into accelerator segments and host parts when it has host operators inside
+    (`planner.frontend.partition`), its float segments calibrated from --calibration (or the
+    built-in or, for `synthetic`, seeded inputs) pushed through the float model; None when the
+    whole model runs on the accelerator."""
+    from planner.frontend import load_parts
+    from sim.partitioned import partitioned_network, value_dims
+
+    parts = load_parts(resolve_model(args.model), args.input_shape)
+    if len(parts) == 1:
+        return None
+    dims = value_dims(parts[0].model, parts[0].input)
+    shape = dims if len(dims) == 3 else (int(np.prod(dims)), 1, 1)
+    if args.calibration is not None:
+        samples = read_calibration(args.calibration, shape)
+    else:
+        samples = builtin_calibration(args.model, shape)
+        if samples is None and synthetic:
+            samples = synthetic_calibration(shape)
+            warn(args, f"{args.model} without --calibration: its float segments are quantized with ranges of "
+                 f"{len(samples)} seeded N(0, 1) inputs (cycles and traffic hold, accuracy does not)")
+    name = Path(args.model).stem if str(args.model).endswith(".onnx") else str(args.model)
+    return partitioned_network(name, parts, None if samples is None else samples.reshape(len(samples), *dims))

@@ -30,6 +30,10 @@ HOST_TAIL_OPS = tuple(op.value for op in HostOp)
 SUPPORTED_OPS = tuple(sorted(set(PASS_THROUGH_OPS + LAYER_OPS + CONTRIB_LAYER_OPS + HOST_TAIL_OPS) - {"Constant"}))
 LUT_ACTIVATIONS = ("Sigmoid", "HardSwish", "HardSigmoid")
 """Activations the post-processing cannot compute: it applies clamps (ReLU, ReLU6) only."""
+HOST_NODE_OPS = ("Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "LRN", "Resize", "Transpose")
+"""Operators computed on the host wherever they are in the graph (`planner.frontend.partition`)."""
+ON_THE_HOST = ("; hwgen infer, simulate and run compute it on the host between accelerator segments "
+               "(docs/units.md)")
 
 
 def _is_silu(sigmoid: onnx.NodeProto, graph: onnx.GraphProto) -> bool:
@@ -43,9 +47,11 @@ def _unsupported_op(node: onnx.NodeProto, graph: onnx.GraphProto) -> Unsupported
         return UnsupportedModelError(
             f"{node_label(node)}: {what} is not supported: the accelerator's post-processing "
             "computes clamp activations only (ReLU, ReLU6); replace the activation by ReLU or ReLU6"
+            + (ON_THE_HOST if node.op_type in HOST_NODE_OPS else "")
         )
     return UnsupportedModelError(
         f"{node_label(node)}: operator {node.op_type!r} is not supported; supported operators: {', '.join(SUPPORTED_OPS)}"
+        + (ON_THE_HOST if node.op_type in HOST_NODE_OPS else "")
     )
 
 
