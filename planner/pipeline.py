@@ -50,11 +50,11 @@ def check_compiles(network: Network, plan: NetworkPlan, config: AcceleratorConfi
     as a PlanningError or a ProgramDoesNotFit, rather than after the plan is used."""
     schedules = {layer.name: layer.schedule for layer in plan.layers if layer.schedule is not None}
     unit = TensorQuant(1.0, 0)
-    stand_in = replace(network, input_quant=unit, layers=tuple(map(_stand_in, network.layers)))
-    compile_network(stand_in, schedules, config)
+    stand_ins = replace(network, input_quant=unit, layers=tuple(map(stand_in, network.layers)))
+    compile_network(stand_ins, schedules, config)
 
 
-def _stand_in(layer: Layer) -> Layer:
+def stand_in(layer: Layer) -> Layer:
     """`layer` with zero weights and identity requantization (shapes as they are)."""
     unit, channels = TensorQuant(1.0, 0), layer.out_shape[0]
     weights = bias = None

@@ -97,7 +97,8 @@ class NetworkBuilder:
                       if (canonical := self.tensors.canonical(o.name)) in self.host_tails)
         outputs = tuple(dict.fromkeys(
             tail.source if (tail := self.host_tails.get(self.tensors.canonical(o.name)))
-            else self._activation(o.name, f"graph output {o.name!r}") for o in self.graph.output
+            else self._activation(o.name, f"graph output {o.name!r}", allow_flattened=self._one_pixel(o.name))
+            for o in self.graph.output
         ))
         for out in outputs:
             if out not in self.producer:
@@ -121,6 +122,11 @@ class NetworkBuilder:
         else:
             tail = HostTail(before.source, node.output[0], (*before.steps, step))
         self.host_tails[node.output[0]] = tail
+
+    def _one_pixel(self, name: str) -> bool:
+        """A tensor of 1x1 maps: flattened, its bytes are the same (a classifier's pooled output)."""
+        shape = self.shapes.get(self.tensors.canonical(name))
+        return shape is not None and shape[1:] == (1, 1)
 
     def _count_consumers(self) -> None:
         for node in self.graph.node:
