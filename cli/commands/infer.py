@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 
-from cli.commands.common import add_calibration_argument, add_model_argument, as_batch, load_model, quantized
+from cli.commands.common import add_calibration_argument, add_model_argument, as_batch, load_array, load_model, quantized
 from cli.cycle_progress import CycleProgress
 from common.errors import InputError
-from common.files import atomic_save_npy, atomic_write_bytes
+from common.files import atomic_save_npy, atomic_write_bytes, check_output_file
 from planner.ir import Network, Op
 from sim.engines import ENGINES
 from hwgen.config import load_config
@@ -37,11 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def read_input(path: Path, net: Network) -> np.ndarray:
     """The input batch `(N, C, H, W)` as int8, quantizing float data."""
-    try:
-        x = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise InputError(f"--input {path}: cannot read ({error})") from None
-    x = as_batch(x, net.input_shape, f"--input {path}")
+    x = as_batch(load_array(path, f"--input {path}"), net.input_shape, f"--input {path}")
     if x.dtype == np.int8:
         return x
     if not np.issubdtype(x.dtype, np.floating):
@@ -68,6 +64,7 @@ def with_host_tails(net: Network, arrays: dict[str, np.ndarray]) -> dict[str, np
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output_file(args.output, "--output")
     net = quantized(load_model(args), args)
     inputs = read_input(args.input, net)
     engine = ENGINES[args.engine]

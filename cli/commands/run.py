@@ -22,7 +22,7 @@ from cli.simulation_progress import SimulationProgress, preparing
 from hwgen.config import CONFIG_DIR, load_config
 from common.console import make_console
 from common.errors import ConfigError
-from common.files import atomic_save_npy, atomic_write_bytes
+from common.files import atomic_save_npy, atomic_write_bytes, check_output_file
 from planner.compile.network import CompiledNetwork
 from planner.pipeline import plan_and_compile
 from sim.golden import run_quantized
@@ -106,6 +106,8 @@ def save_outputs(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.output is not None:
+        check_output_file(args.output, "--output")
     chosen = board(args.board)
     baud = args.baud or chosen.baud
     config = board_config(chosen, args.hw)

@@ -14,6 +14,8 @@ from cli.commands.infer import read_input
 from cli.cycle_progress import CycleProgress
 from hwgen.config import load_config
 from common.console import make_console
+from common.errors import InputError
+from common.files import check_output_file
 from planner.ir import Network, single_layer_network
 from planner.pipeline import plan_and_compile
 from planner.zoo import DEFAULT_MODEL
@@ -53,6 +55,11 @@ def default_input(args: argparse.Namespace, net: Network) -> np.ndarray:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.vcd is not None:
+        if not ENGINES[args.engine].writes_waves:
+            raise InputError(f"--vcd {args.vcd}: the {args.engine} engine has no waveform; use an RTL engine: "
+                             + ", ".join(name for name in PROGRAM_ENGINES if ENGINES[name].writes_waves))
+        check_output_file(args.vcd, "--vcd")
     net = quantized(load_model(args), args, synthetic=True)
     x = default_input(args, net)
     if args.layer is not None:
