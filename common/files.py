@@ -47,23 +47,9 @@ def _usual_mode(name: str) -> None:
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     """Write `data` to a temporary file next to `path`, then rename it into place."""
-    path = check_output_file(path, "output")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as error:
-        raise OutputError(f"output {path}: cannot write ({error.strerror})") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        _usual_mode(tmp)
-        os.replace(tmp, path)
-    except BaseException as error:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(error, OSError):
-            raise OutputError(f"output {path}: cannot write ({error.strerror or error})") from None
-        raise
-    return path
+    with staged_file(Path(path)) as staged:
+        staged.write_bytes(data)
+    return Path(path)
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
@@ -90,9 +76,11 @@ def staged_file(path: Path | None) -> Iterator[Path | None]:
     except OSError as error:
         raise OutputError(f"output {path}: cannot write ({error.strerror})") from None
     os.close(handle)
-    _usual_mode(name)
     try:
+        _usual_mode(name)
         yield Path(name)
         os.replace(name, path)
+    except OSError as error:
+        raise OutputError(f"output {path}: cannot write ({error.strerror or error})") from None
     finally:
         Path(name).unlink(missing_ok=True)
