@@ -66,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
     result = run_sweep(model_spec(args), space, out, objective=Objective(args.objective), device=args.device,
                        synth=args.synth, jobs=args.jobs, scheduler=args.dask, timeout=args.timeout,
                        retry_failed=args.retry_failed)
+    for problem in result.rejected:
+        print(f"hwgen sweep: warning: cache record {problem}: not trusted, evaluated again", file=sys.stderr)
     console = make_console()
     if not any(row["status"] == OK for row in result.rows):
         print(f"hwgen sweep: error: none of the {len(result.rows)} points is feasible (summary in {out}/summary.md):",
