@@ -77,7 +77,8 @@ def as_batch(array: np.ndarray, input_shape: tuple[int, int, int], label: str) -
 
 
 def load_array(path: Path, label: str) -> np.ndarray:
-    """The array of one `.npy` file, refused unless it holds a non-empty array of finite numbers."""
+    """The array of one `.npy` file, refused unless it holds finite real numbers (its shape is
+    checked by `as_batch`)."""
     try:
         array = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as error:
@@ -86,10 +87,8 @@ def load_array(path: Path, label: str) -> np.ndarray:
     if not isinstance(array, np.ndarray):
         array.close()
         raise InputError(f"{label}: an .npz archive; give one array as .npy (np.save)")
-    if array.size == 0:
-        raise InputError(f"{label}: empty array of shape {tuple(array.shape)}; at least one sample is needed")
-    if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
-        raise InputError(f"{label}: dtype {array.dtype} is not numeric")
+    if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+        raise InputError(f"{label}: dtype {array.dtype}; allowed: real numbers (float or integer)")
     if np.issubdtype(array.dtype, np.inexact) and not np.isfinite(array).all():
         bad = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
         raise InputError(f"{label}: non-finite value {array[bad]} at index {bad}; every value must be finite")

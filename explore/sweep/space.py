@@ -235,7 +235,10 @@ def parse_space(data: Any, base: dict, source: str = "<space>") -> Space:
     axes = []
     for key, value in data.items():
         if key in TOP_LEVEL:
-            axes.append(_axis(key, value))
+            try:
+                axes.append(_axis(key, value))
+            except SpaceError as error:
+                raise SpaceError(f"{source}: {error}") from None
             continue
         if key not in SWEEPABLE:
             raise SpaceError(f"{source}: {key}: not a sweepable section or field; allowed: {_allowed_fields()}")
@@ -284,5 +287,11 @@ def load_space(path: str | Path, base: str | Path | None = None) -> Space:
     file_base = data.pop("base", None)
     if file_base is not None and not isinstance(file_base, str):
         raise SpaceError(f"{path}: base: {file_base!r} is not allowed; expected a config file or shipped config name")
-    return parse_space(data, read_base(base if base is not None else file_base, path.parent), str(path))
+    try:
+        base_config = read_base(base if base is not None else file_base, path.parent)
+    except ConfigError as error:
+        if base is not None:
+            raise
+        raise SpaceError(f"{path}: base: {error}") from None
+    return parse_space(data, base_config, str(path))
 

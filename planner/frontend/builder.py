@@ -230,6 +230,9 @@ class NetworkBuilder:
         in_c, in_h, in_w = self.shapes[x]
         if weights.ndim != 4:
             raise UnsupportedModelError(f"{node_label(node)}: only 2-D convolutions are supported (weights have rank {weights.ndim})")
+        if 0 in weights.shape:
+            raise ShapeError(f"{node_label(node)}: weights {list(weights.shape)} have an empty dimension; every "
+                             f"channel count and kernel size must be at least 1")
         groups = int(attributes(node).get("group", 1))
         out_c, group_c, kh, kw = weights.shape
         if group_c * groups != in_c or out_c % groups:

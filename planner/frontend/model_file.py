@@ -34,6 +34,10 @@ def read_model(model: str | Path | onnx.ModelProto) -> tuple[onnx.ModelProto, tu
         absent = resolve_external_data(proto, path.parent, where)
     if not proto.graph.node:
         raise ModelLoadError(f"{where}: the ONNX graph has no nodes (truncated or empty file?)")
+    newest = onnx.defs.onnx_opset_version()
+    for opset in proto.opset_import:
+        if opset.domain in ("", "ai.onnx") and opset.version > newest:
+            raise ModelLoadError(f"{where}: opset {opset.version} is newer than the installed ONNX knows; allowed: up to {newest}")
     try:
         onnx.checker.check_model(proto)
     except onnx.checker.ValidationError as error:
