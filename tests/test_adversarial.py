@@ -24,13 +24,15 @@ from adversarial.cases import MODEL, SWEEP_SPACE, all_cases
 from adversarial.runner import MEMORY_LIMIT, problems, snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
+CODE = Path(os.environ.get("ADVERSARIAL_CODE", ROOT))
+"""The checkout whose command line the cases run (another one's, to count how it fares)."""
 WORKERS = 2
 SEPARATE = 16
 """Cases also run as separate processes (every category's first)."""
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]), "COLUMNS": "200",
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(CODE), str(ROOT / "tests")]), "COLUMNS": "200",
             "PYTHONWARNINGS": "default"}
 
 
@@ -59,10 +61,7 @@ def _materialize(cases, root: Path) -> list[dict]:
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_bytes(data)
         for name in case.folders:
-            name, _, mode = name.partition(":")
             (folder / name).mkdir(parents=True, exist_ok=True)
-            if mode == "readonly":
-                (folder / name).chmod(0o555)
         manifest.append({**case.to_json(), "folder": str(folder)})
     return manifest
 
