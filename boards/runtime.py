@@ -54,7 +54,7 @@ class Runtime:
 
     # ---- one request, one checked reply
     def _reply_timeout(self, request_bytes: int, reply_bytes: int, processing: float = 0.0) -> float:
-        frames = request_bytes + reply_bytes + 2 * (HEADER_BYTES + CRC_BYTES)
+        frames = request_bytes + reply_bytes + 2 * (HEADER_BYTES + CRC_BYTES) + CRC_BYTES  # + the request's header CRC
         return self.transport.latency + TRANSFER_MARGIN * frames * self.transport.byte_time + processing
 
     def _drain(self, quiet: float | None = None) -> None:

@@ -51,8 +51,8 @@ class Device:
         return data
 
     def write(self, data: bytes) -> None:
-        assert data[0] == 0xA5 and crc16(data[1:-2]) == int.from_bytes(data[-2:], "big"), "the host sent a bad frame"
-        command, payload = data[1], data[4:-2]
+        assert data[0] == 0xA5 and crc16(data[1:6]) == 0 and crc16(data[1:]) == 0, "the host sent a bad frame"
+        command, payload = data[1], data[6:-2]
         self.pending += self.tamper(frame(0x5A, 0, self.answer(command, payload)))
 
     def answer(self, command: int, payload: bytes) -> bytes:
@@ -151,4 +151,9 @@ def request_frames(command: str) -> None:
     getattr(_runtime(device), method)(*args)
     for data in sent:
         length = struct.unpack("<H", data[2:4])[0]
-        assert len(data) == 4 + length + 2 and crc16(data[1:-2]) == int.from_bytes(data[-2:], "big")
+        assert len(data) == 6 + length + 2 and crc16(data[1:4]) == int.from_bytes(data[4:6], "big")
+        assert crc16(data[1:-2]) == int.from_bytes(data[-2:], "big")
+        for bit in range(8, 8 * 6):  # every single-bit error in the header fails the header CRC
+            corrupt = bytearray(data)
+            corrupt[bit // 8] ^= 1 << (bit % 8)
+            assert crc16(bytes(corrupt[1:6])) != 0
