@@ -42,6 +42,10 @@ class Inference:
     counters: dict[str, int]
 
 
+ADDRESS_SPAN = 1 << 32
+"""Addresses the wire format carries (u32)."""
+
+
 class Runtime:
     """Talks to one device over `transport`; a run may take `run_timeout` seconds (of the
     transport's clock). A reply may take its transfer time (`transport.byte_time` per byte),
@@ -116,13 +120,13 @@ class Runtime:
         return self._info or self.identify()
 
     def _check_span(self, command: Command, address: object, count: object, minimum: int = 1) -> None:
-        """Refuse arguments the wire format cannot carry or memory does not hold, naming them."""
+        """Refuse arguments the wire format cannot carry (u32 addresses and ends), naming them; the
+        device refuses what its memory does not hold (OUT_OF_RANGE)."""
         if not all(isinstance(v, Integral) and not isinstance(v, bool) for v in (address, count)):
             raise InputError(f"{command.name}: address {address!r} and length {count!r} must be integers")
-        size = self.info.memory_bytes
-        if address < 0 or count < minimum or address + count > size:
+        if address < 0 or count < minimum or address + count > ADDRESS_SPAN:
             raise InputError(f"{command.name}: {count} byte(s) at address {address}: allowed: at least {minimum} "
-                             f"byte(s) within the device's {size} bytes of memory (addresses 0..{size - 1})")
+                             f"byte(s) at addresses 0..{ADDRESS_SPAN - 1}")
 
     @staticmethod
     def _data(command: Command, data: object) -> bytes:
@@ -150,7 +154,7 @@ class Runtime:
     def write_program(self, address: int, data: bytes) -> None:
         """Write `data` (an even number of bytes) into the program memory at (even) `address`."""
         data = self._data(Command.PROGRAM, data)
-        if not isinstance(address, Integral) or address < 0 or address % 2 or len(data) % 2 or address + len(data) >= 1 << 32:
+        if not isinstance(address, Integral) or address < 0 or address % 2 or len(data) % 2 or address + len(data) > ADDRESS_SPAN:
             raise InputError(f"PROGRAM: {len(data)} byte(s) at address {address!r}: allowed: an even number of bytes "
                              f"at an even address from 0")
         for offset in range(0, len(data), self.info.max_data):

@@ -53,6 +53,13 @@ class Device:
     def write(self, data: bytes) -> None:
         assert data[0] == 0xA5 and crc16(data[1:6]) == 0 and crc16(data[1:]) == 0, "the host sent a bad frame"
         command, payload = data[1], data[6:-2]
+        if command in (0x05, 0x06, 0x07):  # READ, WRITE, CHECKSUM: OUT_OF_RANGE beyond the memory
+            address, length = struct.unpack("<I", payload[:4])[0], len(payload) - 4
+            if command != 0x06:
+                length = int.from_bytes(payload[4:], "little")
+            if address + length > MEMORY:
+                self.pending += self.tamper(frame(0x5A, 0x04, b""))
+                return
         self.pending += self.tamper(frame(0x5A, 0, self.answer(command, payload)))
 
     def answer(self, command: int, payload: bytes) -> bytes:
