@@ -100,10 +100,7 @@ def problems(case: dict, code: int, out: str, err: str, before: dict, after: dic
              and not line.startswith(("usage:", " ")) and "━" not in line]
     if stray:
         found.append(f"stray stderr lines: {stray[:3]}")
-    expect = case["expect"]
-    if expect == "either":
-        expect = "error" if code else "ok"
-    if expect == "error":
+    if case["expect"] == "error":
         if code != 2:
             found.append(f"exit {code}, expected 2")
         if len(errors) != 1:
@@ -210,7 +207,7 @@ def run_case(case: dict, fixtures: Path, folder: Path) -> dict:
 
 
 def main() -> None:
-    cases_file, fixtures, results_file = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+    cases_file, fixtures, results_file = (Path(arg).resolve() for arg in sys.argv[1:4])
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     signal.signal(signal.SIGALRM, _alarm)
     os.environ["ADVERSARIAL_FIXTURES"] = str(fixtures)
