@@ -213,8 +213,12 @@ def main() -> None:
     os.environ["ADVERSARIAL_FIXTURES"] = str(fixtures)
     os.environ.setdefault("COLUMNS", "200")
     cases = json.loads(Path(cases_file).read_text())
-    results = [run_case(case, fixtures, Path(case["folder"])) for case in cases]
-    results_file.write_text(json.dumps(results))
+    with open(results_file, "w") as out:  # a line per case as it ends: a dying runner leaves the rest
+        for case in cases:
+            out.write(json.dumps({"started": f"{case['category']}/{case['name']}"}) + "\n")
+            out.flush()
+            out.write(json.dumps(run_case(case, fixtures, Path(case["folder"]))) + "\n")
+            out.flush()
 
 
 if __name__ == "__main__":
