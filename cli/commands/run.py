@@ -22,6 +22,7 @@ from cli.simulation_progress import SimulationProgress, preparing
 from hwgen.config import CONFIG_DIR, AcceleratorConfig, load_config
 from common.console import make_console
 from common.errors import ConfigError
+from common.files import check_output_file
 from planner.compile.network import CompiledNetwork
 from planner.ir import Network
 from planner.pipeline import Compilation, plan_and_compile
@@ -197,6 +198,8 @@ def run_partitioned(args: argparse.Namespace, chosen: Board, baud: int, config: 
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.output is not None:
+        check_output_file(args.output, "--output")
     chosen = board(args.board)
     baud = args.baud or chosen.baud
     config = board_config(chosen, args.hw)

@@ -14,6 +14,7 @@ from cli.commands.infer import read_float_input, read_input
 from cli.cycle_progress import CycleProgress
 from common.console import make_console
 from common.errors import InputError
+from common.files import check_output_file
 from hwgen.config import AcceleratorConfig, load_config
 from planner.ir import Network, single_layer_network
 from planner.pipeline import plan_and_compile
@@ -126,7 +127,18 @@ def run_partitioned(args: argparse.Namespace, partitioned: PartitionedNetwork) -
     return 0 if exact else 1
 
 
+def check_vcd(args: argparse.Namespace) -> None:
+    """`--vcd` only with an engine that writes waves, into a file that can be written."""
+    if args.vcd is None:
+        return
+    if not ENGINES[args.engine].writes_waves:
+        raise InputError(f"--vcd {args.vcd}: the {args.engine} engine has no waveform; use an RTL engine: "
+                         + ", ".join(name for name in PROGRAM_ENGINES if ENGINES[name].writes_waves))
+    check_output_file(args.vcd, "--vcd")
+
+
 def run(args: argparse.Namespace) -> int:
+    check_vcd(args)
     partitioned = load_partitioned(args, synthetic=True)
     if partitioned is not None:
         return run_partitioned(args, partitioned)

@@ -74,6 +74,22 @@ class NetworkBuilder:
         self.graph_outputs: set[str] = set()
         self.opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 0)
         self.host_tails: dict[str, HostTail] = {}
+        self.node_names = Counter(node.name for node in self.graph.node if node.name)
+        self.layer_names: set[str] = set()
+        self.name_uses: Counter[str] = Counter()
+
+    def _layer_name(self, node: onnx.NodeProto) -> str:
+        """A layer name unique in the network: the node's name, `NAME#k` for the k-th of several
+        nodes named NAME (`Network.layer` refuses a bare NAME then), `op_index` for an unnamed node."""
+        base = node.name or f"{node.op_type.lower()}_{len(self.layers)}"
+        name = base
+        if node.name and self.node_names[node.name] > 1:
+            self.name_uses[base] += 1
+            name = f"{base}#{self.name_uses[base]}"
+        while name in self.layer_names:
+            name += "'"
+        self.layer_names.add(name)
+        return name
 
     # ----------------------------------------------------------------- walk
     def build(self) -> Network:
@@ -103,6 +119,8 @@ class NetworkBuilder:
         for out in outputs:
             if out not in self.producer:
                 raise UnsupportedModelError(f"graph output {out!r} is not computed by any layer")
+        for layer in self.layers:
+            _check_finite(layer)
         network = Network(self.name, self.input_name, self.input_shape, tuple(self.layers), outputs, host_tails=tails)
         return self._with_quantization(network)
 
@@ -224,6 +242,9 @@ class NetworkBuilder:
         in_c, in_h, in_w = self.shapes[x]
         if weights.ndim != 4:
             raise UnsupportedModelError(f"{node_label(node)}: only 2-D convolutions are supported (weights have rank {weights.ndim})")
+        if 0 in weights.shape:
+            raise ShapeError(f"{node_label(node)}: weights {list(weights.shape)} have an empty dimension; every "
+                             f"channel count and kernel size must be at least 1")
         groups = int(attributes(node).get("group", 1))
         out_c, group_c, kh, kw = weights.shape
         if group_c * groups != in_c or out_c % groups:
@@ -231,7 +252,7 @@ class NetworkBuilder:
         window = parse_window(node, (kh, kw), in_h, in_w)
         out_h, out_w = window.output_size(in_h, in_w)
         layer = Layer(
-            name=_layer_name(node, len(self.layers)), op=Op.CONV, inputs=(x,), output=node.output[0],
+            name=self._layer_name(node), op=Op.CONV, inputs=(x,), output=node.output[0],
             in_shapes=((in_c, in_h, in_w),), out_shape=(out_c, out_h, out_w), kernel=(kh, kw),
             stride=window.stride, pads=window.pads, groups=groups, weights=weights.astype(np.float32),
             bias=None if bias is None else bias.astype(np.float32).reshape(-1),
@@ -297,7 +318,7 @@ class NetworkBuilder:
         if quantized_weights is not None:
             quantized_weights = (quantized_weights[0].reshape(out_features, *in_shape), quantized_weights[1])
         layer = Layer(
-            name=_layer_name(node, len(self.layers)), op=Op.FC, inputs=(x,), output=node.output[0],
+            name=self._layer_name(node), op=Op.FC, inputs=(x,), output=node.output[0],
             in_shapes=(in_shape,), out_shape=(out_features, 1, 1), kernel=(in_shape[1], in_shape[2]),
             weights=weights.astype(np.float32), bias=None if bias is None else np.asarray(bias, np.float32).reshape(-1),
         )
@@ -383,7 +404,7 @@ class NetworkBuilder:
             raise UnsupportedModelError(f"{node_label(node)}: padded AveragePool needs count_include_pad=1 (the divisor must be the constant window size)")
         out_h, out_w = window.output_size(height, width)
         self._add_layer(Layer(
-            name=_layer_name(node, len(self.layers)), op=op, inputs=(x,), output=node.output[0],
+            name=self._layer_name(node), op=op, inputs=(x,), output=node.output[0],
             in_shapes=((channels, height, width),), out_shape=(channels, out_h, out_w),
             kernel=kernel, stride=window.stride, pads=window.pads,
         ))
@@ -413,7 +434,7 @@ class NetworkBuilder:
             raise UnsupportedModelError(f"{node_label(node)}: inputs have shapes {sorted(shapes)}; only equal shapes are supported (no broadcasting)")
         shape = shapes.pop()
         self._add_layer(Layer(
-            name=_layer_name(node, len(self.layers)), op=Op.ADD, inputs=inputs, output=node.output[0],
+            name=self._layer_name(node), op=Op.ADD, inputs=inputs, output=node.output[0],
             in_shapes=(shape,) * len(inputs), out_shape=shape,
         ))
 
@@ -427,7 +448,7 @@ class NetworkBuilder:
             raise ShapeError(f"{node_label(node)}: inputs {shapes} differ in height/width")
         out_shape = (sum(shape[0] for shape in shapes), *shapes[0][1:])
         self._add_layer(Layer(
-            name=_layer_name(node, len(self.layers)), op=Op.CONCAT, inputs=inputs, output=node.output[0],
+            name=self._layer_name(node), op=Op.CONCAT, inputs=inputs, output=node.output[0],
             in_shapes=tuple(shapes), out_shape=out_shape,
         ))
 
@@ -532,8 +553,13 @@ class NetworkBuilder:
         return dataclasses.replace(network, layers=tuple(layers), input_quant=input_quant)
 
 
-def _layer_name(node: onnx.NodeProto, index: int) -> str:
-    return node.name or f"{node.op_type.lower()}_{index}"
+def _check_finite(layer: Layer) -> None:
+    """Refuse a layer whose weights or bias (BatchNorm folded in) hold NaN or infinity."""
+    for what, verb, values in (("weights", "hold", layer.weights), ("bias", "holds", layer.bias)):
+        if values is not None and np.issubdtype(values.dtype, np.inexact) and not np.isfinite(values).all():
+            index = tuple(int(i) for i in np.argwhere(~np.isfinite(values))[0])
+            raise UnsupportedModelError(f"layer {layer.name!r}: {what} {verb} a non-finite value ({values[index]} at "
+                                        f"index {index}); every weight and bias must be finite")
 
 
 def _quantize_constant(real: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, axis: int):

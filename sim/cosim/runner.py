@@ -8,7 +8,6 @@ Designs are emitted once per process and built once (`sim.cosim.builds`, cached 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 import threading
@@ -25,6 +24,7 @@ from hwgen.verilog import TOP, emit
 from hwgen.sequencer_layouts import COUNTERS_LAYOUT
 from planner.compile.network import CompiledNetwork
 from common.errors import HwgenError
+from common.files import staged_file
 from sim.cosim.builds import Build, cached_build
 from sim.cosim.harness import DRAM_MODEL, HARNESS_TOP, STALL_DRAWS, harness_verilog, unpack
 from sim.cosim.job import (DUMP_FILE, IMAGE_FILE, JOB_ENV, OUTCOMES_FILE, STALLS_FILE, Job, Outcome, read_progress,
@@ -97,22 +97,6 @@ def _failures(folder: Path) -> str:
         return "the simulator ended without writing its results"
     root = ElementTree.parse(results).getroot()
     return "; ".join(element.get("message", "") for tag in ("failure", "error") for element in root.iter(tag))
-
-
-@contextmanager
-def _staged(path: Path | None) -> Iterator[Path | None]:
-    """A temporary file beside `path` that becomes `path` when the block succeeds (None for None)."""
-    if path is None:
-        yield None
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(handle)
-    try:
-        yield Path(name)
-        os.replace(name, path)
-    finally:
-        Path(name).unlink(missing_ok=True)
 
 
 @contextmanager
@@ -219,7 +203,7 @@ def run_cosim_batch(compiled: CompiledNetwork, xs: np.ndarray, simulator: str = 
     build = build_design(compiled, simulator, trace)
     job = Job(np.stack([compiled.dram_with_input(x) for x in xs]), compiled.config.dram.bus_width_bits // 8, max_cycles,
               progress_every if progress is not None else 0)
-    with _staged(wave_file) as staged:
+    with staged_file(wave_file) as staged:
         outcomes = _simulate(build, job, stall, seed, staged, trace or "vcd", progress)
     runs = []
     for outcome in outcomes:
