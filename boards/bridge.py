@@ -2,8 +2,11 @@
 UART, checks their CRC, executes them on main memory and the accelerator, and sends one reply
 frame per request.
 
-A request is buffered whole (payload up to `MAX_REQUEST_PAYLOAD` bytes) and executed only when
-its CRC matches, so a corrupted WRITE never touches memory. Bytes outside a frame are skipped
+A request's header (command and length) is checked by its own CRC before the length is used,
+then the request is buffered whole (payload up to `MAX_REQUEST_PAYLOAD` bytes) and executed
+only when the frame's CRC matches, so a corrupted WRITE never touches memory and a corrupted
+length never passes as another request. One CRC unit runs over the whole frame: after the
+header's CRC bytes its register holds the residue, and the frame's CRC continues from there. Bytes outside a frame are skipped
 until a sync byte; a frame that stalls for `FRAME_GAP_BYTE_TIMES` byte times is answered with
 TRUNCATED.
 """
@@ -120,6 +123,7 @@ class _Request:
         self.bit_index = Signal(3)
         self.fetch_lane = Signal(range(bridge.word_bytes))  # READ, CHECKSUM: the byte of the fetched word
         self.step = Signal(2)                # the byte of a frame's header or CRC being received or sent
+        self.header_checked = Signal()       # the request's header CRC matched (its second CRC is the frame's)
 
     def _silence_timer(self, gap_cycles: int) -> None:
         """The prescaler and `gap`, the count of its ticks since a byte received or sent."""
@@ -288,11 +292,11 @@ class Bridge(wiring.Component):
             with m.If(r.got & (r.byte == REQUEST_SYNC)):
                 m.d.comb += r.frame_crc.start.eq(1)
                 m.d.sync += [r.status.eq(Status.OK), r.refused.eq(0), r.from_memory.eq(0), r.count.eq(0),
-                             r.size_argument.eq(0), r.wide_address.eq(0), r.wide_size.eq(0), r.step.eq(0)]
+                             r.size_argument.eq(0), r.wide_address.eq(0), r.wide_size.eq(0), r.step.eq(0),
+                             r.header_checked.eq(0)]
                 m.next = "HEADER"
         with m.State("HEADER"):  # `step`: the command, the length's low byte, its high byte
             r.receive("HEADER")
-            new_length = Cat(r.length[:8], r.byte)
             with m.If(r.got):
                 m.d.sync += r.step.eq(r.step + 1)
                 with m.Switch(r.step):
@@ -300,14 +304,9 @@ class Bridge(wiring.Component):
                         m.d.sync += r.command.eq(Cat(r.byte == code for code in r.commands))
                     with m.Case(1):
                         m.d.sync += r.length[:8].eq(r.byte)
-                    with m.Default():
+                    with m.Default():  # the header's CRC follows: nothing acts on the length before it
                         m.d.sync += [r.length[8:].eq(r.byte), r.step.eq(0)]
-                        m.next = "PAYLOAD"
-                        with m.If(new_length > MAX_REQUEST_PAYLOAD):
-                            m.d.sync += r.status.eq(Status.BAD_LENGTH)
-                            m.next = "DISCARD"
-                        with m.Elif(new_length == 0):
-                            m.next = "CRC"
+                        m.next = "CRC"
         with m.State("PAYLOAD"):
             r.receive("PAYLOAD")
             with m.If(r.got):
@@ -322,27 +321,38 @@ class Bridge(wiring.Component):
                                 self._capture(m, r.size_argument, r.wide_size, index - WRITE_ADDRESS.size, r.byte)
                 with m.If(r.last):
                     m.next = "CRC"
-        with m.State("CRC"):  # `step`: the CRC's high byte, then its low byte
+        with m.State("CRC"):  # `step`: the CRC's high byte, then its low byte (the header's, then the frame's)
             r.receive("CRC")
             with m.If(r.got):
                 m.d.sync += r.step.eq(~r.step[0])
                 with m.If(r.step[0]):
-                    m.d.sync += r.receiving.eq(0)
+                    m.d.sync += r.receiving.eq(~r.header_checked)
                     m.next = "CHECK"
         with m.State("DISCARD"):  # an over-long request: skip it to its end
             with m.If(r.timed_out):
                 m.d.sync += [r.length.eq(0), r.receiving.eq(0)]
                 m.next = "REPLY"
-        with m.State("CHECK"):  # the CRC register has taken the last byte
+        with m.State("CHECK"):  # the CRC register has taken the last byte of the header or of the frame
             m.d.sync += [r.request_end.eq(r.pointer + r.size), r.narrow.eq(~r.wide_address & ~r.request_wide),
                          r.nonempty.eq(r.size != 0), r.small.eq(r.size <= MAX_DATA)]
             self._check_shape(m, r)
             if r.region_crc is not None:
                 m.d.comb += r.region_crc.start.eq(1)  # for a CHECKSUM (VALIDATE's checks stay short)
-            with m.If(r.frame_crc.match_detected):
+            with m.If(~r.frame_crc.match_detected):  # a bad header: skip the frame to its end
+                m.d.sync += r.status.eq(Status.BAD_CRC)
+                m.next = "DISCARD"
+                with m.If(r.header_checked):
+                    r.refuse(Status.BAD_CRC)
+            with m.Elif(r.header_checked):
                 m.next = "VALIDATE"
-            with m.Else():
-                r.refuse(Status.BAD_CRC)
+            with m.Else():  # the header is sound: its length may be trusted
+                m.d.sync += r.header_checked.eq(1)
+                m.next = "PAYLOAD"
+                with m.If(r.length > MAX_REQUEST_PAYLOAD):
+                    m.d.sync += r.status.eq(Status.BAD_LENGTH)
+                    m.next = "DISCARD"
+                with m.Elif(r.length == 0):
+                    m.next = "CRC"
 
     def _execute_states(self, m: Module, r: _Request) -> None:
         """VALIDATE and EXECUTE, then the states of the requests that take more than a cycle."""

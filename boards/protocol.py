@@ -2,10 +2,12 @@
 gateware bridge (`boards.bridge`), the host runtime (`boards.runtime`) and the tests.
 `docs/host_protocol.md` describes it for people.
 
-Every request is `A5 | command | length (u16 LE) | payload | CRC-16 (big-endian)` and is answered
-by one reply `5A | status | length (u16 LE) | payload | CRC-16 (big-endian)`. The CRC is
-CRC-16/IBM-3740 (poly 0x1021, init 0xFFFF) over everything after the sync byte; sent most
-significant byte first, the CRC over a whole frame after its sync byte is zero.
+Every request is `A5 | command | length (u16 LE) | header CRC-16 | payload | CRC-16` and is
+answered by one reply `5A | status | length (u16 LE) | payload | CRC-16`. Each CRC is
+CRC-16/IBM-3740 (poly 0x1021, init 0xFFFF), big-endian, over everything after the sync byte
+before it (the header CRC: command and length); sent most significant byte first, the CRC over
+a whole frame after its sync byte is zero. The device checks the header CRC before it acts on
+the length; the host knows every reply's length and refuses any other.
 """
 from __future__ import annotations
 
@@ -139,16 +141,21 @@ def build_id(program: Program, config: AcceleratorConfig, flash_constants: bytes
     return REGION_CRC.compute(text.encode())
 
 
-def frame(sync: int, code: int, payload: bytes = b"") -> bytes:
-    """One frame: sync, command or status, length, payload and CRC."""
+def frame(sync: int, code: int, payload: bytes = b"", header_crc: bool = False) -> bytes:
+    """One frame: sync, command or status, length, (with `header_crc` the CRC of those three
+    bytes,) payload and the CRC of everything after the sync byte."""
     if len(payload) > 0xFFFF:
         raise ValueError(f"payload of {len(payload)} bytes exceeds the u16 length field")
-    body = bytes([code]) + struct.pack("<H", len(payload)) + payload
+    body = bytes([code]) + struct.pack("<H", len(payload))
+    if header_crc:
+        body += FRAME_CRC.compute(body).to_bytes(CRC_BYTES, "big")
+    body += payload
     return bytes([sync]) + body + FRAME_CRC.compute(body).to_bytes(CRC_BYTES, "big")
 
 
 def request(command: Command, payload: bytes = b"") -> bytes:
-    return frame(REQUEST_SYNC, command, payload)
+    """A request frame: its header has its own CRC, checked before the device uses the length."""
+    return frame(REQUEST_SYNC, command, payload, header_crc=True)
 
 
 def reply(status: Status, payload: bytes = b"") -> bytes:

@@ -8,6 +8,7 @@ the next request starts clean.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Integral
 
 import numpy as np
 
@@ -41,6 +42,10 @@ class Inference:
     counters: dict[str, int]
 
 
+ADDRESS_SPAN = 1 << 32
+"""Addresses the wire format carries (u32)."""
+
+
 class Runtime:
     """Talks to one device over `transport`; a run may take `run_timeout` seconds (of the
     transport's clock). A reply may take its transfer time (`transport.byte_time` per byte),
@@ -59,7 +64,7 @@ class Runtime:
 
     # ---- one request, one checked reply
     def _reply_timeout(self, request_bytes: int, reply_bytes: int, processing: float = 0.0) -> float:
-        frames = request_bytes + reply_bytes + 2 * (HEADER_BYTES + CRC_BYTES)
+        frames = request_bytes + reply_bytes + 2 * (HEADER_BYTES + CRC_BYTES) + CRC_BYTES  # + the request's header CRC
         return self.transport.latency + TRANSFER_MARGIN * frames * self.transport.byte_time + processing
 
     def _drain(self, quiet: float | None = None) -> None:
@@ -120,8 +125,24 @@ class Runtime:
     def info(self) -> DeviceInfo:
         return self._info or self.identify()
 
+    def _check_span(self, command: Command, address: object, count: object, minimum: int = 1) -> None:
+        """Refuse arguments the wire format cannot carry (u32 addresses and ends), naming them; the
+        device refuses what its memory does not hold (OUT_OF_RANGE)."""
+        if not all(isinstance(v, Integral) and not isinstance(v, bool) for v in (address, count)):
+            raise InputError(f"{command.name}: address {address!r} and length {count!r} must be integers")
+        if address < 0 or count < minimum or address + count > ADDRESS_SPAN:
+            raise InputError(f"{command.name}: {count} byte(s) at address {address}: allowed: at least {minimum} "
+                             f"byte(s) at addresses 0..{ADDRESS_SPAN - 1}")
+
+    @staticmethod
+    def _data(command: Command, data: object) -> bytes:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise InputError(f"{command.name}: data of type {type(data).__name__}; expected bytes")
+        return bytes(data)
+
     def read(self, address: int, count: int) -> bytes:
         """`count` bytes of main memory from `address`."""
+        self._check_span(Command.READ, address, count)
         data = bytearray()
         for offset in range(0, count, self.info.max_data):
             size = min(self.info.max_data, count - offset)
@@ -130,12 +151,18 @@ class Runtime:
 
     def write(self, address: int, data: bytes) -> None:
         """Write `data` into main memory at `address`."""
+        data = self._data(Command.WRITE, data)
+        self._check_span(Command.WRITE, address, len(data), minimum=0)
         for offset in range(0, len(data), self.info.max_data):
             chunk = data[offset:offset + self.info.max_data]
             self.exchange(Command.WRITE, wire.WRITE_ADDRESS.pack(address + offset) + chunk)
 
     def write_program(self, address: int, data: bytes) -> None:
         """Write `data` (an even number of bytes) into the program memory at (even) `address`."""
+        data = self._data(Command.PROGRAM, data)
+        if not isinstance(address, Integral) or address < 0 or address % 2 or len(data) % 2 or address + len(data) > ADDRESS_SPAN:
+            raise InputError(f"PROGRAM: {len(data)} byte(s) at address {address!r}: allowed: an even number of bytes "
+                             f"at an even address from 0")
         for offset in range(0, len(data), self.info.max_data):
             chunk = data[offset:offset + self.info.max_data]
             self.exchange(Command.PROGRAM, wire.WRITE_ADDRESS.pack(address + offset) + chunk)
@@ -143,6 +170,10 @@ class Runtime:
     def checksum(self, address: int, count: int) -> int:
         """CRC-32 (as `zlib.crc32`) of `count` bytes of main memory from `address` (both multiples
         of `CHECKSUM_ALIGNMENT`)."""
+        self._check_span(Command.CHECKSUM, address, count)
+        if address % wire.CHECKSUM_ALIGNMENT or count % wire.CHECKSUM_ALIGNMENT:
+            raise InputError(f"CHECKSUM: {count} byte(s) at address {address}: both must be multiples of "
+                             f"{wire.CHECKSUM_ALIGNMENT}")
         payload = wire.CHECKSUM_REQUEST.pack(address, count)
         reply = self.exchange(Command.CHECKSUM, payload, processing=count * wire.CHECKSUM_CYCLES_PER_BYTE / self.info.clk_hz)
         return wire.CHECKSUM_REPLY.unpack(reply)[0]
@@ -218,8 +249,8 @@ class Runtime:
     def write_input(self, compiled: CompiledNetwork, x: np.ndarray) -> None:
         """Place the int8 `(C, H, W)` input `x` where `compiled` reads it."""
         net = compiled.network
-        if x.dtype != np.int8 or tuple(x.shape) != tuple(net.input_shape):
-            raise InputError(f"input of dtype {x.dtype} and shape {x.shape}: expected int8 of shape {net.input_shape}")
+        if not isinstance(x, np.ndarray) or x.dtype != np.int8 or tuple(x.shape) != tuple(net.input_shape):
+            raise InputError(f"input {getattr(x, 'dtype', type(x).__name__)} {getattr(x, 'shape', '')}: expected int8 of shape {net.input_shape}")
         address = compiled.memory.tensors[net.input_name] - self._memory_base(compiled)
         self.write(address, activation_image(x, compiled.config.pe.simd).tobytes())
 

@@ -36,3 +36,7 @@ class PlanningError(HwgenError):
 
 class InputError(HwgenError):
     """A user-supplied input array or file is unusable."""
+
+
+class OutputError(HwgenError):
+    """An output path cannot be written (a folder, under a file, no permission)."""

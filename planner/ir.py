@@ -240,6 +240,10 @@ class Network:
         for layer in self.layers:
             if layer.name == name:
                 return layer
+        namesakes = [l.name for l in self.layers if l.name.startswith(f"{name}#") and l.name[len(name) + 1:].isdigit()]
+        if namesakes:
+            raise KeyError(f"layer name {name!r} is ambiguous ({len(namesakes)} ONNX nodes share it); "
+                           f"give one of {', '.join(namesakes)}")
         raise KeyError(f"no layer named {name!r}; layers: {', '.join(l.name for l in self.layers)}")
 
     def tensor_shapes(self) -> dict[str, Shape]:

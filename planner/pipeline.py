@@ -24,11 +24,11 @@ class Compilation:
 
 
 def plan_and_compile(network: Network, config: AcceleratorConfig, objective: Objective = Objective.LATENCY,
-             strategy: Strategy = Strategy.SEARCH) -> Compilation:
-    """Plan and compile a quantized network."""
+             strategy: Strategy = Strategy.SEARCH, keep_input: bool = False) -> Compilation:
+    """Plan and compile a quantized network (`keep_input`: see `planner.compile.memory_map.plan_memory`)."""
     plan = plan_network(network, config, objective, strategy)
     schedules = {layer.name: layer.schedule for layer in plan.layers if layer.schedule is not None}
-    compiled = compile_network(network, schedules, config)
+    compiled = compile_network(network, schedules, config, keep_input)
     return Compilation(network, plan, compiled, predict(compiled.program, config, compiled.memory.constant_bytes))
 
 
@@ -50,11 +50,11 @@ def check_compiles(network: Network, plan: NetworkPlan, config: AcceleratorConfi
     as a PlanningError or a ProgramDoesNotFit, rather than after the plan is used."""
     schedules = {layer.name: layer.schedule for layer in plan.layers if layer.schedule is not None}
     unit = TensorQuant(1.0, 0)
-    stand_in = replace(network, input_quant=unit, layers=tuple(map(_stand_in, network.layers)))
-    compile_network(stand_in, schedules, config)
+    stand_ins = replace(network, input_quant=unit, layers=tuple(map(stand_in, network.layers)))
+    compile_network(stand_ins, schedules, config)
 
 
-def _stand_in(layer: Layer) -> Layer:
+def stand_in(layer: Layer) -> Layer:
     """`layer` with zero weights and identity requantization (shapes as they are)."""
     unit, channels = TensorQuant(1.0, 0), layer.out_shape[0]
     weights = bias = None

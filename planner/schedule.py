@@ -228,9 +228,15 @@ def trips(shape: ConvShape, schedule: Schedule) -> dict[str, int]:
 def minimal_buffers(shape: ConvShape, config: AcceleratorConfig) -> Footprint:
     """Smallest buffer sizes (both banks) that admit the smallest schedule (all tiles 1, or
     without partial sums the whole IC)."""
-    ic = 1 if config.template.partial_sums == PartialSums.KEPT else shape.ic
-    fp = footprint(shape, Schedule(1, ic, 1, 1), config)
+    fp = footprint(shape, smallest_schedule(shape, config), config)
     return Footprint(2 * fp.input, 2 * fp.weight, 2 * fp.output)
+
+
+def smallest_schedule(shape: ConvShape, config: AcceleratorConfig) -> Schedule:
+    """The smallest tile the search tries: the first candidate of every dim (without partial
+    sums the whole IC)."""
+    oc, ic, oh, ow = (tile_candidates(shape.bound(dim), granule(dim, shape, config))[0] for dim in DIMS)
+    return Schedule(oc, ic if config.template.partial_sums == PartialSums.KEPT else shape.ic, oh, ow)
 
 
 def unplannable(name: str, shape: ConvShape, config: AcceleratorConfig) -> PlanningError:
@@ -242,6 +248,10 @@ def unplannable(name: str, shape: ConvShape, config: AcceleratorConfig) -> Plann
         parts = [f"with template.partial_sums: none all {shape.ic} input channels are one tile (the whole "
                  f"reduction in one CONV)", *(parts or ["the CONV fields cannot express it (docs/isa.md)"]),
                  "allowed: template.partial_sums: kept, or larger buffers"]
+    elif not parts:
+        tile = smallest_schedule(shape, config)
+        parts = [f"the smallest tile (OC {tile.oc}, IC {tile.ic}, OH {tile.oh}, OW {tile.ow}) fits the buffers but not "
+                 f"the instruction fields or the buffer layout (docs/isa.md, docs/envelope.md)"]
     return PlanningError(f"layer {name!r} ({shape.describe()}): no legal tile; {'; '.join(parts)}")
 
 

@@ -2,8 +2,8 @@
 simulator and the RTL in the Amaranth simulator; co-simulation engines register here too.
 
 Every engine runs one int8 `(C, H, W)` input and returns an `EngineRun`; all but the golden
-model execute the compiled program (`needs_program`). The Amaranth engine calls `progress`, if
-given, with the cycles simulated so far (`shows_progress`).
+model execute the compiled program (`needs_program`). The RTL engines call `progress`, if given,
+with the cycles simulated so far (`shows_progress`).
 """
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ class Engine:
     needs_program: bool
     description: str
     shows_progress: bool = False
+    writes_waves: bool = False
 
 
 def _golden(net: Network, compiled: CompiledNetwork | None, x: np.ndarray, vcd: str | None = None, progress=None) -> EngineRun:
@@ -59,7 +60,7 @@ def _cosim(simulator: str) -> Callable[..., EngineRun]:
     def run(net: Network, compiled: CompiledNetwork, x: np.ndarray, vcd: str | None = None, progress=None) -> EngineRun:
         from sim.cosim.runner import run_cosim
 
-        result = run_cosim(compiled, x, simulator, waves=vcd)
+        result = run_cosim(compiled, x, simulator, waves=vcd, progress=progress)
         return EngineRun(result.outputs, result.cycles, result.traffic.bytes_read + result.traffic.bytes_written)
 
     return run
@@ -68,8 +69,11 @@ def _cosim(simulator: str) -> Callable[..., EngineRun]:
 ENGINES: dict[str, Engine] = {
     "golden": Engine(_golden, False, "golden integer model (numpy)"),
     "isa": Engine(_isa, True, "instruction-level simulator of the compiled program"),
-    "amaranth": Engine(_amaranth, True, "generated RTL in the Amaranth simulator", shows_progress=True),
-    "icarus": Engine(_cosim("icarus"), True, "emitted Verilog in Icarus Verilog (cocotb co-simulation)"),
+    "amaranth": Engine(_amaranth, True, "generated RTL in the Amaranth simulator", shows_progress=True,
+                       writes_waves=True),
+    "icarus": Engine(_cosim("icarus"), True, "emitted Verilog in Icarus Verilog (cocotb co-simulation)",
+                     shows_progress=True, writes_waves=True),
     "verilator": Engine(_cosim("verilator"), True, "emitted Verilog in Verilator (cocotb co-simulation; the first "
-                        "run of a design compiles it for minutes, then the build is reused from rtl_out/cosim)"),
+                        "run of a design compiles it for minutes, then the build is reused from rtl_out/cosim)",
+                        shows_progress=True, writes_waves=True),
 }

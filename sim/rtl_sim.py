@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from amaranth.sim import Simulator
@@ -11,6 +12,7 @@ from amaranth.sim import Simulator
 from hwgen.accelerator import Accelerator, program_regions
 from planner.compile.network import CompiledNetwork
 from common.errors import HwgenError
+from common.files import staged_file
 from sim.memory_model import MemoryModel, MemoryStats
 
 
@@ -82,7 +84,7 @@ def run_rtl(compiled: CompiledNetwork, x: np.ndarray, *, max_cycles: int = 5_000
     sim.add_process(memory.process)
     sim.add_testbench(bench)
     if vcd:
-        with sim.write_vcd(vcd):
+        with staged_file(Path(vcd)) as staged, sim.write_vcd(str(staged)):
             sim.run()
     else:
         sim.run()

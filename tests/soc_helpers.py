@@ -86,7 +86,10 @@ def frame(sync: int, code: int, payload: bytes = b"") -> bytes:
 
 
 def request(command: int, payload: bytes = b"") -> bytes:
-    return frame(0xA5, command, payload)
+    """A request: its header (command, length) carries its own CRC before the payload."""
+    header = bytes([command]) + struct.pack("<H", len(payload))
+    body = header + struct.pack(">H", crc16(header)) + payload
+    return bytes([0xA5]) + body + struct.pack(">H", crc16(body))
 
 
 def reply(status: int, payload: bytes = b"") -> bytes:

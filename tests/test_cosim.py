@@ -94,11 +94,16 @@ def block(block_network) -> SimpleNamespace:
 @pytest.mark.slow
 @pytest.mark.parametrize("simulator", SIMULATORS)
 def test_digits_cnn_matches_golden_and_amaranth_cycle_for_cycle(digits, simulator):
-    run = run_cosim(digits.compiled, digits.x, simulator)
+    """Also: the progress reports climb every 1,000 simulated cycles up to the last whole
+    thousand before `done`."""
+    reported: list[int] = []
+    run = run_cosim(digits.compiled, digits.x, simulator, progress=reported.append, progress_every=1000)
     for name, expected in golden_outputs(digits.net, digits.x).items():
         assert np.array_equal(run.outputs[name], expected)
     assert_same_run(run, digits.amaranth)
     assert run.waves is None
+    assert reported == sorted(set(reported)) and all(cycles % 1000 == 0 for cycles in reported)
+    assert run.testbench_cycles - 1000 <= reported[-1] <= run.testbench_cycles
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-PACKAGES = "hwgen|planner|sim|boards|explore|cli|common"
+PACKAGES = "hwgen|planner|sim|boards|explore|scheduler|cli|common"
 PATH = re.compile(rf"`((?:{PACKAGES}|bench|tests|scripts|constraints)/[\w/.\-]*)`")
 DOTTED = re.compile(rf"`((?:{PACKAGES})(?:\.\w+)+)")
 

@@ -123,6 +123,50 @@ def mobilenetv2_table() -> Counts:
     return analytic_counts(convs, (1280, 1000), batch_norm=True)
 
 
+def mobilenetv1_table() -> Counts:
+    """MobileNetV1 (width 1.0) at 224 from Howard et al.'s Table 1 (last depthwise stride 1)."""
+    convs: list[ConvSpec] = [(3, 32, 3, 112, 1)]
+    cin, hw = 32, 112
+    for cout, stride in [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), *[(512, 1)] * 5, (1024, 2),
+                         (1024, 1)]:
+        hw //= stride
+        convs += [(cin, cin, 3, hw, cin), (cin, cout, 1, hw, 1)]
+        cin = cout
+    return analytic_counts(convs, (1024, 1000), batch_norm=True)
+
+
+def squeezenet11_table() -> Counts:
+    """SqueezeNet 1.1 at 224 (torchvision): every convolution has a bias, no BatchNorm, no FC."""
+    convs: list[ConvSpec] = [(3, 64, 3, 111, 1)]
+    cin, hw = 64, 55
+    for squeeze, expand, pool in [(16, 64, 0), (16, 64, 1), (32, 128, 0), (32, 128, 1), (48, 192, 0), (48, 192, 0),
+                                  (64, 256, 0), (64, 256, 0)]:
+        convs += [(cin, squeeze, 1, hw, 1), (squeeze, expand, 1, hw, 1), (squeeze, expand, 3, hw, 1)]
+        cin, hw = 2 * expand, (hw - 3) // 2 + 1 if pool else hw
+    convs.append((cin, 1000, 1, hw, 1))
+    plain = analytic_counts(convs, (0, 0), batch_norm=False)
+    return Counts(plain.macs, plain.weights, sum(cout for _, cout, _, _, _ in convs), 0)
+
+
+def densenet121_tables() -> tuple[Counts, int]:
+    """DenseNet-121 at 224 (growth 32, 1x1 width 128, blocks 6/12/24/16): the counts of the
+    conv-BN-ReLU build, and the BatchNorm channels of the published pre-activation network
+    (a BN on every convolution's input, plus the final norm5)."""
+    convs: list[ConvSpec] = [(3, 64, 7, 112, 1)]
+    pre_bn = 64  # norm0 after the stem
+    cin, hw = 64, 56
+    for block, layers in enumerate((6, 12, 24, 16)):
+        for _ in range(layers):
+            convs += [(cin, 128, 1, hw, 1), (128, 32, 3, hw, 1)]
+            pre_bn += cin + 128
+            cin += 32
+        if block < 3:
+            convs.append((cin, cin // 2, 1, hw, 1))
+            pre_bn += cin
+            cin, hw = cin // 2, hw // 2
+    return analytic_counts(convs, (cin, 1000), batch_norm=True), pre_bn + cin
+
+
 # --- published figures ----------------------------------------------------------------------
 
 PUBLISHED_EXACT = {  # e-PlaNNer thesis, section 5.1: (MACs, weights without biases)
@@ -138,11 +182,20 @@ CIFAR = {  # name: (table counts, weights with He et al.'s identity shortcuts (0
     "resnet8-cifar": (lambda: cifar_resnet_table(1), 74_800 + 16 * 32 + 32 * 64, 12.5),
     "resnet20-cifar": (lambda: cifar_resnet_table(3), 268_336 + 16 * 32 + 32 * 64, 40.8),
 }
+TOPOLOGIES = {  # name: (table counts, published params, published MACs, tolerance on the MACs)
+    # Howard et al., "MobileNets", arXiv:1704.04861, Table 8: 1.0 MobileNet-224, 569 M mult-adds, 4.2 M parameters
+    "mobilenetv1": (mobilenetv1_table, 4.2e6, 569e6, 0.002),
+    # torchvision.models.squeezenet1_1 (docs table): 1,235,496 parameters, 0.35 GFLOPS (multiply-adds)
+    "squeezenet1.1": (squeezenet11_table, 1_235_496, 0.35e9, 0.01),
+    # torchvision.models.densenet121 (docs table): 7,978,856 parameters, 2.83 GFLOPS (multiply-adds)
+    "densenet121": (lambda: densenet121_tables()[0], 7_978_856, 2.83e9, 0.005),
+}
 SMALL = ("alexnet", "resnet18", "mobilenetv2")
 
 
 def test_names() -> None:
-    assert set(IMAGENET_NETWORKS) == {"alexnet", "vgg16", "resnet18", "resnet50", "mobilenetv2"}
+    assert set(IMAGENET_NETWORKS) == {"alexnet", "vgg16", "resnet18", "resnet50", "mobilenetv1", "mobilenetv2",
+                                      "squeezenet1.1", "densenet121"}
     assert set(REFERENCE_NETWORKS) == {*IMAGENET_NETWORKS, "resnet8-cifar", "resnet20-cifar"}
 
 
@@ -185,6 +238,22 @@ def test_torchvision_counts(name: str) -> None:
     assert counts == table()
     assert counts.torch_params == params
     assert counts.macs == pytest.approx(gmacs * 1e9, rel=0.015)
+
+
+@pytest.mark.parametrize("name", sorted(TOPOLOGIES))
+def test_scheduling_topologies_match_published_counts(name: str) -> None:
+    """MobileNetV1 (a chain), SqueezeNet 1.1 (parallel branches), DenseNet-121 (concatenations)."""
+    table, params, macs, tolerance = TOPOLOGIES[name]
+    _, counts, ops = built(name)
+    assert counts == table()
+    assert counts.macs == pytest.approx(macs, rel=tolerance)
+    if name == "densenet121":  # the published count has the pre-activation BatchNorms
+        assert counts.weights + counts.biases + 2 * densenet121_tables()[1] == params
+        assert ops["Concat"] == 58 and ops["AveragePool"] == 3
+    elif name == "squeezenet1.1":
+        assert counts.torch_params == params and ops["Concat"] == 8
+    else:
+        assert counts.torch_params == pytest.approx(params, rel=0.01) and ops["Add"] == ops["Concat"] == 0
 
 
 @pytest.mark.parametrize("name", sorted(CIFAR))
@@ -243,7 +312,7 @@ def test_mobilenetv2_depthwise_and_resnet50_stride_placement() -> None:
 @pytest.mark.parametrize("name", REFERENCE_NETWORKS)
 def test_front_end_counts(name: str) -> None:
     """The front end folds BN into conv biases: its weight count is the conv / fc weights only."""
-    tables = {**{n: v[0] for n, v in TORCHVISION.items()}, **{n: v[0] for n, v in CIFAR.items()}}
+    tables = {n: v[0] for group in (TORCHVISION, CIFAR, TOPOLOGIES) for n, v in group.items()}
     expected = PUBLISHED_EXACT[name] if name in PUBLISHED_EXACT else tables[name]()[:2]
     net = load_network(built(name)[0])
     assert (net.total_macs, net.total_weights) == expected

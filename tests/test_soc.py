@@ -22,7 +22,7 @@ from hwgen.config import config_from_dict
 from hwgen.memory_port import MemoryPort
 from hwgen.sequencer_layouts import COUNTERS_LAYOUT
 from common.errors import ConfigError
-from soc_helpers import SIM_BAUD, SIM_CLK_HZ, TINY, TINY_MEMORY, reply, request, simulated, tiny_compiled
+from soc_helpers import SIM_BAUD, SIM_CLK_HZ, TINY, TINY_MEMORY, crc16, reply, request, simulated, tiny_compiled
 
 
 def test_frame_and_region_crcs_are_the_published_algorithms():
@@ -398,8 +398,20 @@ def test_noise_between_frames_is_skipped(link):
 
 
 def test_an_over_long_request_is_discarded_then_refused(link):
-    header = bytes([0xA5, 0x06]) + (protocol.MAX_REQUEST_PAYLOAD + 1).to_bytes(2, "little")
+    head = bytes([0x06]) + (protocol.MAX_REQUEST_PAYLOAD + 1).to_bytes(2, "little")
+    header = bytes([0xA5]) + head + crc16(head).to_bytes(2, "big")  # a sound header announcing too much
     assert exchange(link, header + bytes(20)) == reply(0x03)
+
+
+def test_a_corrupted_length_is_refused_before_it_is_used(link):
+    """A WRITE whose length is cut (as a line error would) fails the header CRC: it is skipped to
+    its end and refused, and memory keeps its bytes."""
+    address = (904).to_bytes(4, "little")
+    assert exchange(link, request(0x06, address + b"\x55\x66")) == reply(0x00)
+    bad = bytearray(request(0x06, address + b"\x77\x88"))
+    bad[2] -= 1  # one payload byte shorter
+    assert exchange(link, bytes(bad), processing_s=2 * protocol.FRAME_GAP_BYTE_TIMES * link.byte_time) == reply(0x01)
+    assert exchange(link, request(0x05, address + (2).to_bytes(2, "little")), 2) == reply(0x00, b"\x55\x66")
     assert exchange(link, request(0x02), 1)[:2] == bytes([0x5A, 0x00])
 
 

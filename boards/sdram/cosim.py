@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,7 +34,7 @@ from planner.compile.network import CompiledNetwork
 from sim.cosim.builds import Build, cached_build
 from sim.cosim.harness import public_top, unpack
 from sim.cosim.job import STATS
-from sim.cosim.runner import CosimError, check_simulator, job_folder, run_test
+from sim.cosim.runner import CosimError, check_simulator, job_folder, polling, run_test
 from sim.memory_model import MemoryStats
 from sim.rtl_sim import RtlRun, SimulationTimeout
 from sim.sdram.chips import IS42S16160G_7, SdramChip
@@ -118,7 +117,6 @@ def _watching(path: Path, progress: Progress | None) -> Iterator[None]:
     if progress is None:
         yield
         return
-    stop = threading.Event()
     seen = 0
 
     def poll() -> None:
@@ -129,18 +127,8 @@ def _watching(path: Path, progress: Progress | None) -> Iterator[None]:
             progress(int(cycles), int(cycles) / max(float(seconds), 1e-9))
         seen = len(lines)
 
-    def watch() -> None:
-        while not stop.wait(0.5):
-            poll()
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    try:
+    with polling(poll, 0.5):
         yield
-    finally:
-        stop.set()
-        watcher.join()
-        poll()
 
 
 def run_cosim_on_sdram(compiled: CompiledNetwork, x: np.ndarray, *, simulator: str = "verilator",

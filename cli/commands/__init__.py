@@ -15,4 +15,5 @@ COMMANDS = {
     "build": "build a board's bitstream (SoC with accelerator, memory and UART link) and its report",
     "report": "reprint a saved synthesis / build report",
     "run": "run a model on a board over its serial link",
+    "schedule": "map layers onto the host and accelerator instances as a pipeline over images (ILP or GA)",
 }

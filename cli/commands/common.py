@@ -13,6 +13,7 @@ from planner.zoo import BUILTIN_MODELS, DEFAULT_MODEL, builtin_calibration, reso
 
 if TYPE_CHECKING:
     from planner.ir import Network
+    from sim.partitioned import PartitionedNetwork
 
 
 def add_model_argument(parser: argparse.ArgumentParser) -> None:
@@ -76,19 +77,32 @@ def as_batch(array: np.ndarray, input_shape: tuple[int, int, int], label: str) -
                      f"(N, {c}, {h}, {w}), ({c}, {h}, {w}) or (N, {size}) with N >= 1")
 
 
+def load_array(path: Path, label: str) -> np.ndarray:
+    """The array of one `.npy` file, refused unless it holds finite real numbers (its shape is
+    checked by `as_batch`)."""
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise InputError(f"{label}: cannot read as .npy ({reason})") from None
+    if not isinstance(array, np.ndarray):
+        array.close()
+        raise InputError(f"{label}: an .npz archive; give one array as .npy (np.save)")
+    if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+        raise InputError(f"{label}: dtype {array.dtype}; allowed: real numbers (float or integer)")
+    if np.issubdtype(array.dtype, np.inexact) and not np.isfinite(array).all():
+        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
+        raise InputError(f"{label}: non-finite value {array[bad]} at index {bad}; every value must be finite")
+    return array
+
+
 def read_calibration(source: str, input_shape: tuple[int, int, int]) -> np.ndarray:
     """Calibration samples `(N, C, H, W)` from an .npy file or a folder of them."""
     path = Path(source)
     files = sorted(path.glob("*.npy")) if path.is_dir() else [path]
     if not files or not all(f.is_file() for f in files):
         raise InputError(f"--calibration {source}: no .npy file found")
-    arrays = []
-    for file in files:
-        try:
-            array = np.load(file, allow_pickle=False)
-        except (OSError, ValueError) as error:
-            raise InputError(f"--calibration {file}: cannot read ({error})") from None
-        arrays.append(as_batch(array, input_shape, f"--calibration {file}"))
+    arrays = [as_batch(load_array(file, f"--calibration {file}"), input_shape, f"--calibration {file}") for file in files]
     return np.concatenate(arrays).astype(np.float32)
 
 
@@ -113,3 +127,28 @@ def quantized(net: Network, args: argparse.Namespace, synthetic: bool = False) -
     from sim.golden.calibration import quantize_network
 
     return quantize_network(net, samples)
+
+
+def load_partitioned(args: argparse.Namespace, synthetic: bool = False) -> PartitionedNetwork | None:
+    """The MODEL cut into accelerator segments and host parts when it has host operators inside
+    (`planner.frontend.partition`), its float segments calibrated from --calibration (or the
+    built-in or, for `synthetic`, seeded inputs) pushed through the float model; None when the
+    whole model runs on the accelerator."""
+    from planner.frontend import load_parts
+    from sim.partitioned import partitioned_network, value_dims
+
+    parts = load_parts(resolve_model(args.model), args.input_shape)
+    if len(parts) == 1:
+        return None
+    dims = value_dims(parts[0].model, parts[0].input)
+    shape = dims if len(dims) == 3 else (int(np.prod(dims)), 1, 1)
+    if args.calibration is not None:
+        samples = read_calibration(args.calibration, shape)
+    else:
+        samples = builtin_calibration(args.model, shape)
+        if samples is None and synthetic:
+            samples = synthetic_calibration(shape)
+            warn(args, f"{args.model} without --calibration: its float segments are quantized with ranges of "
+                 f"{len(samples)} seeded N(0, 1) inputs (cycles and traffic hold, accuracy does not)")
+    name = Path(args.model).stem if str(args.model).endswith(".onnx") else str(args.model)
+    return partitioned_network(name, parts, None if samples is None else samples.reshape(len(samples), *dims))

@@ -9,7 +9,7 @@ from cli.commands.common import add_calibration_argument, load_model, quantized
 from hwgen.config import load_config
 from hwgen.verilog import TOP, emit
 from hwgen.program import Program
-from common.files import atomic_write_text
+from common.files import atomic_write_text, check_output_folder
 from planner.pipeline import plan_and_compile
 from planner.zoo import DEFAULT_MODEL
 
@@ -30,11 +30,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.hw)
+    out = check_output_folder(args.output or Path("rtl_out") / config.name, "--output")
     if args.program is not None:
         program = Program.load(args.program)
     else:
         program = plan_and_compile(quantized(load_model(args), args, synthetic=True), config).compiled.program
-    out = args.output or Path("rtl_out") / config.name
     verilog_text, rtlil_text = emit(Accelerator(config, program))
     atomic_write_text(out / f"{TOP}.v", verilog_text)
     atomic_write_text(out / f"{TOP}.il", rtlil_text)

@@ -6,14 +6,16 @@ from pathlib import Path
 
 import numpy as np
 
-from cli.commands.common import add_calibration_argument, add_model_argument, as_batch, load_model, quantized
+from cli.commands.common import (add_calibration_argument, add_model_argument, as_batch, load_array, load_model,
+                                 load_partitioned, quantized)
 from cli.cycle_progress import CycleProgress
 from common.errors import InputError
-from common.files import atomic_save_npy, atomic_write_bytes
+from common.files import atomic_save_npy, atomic_write_bytes, check_output_file
+from hwgen.config import AcceleratorConfig, load_config
 from planner.ir import Network, Op
-from sim.engines import ENGINES
-from hwgen.config import load_config
 from planner.pipeline import plan_and_compile
+from sim.engines import ENGINES
+from sim.partitioned import PartitionedNetwork, SegmentRunner, apply_host_tails
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,7 +23,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "infer", description="Quantize the model if it is float, run the input through an engine and save the "
         "outputs. Float inputs are quantized with the model's input parameters; int8 inputs are "
         "taken as already quantized. Outputs are dequantized to float32 unless --raw; a trailing "
-        "Softmax, LogSoftmax or ArgMax is then computed on the host (--raw: the accelerator's outputs).",
+        "Softmax, LogSoftmax or ArgMax is then computed on the host (--raw: the accelerator's outputs). A model "
+        "with host operators inside (Sigmoid, LRN, Resize, Transpose, ...) runs as a chain: accelerator segments on "
+        "the engine, int8 at their boundaries, host parts in onnxruntime (--raw: the last segment's outputs).",
     )
     add_model_argument(parser)
     parser.add_argument("--input", required=True, type=Path, metavar="X.npy", help="input array (N, C, H, W) or (C, H, W)")
@@ -37,11 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def read_input(path: Path, net: Network) -> np.ndarray:
     """The input batch `(N, C, H, W)` as int8, quantizing float data."""
-    try:
-        x = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise InputError(f"--input {path}: cannot read ({error})") from None
-    x = as_batch(x, net.input_shape, f"--input {path}")
+    x = as_batch(load_array(path, f"--input {path}"), net.input_shape, f"--input {path}")
     if x.dtype == np.int8:
         return x
     if not np.issubdtype(x.dtype, np.floating):
@@ -58,39 +58,75 @@ def output_array(net: Network, name: str, batch: list[np.ndarray], raw: bool) ->
     return stacked.reshape(len(batch), -1) if producer.op == Op.FC else stacked
 
 
-def with_host_tails(net: Network, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The graph's outputs: trailing host operators (Softmax, ArgMax) applied to the accelerator's."""
-    result = {}
-    for name, array in arrays.items():
-        tails = [tail for tail in net.host_tails if tail.source == name]
-        result.update({tail.output: tail.apply(array) for tail in tails} if tails else {name: array})
-    return result
+def read_float_input(path: Path, partitioned: PartitionedNetwork) -> np.ndarray:
+    """The input batch of a partitioned model as float: int8 data is taken as quantized for its
+    first segment (the first part must then be one)."""
+    x = load_array(path, f"--input {path}")
+    dims = partitioned.input_dims
+    x = as_batch(x, dims if len(dims) == 3 else (int(np.prod(dims)), 1, 1), f"--input {path}").reshape(-1, *dims)
+    first = partitioned.networks[0]
+    if x.dtype == np.int8 and first is not None:
+        return first.input_quant.dequantize(x)
+    if not np.issubdtype(x.dtype, np.floating):
+        raise InputError(f"--input {path}: dtype {x.dtype} must be float (real values)"
+                         + (" or int8 (quantized)" if first is not None else " (the model starts with a host operator)"))
+    return x.astype(np.float32)
+
+
+def engine_runner(engine_name: str, config: AcceleratorConfig) -> SegmentRunner:
+    """Runs a segment sample by sample on an engine, its program compiled for `config`."""
+    engine = ENGINES[engine_name]
+
+    def run_segment(net: Network, batch: np.ndarray) -> dict[str, np.ndarray]:
+        flow = plan_and_compile(net, config) if engine.needs_program else None
+        per_output: dict[str, list[np.ndarray]] = {name: [] for name in net.outputs}
+        for k, sample in enumerate(batch):
+            what = f"{engine_name}: {net.name}, input {k + 1} of {len(batch)}"
+            with CycleProgress(what, flow.prediction.cycles if flow else 0, engine.shows_progress) as progress:
+                outputs = engine.run(net, flow and flow.compiled, sample, progress=progress).outputs
+            for name, value in outputs.items():
+                per_output[name].append(value)
+        return {name: np.stack(values) for name, values in per_output.items()}
+
+    return run_segment
+
+
+def save_outputs(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """One array as .npy, several as .npz, written atomically."""
+    if len(arrays) == 1:
+        atomic_save_npy(path, next(iter(arrays.values())))
+        return
+    import io
+
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def run_partitioned(args: argparse.Namespace, partitioned: PartitionedNetwork) -> int:
+    inputs = read_float_input(args.input, partitioned)
+    arrays, runs = partitioned.run(inputs, engine_runner(args.engine, load_config(args.hw)))
+    if args.raw:
+        arrays = runs[-1].outputs
+    save_outputs(args.output, arrays)
+    shapes = ", ".join(f"{name} {tuple(a.shape)}" for name, a in arrays.items())
+    print(f"{args.engine}: {len(inputs)} input(s) through {len(runs)} accelerator segment(s) and "
+          f"{len(partitioned.parts) - len(runs)} host part(s) -> {args.output} ({shapes})")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output_file(args.output, "--output")
+    partitioned = load_partitioned(args)
+    if partitioned is not None:
+        return run_partitioned(args, partitioned)
     net = quantized(load_model(args), args)
     inputs = read_input(args.input, net)
-    engine = ENGINES[args.engine]
-    flow = plan_and_compile(net, load_config(args.hw)) if engine.needs_program else None
-    compiled = None if flow is None else flow.compiled
-    per_output: dict[str, list[np.ndarray]] = {name: [] for name in net.outputs}
-    for k, sample in enumerate(inputs):
-        what = f"{args.engine}: input {k + 1} of {len(inputs)}"
-        with CycleProgress(what, flow.prediction.cycles if flow else 0, engine.shows_progress) as progress:
-            outputs = engine.run(net, compiled, sample, progress=progress).outputs
-        for name, value in outputs.items():
-            per_output[name].append(value)
-    arrays = {name: output_array(net, name, values, args.raw) for name, values in per_output.items()}
+    outputs = engine_runner(args.engine, load_config(args.hw))(net, inputs)
+    arrays = {name: output_array(net, name, list(values), args.raw) for name, values in outputs.items()}
     if not args.raw:
-        arrays = with_host_tails(net, arrays)
-    if len(arrays) == 1:
-        atomic_save_npy(args.output, next(iter(arrays.values())))
-    else:
-        import io
-
-        buffer = io.BytesIO()
-        np.savez(buffer, **arrays)
-        atomic_write_bytes(args.output, buffer.getvalue())
+        arrays = apply_host_tails(net, arrays)
+    save_outputs(args.output, arrays)
     shapes = ", ".join(f"{name} {tuple(a.shape)}" for name, a in arrays.items())
     print(f"{args.engine}: {len(inputs)} input(s) -> {args.output} ({shapes})")
     return 0

@@ -20,7 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "inspect", description="Load an ONNX model into the Network IR (BatchNorm folded, activations fused, "
         "quantization read) and print its layer table and totals; with --hw, each layer marked by whether "
-        "that hardware configuration can compile it (docs/envelope.md).",
+        "that hardware configuration can compile it (docs/envelope.md); operators after the accelerator "
+        "(a trailing Softmax, LogSoftmax, ArgMax) are listed as the host's (docs/schedule.md).",
     )
     add_model_argument(parser)
     parser.add_argument("--hw", default=None, metavar="CFG",
@@ -29,8 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def layer_record(layer: Layer, problem: str | None = None) -> dict:
-    """The JSON record of one layer (`problem`: why the configuration cannot compile it)."""
+def layer_record(layer: Layer, problem: str | None = None, config: AcceleratorConfig | None = None) -> dict:
+    """The JSON record of one layer (`problem`: why the configuration cannot compile it; `units`:
+    the host, and the configuration where it compiles the layer)."""
     return {
         "name": layer.name,
         "op": layer.op.value,
@@ -44,6 +46,7 @@ def layer_record(layer: Layer, problem: str | None = None) -> dict:
         "macs": layer.macs,
         "params": layer.params,
         "problem": problem,
+        "units": ["host"] + ([config.name] if config is not None and problem is None else []),
     }
 
 
@@ -55,7 +58,9 @@ def network_record(net: Network, config: AcceleratorConfig | None) -> dict:
         "config": None if config is None else config.name,
         "input_shape": list(net.input_shape),
         "quantized": net.quantized,
-        "layers": [layer_record(layer, problems.get(layer.name)) for layer in net.layers],
+        "layers": [layer_record(layer, problems.get(layer.name), config) for layer in net.layers],
+        "host_tails": [{"output": tail.output, "source": tail.source, "ops": [str(s.op) for s in tail.steps],
+                        "units": ["host"]} for tail in net.host_tails],
         "total_macs": net.total_macs,
         "total_params": net.total_params,
     }
@@ -75,7 +80,7 @@ def render_table(net: Network, problems: dict[str, str] | None = None, config: A
     """The layer table, 80 columns wide at most (the activation follows the op); with `config`, a
     last column marks whether it compiles each layer (`problems`: layer name -> why not)."""
     table = Table(title=f"{net.name}: input {_shape(net.input_shape)}, {'int8' if net.quantized else 'float'}",
-                  caption=None if config is None else f"ok: compiles for {config.name}",
+                  caption=None if config is None else f"ok: compiles for {config.name}; host: the host runs it",
                   box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     table.add_column("layer", min_width=9, overflow="fold")
     table.add_column("op")
@@ -95,6 +100,10 @@ def render_table(net: Network, problems: dict[str, str] | None = None, config: A
             f"{_shape(layer.kernel)}/{layer.stride[0]}", f"{layer.macs:,}", f"{layer.params:,}",
             *(["no" if layer.name in problems else "yes"] if marked else []),
         )
+    shapes = net.tensor_shapes()
+    for tail in net.host_tails:
+        table.add_row(tail.output, "+".join(str(step.op) for step in tail.steps), _shape(shapes[tail.source]), "", "",
+                      "0", "0", *(["host"] if marked else []))
     table.add_section()
     table.add_row("total", "", "", "", "", f"{net.total_macs:,}", f"{net.total_params:,}",
                   *([f"{len(net.layers) - len(problems)}/{len(net.layers)}"] if marked else []))

@@ -5,6 +5,7 @@ import argparse
 import json
 
 from cli.commands.common import add_model_argument, load_model
+from common.files import check_output_file
 from hwgen.config import load_config
 from planner.objective import Objective
 from planner.pipeline import plan_checked
@@ -42,6 +43,8 @@ def summary(plan, clock_mhz: float) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.output:
+        check_output_file(args.output, "--output")
     config = load_config(args.hw)
     plan = plan_checked(load_model(args), config, Objective(args.objective), Strategy(args.strategy))
     if args.output:

@@ -3,9 +3,9 @@ the outputs with the golden model and show the performance counters."""
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -16,16 +16,18 @@ from boards.platforms import BOARDS, Board, board
 from boards.runtime import Inference, Runtime
 from boards.sdram.soc_transport import VerilatedSoc, power_up_noise
 from boards.transport import SerialTransport, SimulatedTransport, Transport
-from cli.commands.common import add_calibration_argument, add_model_argument, load_model, quantized
-from cli.commands.infer import output_array, read_input
+from cli.commands.common import add_calibration_argument, add_model_argument, load_model, load_partitioned, quantized
+from cli.commands.infer import output_array, read_float_input, read_input, save_outputs
 from cli.simulation_progress import SimulationProgress, preparing
-from hwgen.config import CONFIG_DIR, load_config
+from hwgen.config import CONFIG_DIR, AcceleratorConfig, load_config
 from common.console import make_console
 from common.errors import ConfigError
-from common.files import atomic_save_npy, atomic_write_bytes
+from common.files import check_output_file
 from planner.compile.network import CompiledNetwork
-from planner.pipeline import plan_and_compile
+from planner.ir import Network
+from planner.pipeline import Compilation, plan_and_compile
 from sim.golden import run_quantized
+from sim.partitioned import PartitionedNetwork
 
 SIMULATED_PORT = "sim"
 SIM_LOADS = ("preload", "link")
@@ -57,7 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="the configuration the bitstream was built with (default: the shipped one named "
                         "after the board)")
     parser.add_argument("--output", type=Path, metavar="Y.npy",
-                        help="write the int8 outputs (.npz when the model has several)")
+                        help="write the int8 outputs (.npz when the model has several); a model with host operators "
+                        "inside: the graph's float outputs")
     parser.add_argument("--baud", type=int, metavar="N",
                         help="serial baud rate (default: the board's, 3,000,000 for the ULX3S, 115,200 otherwise)")
     parser.add_argument("--timeout", type=float, metavar="S",
@@ -97,22 +100,20 @@ def simulated_board(chosen: Board, compiled: CompiledNetwork, baud: int, load: s
     return VerilatedSoc(soc, contents)
 
 
-def save_outputs(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    if len(arrays) == 1:
-        atomic_save_npy(path, next(iter(arrays.values())))
-        return
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    atomic_write_bytes(path, buffer.getvalue())
+@dataclass
+class BoardSession:
+    """One compiled network's memory image loaded on the board and its samples run."""
+
+    loaded: bool
+    load_seconds: float
+    results: list[tuple[Inference, float]]
+    clk_hz: int
+    simulation: dict | None
 
 
-def run(args: argparse.Namespace) -> int:
-    chosen = board(args.board)
-    baud = args.baud or chosen.baud
-    config = board_config(chosen, args.hw)
-    net = quantized(load_model(args), args)
-    inputs = read_input(args.input, net)
-    compilation = plan_and_compile(net, config)
+def on_board(args: argparse.Namespace, chosen: Board, baud: int, compilation: Compilation,
+             inputs: np.ndarray) -> BoardSession:
+    """Load the compiled network's image on the board (or the simulated SoC) and run every int8 input."""
     compiled = compilation.compiled
     check_image_fits(chosen, compiled)
     wall = time.monotonic()
@@ -134,7 +135,6 @@ def run(args: argparse.Namespace) -> int:
             start = transport.clock()
             loaded = runtime.load(compiled, force=args.reload)
             load_seconds = transport.clock() - start
-            clk_hz = runtime.info.clk_hz
             results: list[tuple[Inference, float]] = []
             for index, x in enumerate(inputs):
                 progress.stage(f"running sample {index + 1} of {len(inputs)}")
@@ -143,29 +143,91 @@ def run(args: argparse.Namespace) -> int:
     finally:
         transport.close()
     simulation = {"cycles": transport.cycles, "wall_seconds": time.monotonic() - wall} if args.port == SIMULATED_PORT else None
+    return BoardSession(loaded, load_seconds, results, runtime.info.clk_hz, simulation)
 
-    classifier = len(net.outputs) == 1 and net.tensor_shapes()[net.outputs[0]][1:] == (1, 1)
+
+def sample_records(net: Network, inputs: np.ndarray, session: BoardSession, classifier: bool) -> list[dict]:
+    """Per sample: bit-exactness against the golden model, the counters and the times."""
     samples = []
-    for x, (result, seconds) in zip(inputs, results, strict=True):
+    for x, (result, seconds) in zip(inputs, session.results, strict=True):
         golden = run_quantized(net, x)
         record = {"bit_exact": all(np.array_equal(result.outputs[n], golden[n]) for n in net.outputs),
                   "counters": result.counters, "run_seconds": seconds,
-                  "accelerator_seconds": result.counters["cycles"] / clk_hz}
+                  "accelerator_seconds": result.counters["cycles"] / session.clk_hz}
         if classifier:
             record["class"] = int(np.argmax(result.outputs[net.outputs[0]].reshape(-1)))
             record["golden_class"] = int(np.argmax(golden[net.outputs[0]].reshape(-1)))
         samples.append(record)
+    return samples
+
+
+def run_partitioned(args: argparse.Namespace, chosen: Board, baud: int, config: AcceleratorConfig,
+                    partitioned: PartitionedNetwork) -> int:
+    """Each accelerator segment's image loaded and its samples run in turn, host parts in onnxruntime;
+    --output holds the graph's (float) outputs."""
+    inputs = read_float_input(args.input, partitioned)
+    segments = []
+
+    def run_segment(net: Network, batch: np.ndarray) -> dict[str, np.ndarray]:
+        compilation = plan_and_compile(net, config)
+        session = on_board(args, chosen, baud, compilation, batch)
+        samples = sample_records(net, batch, session, classifier=False)
+        segments.append({"network": net.name, "samples": samples, "simulation": session.simulation,
+                         "bit_exact": all(sample["bit_exact"] for sample in samples),
+                         "load": load_record(chosen, compilation.compiled, session)})
+        return {name: np.stack([result.outputs[name] for result, _ in session.results]) for name in net.outputs}
+
+    outputs, _ = partitioned.run(inputs, run_segment)
     if args.output is not None:
-        save_outputs(args.output, {name: output_array(net, name, [r.outputs[name] for r, _ in results], raw=True)
+        save_outputs(args.output, outputs)
+    reference = partitioned.reference(inputs)
+    error = max(float(np.abs(outputs[name] - reference[name]).max()) for name in outputs)
+    exact = all(segment["bit_exact"] for segment in segments)
+    if args.json:
+        print(json.dumps({"board": chosen.name, "port": args.port, "baud": baud, "network": partitioned.name,
+                          "config": config.name, "bit_exact": exact, "segments": segments,
+                          "host_parts": len(partitioned.parts) - len(segments),
+                          "float_reference_max_abs_error": error}, indent=2))
+    else:
+        for segment in segments:
+            make_console().print(f"segment {segment['network']}", style="bold")
+            show(chosen, args.port, segment["load"], segment["samples"], classifier=False)
+        make_console().print(f"{partitioned.name}: {len(segments)} accelerator segment(s), {len(partitioned.parts) - len(segments)} "
+                             f"host part(s) in onnxruntime; outputs vs the float model: largest difference {error:.3g}")
+    return 0 if exact else 1
+
+
+def load_record(chosen: Board, compiled: CompiledNetwork, session: BoardSession) -> dict:
+    """What loading the memory image took: its bytes over the link, those in the board's flash."""
+    in_flash = compiled.memory.constant_bytes if chosen.flash is not None else 0
+    return {"image_bytes": compiled.memory.size - in_flash, "flash_bytes": in_flash, "loaded": session.loaded,
+            "seconds": session.load_seconds}
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.output is not None:
+        check_output_file(args.output, "--output")
+    chosen = board(args.board)
+    baud = args.baud or chosen.baud
+    config = board_config(chosen, args.hw)
+    partitioned = load_partitioned(args)
+    if partitioned is not None:
+        return run_partitioned(args, chosen, baud, config, partitioned)
+    net = quantized(load_model(args), args)
+    inputs = read_input(args.input, net)
+    compilation = plan_and_compile(net, config)
+    session = on_board(args, chosen, baud, compilation, inputs)
+    classifier = len(net.outputs) == 1 and net.tensor_shapes()[net.outputs[0]][1:] == (1, 1)
+    samples = sample_records(net, inputs, session, classifier)
+    if args.output is not None:
+        save_outputs(args.output, {name: output_array(net, name, [r.outputs[name] for r, _ in session.results], raw=True)
                                    for name in net.outputs})
     exact = all(sample["bit_exact"] for sample in samples)
-    in_flash = compiled.memory.constant_bytes if chosen.flash is not None else 0
-    load = {"image_bytes": compiled.memory.size - in_flash, "flash_bytes": in_flash, "loaded": loaded,
-            "seconds": load_seconds}
+    load = load_record(chosen, compilation.compiled, session)
     if args.json:
         print(json.dumps({"board": chosen.name, "port": args.port, "baud": baud, "network": net.name,
-                          "config": config.name, "image_loaded": loaded, "load": load, "bit_exact": exact,
-                          "samples": samples, "simulation": simulation}, indent=2))
+                          "config": config.name, "image_loaded": session.loaded, "load": load, "bit_exact": exact,
+                          "samples": samples, "simulation": session.simulation}, indent=2))
     else:
         show(chosen, args.port, load, samples, classifier)
     return 0 if exact else 1

@@ -11,6 +11,7 @@ from rich.table import Table
 from cli.commands.common import add_model_argument
 from common.console import make_console
 from common.errors import InputError
+from common.files import check_output_folder
 from planner.objective import Objective
 from explore.sweep.driver import run_sweep
 from explore.sweep.space import SPACE_DIR, load_space
@@ -61,10 +62,12 @@ def run(args: argparse.Namespace) -> int:
     if args.timeout is not None and args.timeout <= 0:
         raise InputError(f"--timeout {args.timeout}: expected a positive number of seconds")
     space = load_space(args.space, args.hw)
-    out = args.output or Path("rtl_out") / f"sweep-{Path(args.model).stem}"
+    out = check_output_folder(args.output or Path("rtl_out") / f"sweep-{Path(args.model).stem}", "--output")
     result = run_sweep(model_spec(args), space, out, objective=Objective(args.objective), device=args.device,
                        synth=args.synth, jobs=args.jobs, scheduler=args.dask, timeout=args.timeout,
                        retry_failed=args.retry_failed)
+    for problem in result.rejected:
+        print(f"hwgen sweep: warning: cache record {problem}: not trusted, evaluated again", file=sys.stderr)
     console = make_console()
     if not any(row["status"] == OK for row in result.rows):
         print(f"hwgen sweep: error: none of the {len(result.rows)} points is feasible (summary in {out}/summary.md):",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import modulefinder
+import shutil
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
@@ -70,25 +71,76 @@ def point_key(config: dict, context: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
+STATUSES = ("ok", "infeasible", "failed")
+"""A record's `status` (`explore.sweep.evaluate`: OK, INFEASIBLE, FAILED)."""
+TEXT_FIELDS = ("key", "status", "reason", "label")
+
+
+def record_checksum(record: dict) -> str:
+    """The digest a stored record carries of its own fields (its key among them: the inputs'
+    digest), so a record edited or copied under another point's name is told apart."""
+    fields = {name: value for name, value in record.items() if name != "checksum"}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+
+
+def record_problem(record: object, key: str) -> str | None:
+    """Why `record` (parsed JSON) is not a valid record of the point `key`, or None."""
+    if not isinstance(record, dict):
+        return f"not a JSON object but {type(record).__name__}"
+    missing = [name for name in (*TEXT_FIELDS, "index", "checksum") if name not in record]
+    if missing:
+        return f"no {', '.join(missing)}"
+    if record["key"] != key:
+        return f"the record of point {record['key']!r}, not of {key!r}"
+    if record["status"] not in STATUSES:
+        return f"status {record['status']!r}; allowed: {', '.join(STATUSES)}"
+    if not all(isinstance(record[name], str) for name in TEXT_FIELDS) or type(record["index"]) is not int:
+        return "key, status, reason and label must be text and index an integer"
+    wrong = [name for name, value in record.items() if name not in TEXT_FIELDS and name != "checksum"
+             and value is not None and not isinstance(value, (int, float, str))]
+    if wrong:
+        return f"field {wrong[0]!r} is neither a number nor text"
+    if record["checksum"] != record_checksum(record):
+        return "its checksum does not match its contents (edited?)"
+    return None
+
+
 class PointCache:
-    """Records of finished points in `directory/<key>.json`."""
+    """Records of finished points in `directory/<key>.json`, each with its checksum. A record
+    that is unreadable or invalid is not trusted: `get` returns None (the point is evaluated
+    again) and notes why in `rejected`."""
 
     def __init__(self, directory: str | Path):
         self.directory = Path(directory)
+        self.rejected: list[str] = []
 
     def path(self, key: str) -> Path:
         return self.directory / f"{key}.json"
 
     def get(self, key: str) -> dict | None:
-        """The stored record of `key`, or None (also for an unreadable file)."""
-        try:
-            return json.loads(self.path(key).read_text())
-        except (OSError, ValueError):
+        """The stored record of `key`, or None (none stored, or an invalid one: see `rejected`)."""
+        path = self.path(key)
+        if not path.exists() and not path.is_symlink():
             return None
+        try:
+            record = json.loads(path.read_bytes().decode("utf-8"))
+        except (OSError, ValueError) as error:
+            problem = f"unreadable ({error.strerror if isinstance(error, OSError) else 'not UTF-8 JSON'})"
+        else:
+            problem = record_problem(record, key)
+            if problem is None:
+                return {name: value for name, value in record.items() if name != "checksum"}
+        self.rejected.append(f"{path}: {problem}")
+        return None
 
     def put(self, record: dict) -> None:
-        atomic_write_text(self.path(record["key"]), json.dumps(record))
+        self.remove(record["key"])
+        atomic_write_text(self.path(record["key"]), json.dumps({**record, "checksum": record_checksum(record)}))
 
     def remove(self, key: str) -> None:
-        """Forget the record of `key` (if any)."""
-        self.path(key).unlink(missing_ok=True)
+        """Forget the record of `key` (if any; a folder in its place too)."""
+        path = self.path(key)
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)

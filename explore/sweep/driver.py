@@ -25,12 +25,14 @@ from explore.sweep.space import Space
 
 @dataclass(frozen=True)
 class SweepResult:
-    """The rows of every point (space order), how many were evaluated now, and the files written."""
+    """The rows of every point (space order), how many were evaluated now, the files written, and
+    the cache records found invalid (evaluated again)."""
 
     rows: list[dict]
     evaluated: int
     reused: int
     paths: list[Path]
+    rejected: tuple[str, ...] = ()
 
 
 def resolve_device(name: str | None, config_device: str) -> str | None:
@@ -109,4 +111,4 @@ def run_sweep(model: ModelSpec, space: Space, out: Path, *, objective: Objective
     swept = [axis.field for axis in space.axes]
     paths = write_outputs(out, rows, [point.config for point in points], swept, title, described,
                           find_device(device) if device else None)
-    return SweepResult(rows, len(tasks), reused, paths)
+    return SweepResult(rows, len(tasks), reused, paths, tuple(cache.rejected))

@@ -142,7 +142,13 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _expand_range(field: str, spec: dict) -> list[float | int]:
+MIN_FACTOR = 1.001
+"""The smallest factor of a geometric range (closer to 1, the values are numerically the same)."""
+
+
+def _range_count(field: str, spec: dict) -> int:
+    """How many values the range `spec` holds, from its arithmetic (nothing is expanded); the
+    range's keys, numbers and bounds are checked here."""
     unknown = set(spec) - set(RANGE_KEYS)
     if unknown:
         raise SpaceError(f"{field}: unknown range key {sorted(unknown)[0]!r}; a range is "
@@ -151,25 +157,41 @@ def _expand_range(field: str, spec: dict) -> list[float | int]:
         raise SpaceError(f"{field}: a range needs min, max and exactly one of step (arithmetic) or factor (geometric)")
     low, high = spec["min"], spec["max"]
     increment = spec.get("step", spec.get("factor"))
-    if not all(_is_number(v) for v in (low, high, increment)):
-        raise SpaceError(f"{field}: range min, max, step and factor must be numbers, got {spec!r}")
+    if not all(_is_number(v) and math.isfinite(v) for v in (low, high, increment)):
+        raise SpaceError(f"{field}: range min, max, step and factor must be finite numbers, got {spec!r}")
     if low > high:
         raise SpaceError(f"{field}: range min {low} exceeds max {high}")
-    values: list[float | int] = []
-    value = low
     if "step" in spec:
         if increment <= 0:
             raise SpaceError(f"{field}: step {increment} is not allowed; expected a positive number")
-        count = math.floor((high - low) / increment + 1e-9) + 1
-        values = [low + k * increment for k in range(count)]
+        return _bounded_count((high - low) / increment)
+    if increment < MIN_FACTOR or low <= 0:
+        raise SpaceError(f"{field}: factor {increment} from min {low} is not allowed; "
+                         f"expected factor > 1 (at least {MIN_FACTOR}) and min > 0")
+    return _bounded_count(math.log(high / low) / math.log(increment) if math.isfinite(high / low) else math.inf)
+
+
+def _bounded_count(steps: float) -> int:
+    """The values of a range spanning `steps` steps; above MAX_POINTS (or infinite): MAX_POINTS + 1."""
+    return math.floor(steps + 1e-9) + 1 if steps < MAX_POINTS else MAX_POINTS + 1
+
+
+def _expand_range(field: str, spec: dict) -> list[float | int]:
+    """The values of a range whose count `_range_count` has bounded."""
+    low, count = spec["min"], _range_count(field, spec)
+    if "step" in spec:
+        values = [low + k * spec["step"] for k in range(count)]
     else:
-        if increment <= 1 or low <= 0:
-            raise SpaceError(f"{field}: factor {increment} from min {low} is not allowed; "
-                             "expected factor > 1 and min > 0")
-        while value <= high * (1 + 1e-9):
-            values.append(value)
-            value = value * increment
-    return [int(v) if isinstance(v, float) and v.is_integer() and isinstance(low, int) else v for v in values]
+        values = [low * spec["factor"] ** k for k in range(count)]
+    return [int(round(v)) if isinstance(low, int) and abs(v - round(v)) < 1e-9 * max(1.0, abs(v)) else v
+            for v in values]
+
+
+def _axis_count(field: str, spec: Any) -> int:
+    """The number of values of a field's axis before it is expanded (ranges by arithmetic)."""
+    if isinstance(spec, dict) and not field_spec(field).is_list:
+        return _range_count(field, spec)
+    return len(spec) if isinstance(spec, list) and spec else 1
 
 
 def _axis(field: str, spec: Any) -> Axis:
@@ -209,10 +231,14 @@ def parse_space(data: Any, base: dict, source: str = "<space>") -> Space:
     """A space from its YAML mapping (without `base`) over the config mapping `base`."""
     if not isinstance(data, dict):
         raise SpaceError(f"{source}: top level must be a mapping of config sections to swept fields")
+    _check_size(data, source)
     axes = []
     for key, value in data.items():
         if key in TOP_LEVEL:
-            axes.append(_axis(key, value))
+            try:
+                axes.append(_axis(key, value))
+            except SpaceError as error:
+                raise SpaceError(f"{source}: {error}") from None
             continue
         if key not in SWEEPABLE:
             raise SpaceError(f"{source}: {key}: not a sweepable section or field; allowed: {_allowed_fields()}")
@@ -231,6 +257,24 @@ def parse_space(data: Any, base: dict, source: str = "<space>") -> Space:
     return space
 
 
+def _check_size(data: dict, source: str) -> None:
+    """Refuse a space of more than MAX_POINTS points, counted from its lists and range
+    arithmetic before any axis is expanded."""
+    total = 1
+    for key, value in data.items():
+        specs = {key: value} if key in TOP_LEVEL else value if key in SWEEPABLE and isinstance(value, dict) else {}
+        for name, spec in specs.items():
+            field = key if key in TOP_LEVEL else f"{key}.{name}"
+            if key in TOP_LEVEL or name in SWEEPABLE[key]:
+                try:
+                    total *= _axis_count(field, spec)
+                except SpaceError as error:
+                    raise SpaceError(f"{source}: {error}") from None
+            if total > MAX_POINTS:
+                raise SpaceError(f"{source}: more than {MAX_POINTS} points ({total} counted up to {field}); "
+                                 f"at most {MAX_POINTS} are allowed")
+
+
 def load_space(path: str | Path, base: str | Path | None = None) -> Space:
     """Read a space file; `base` (e.g. --hw) overrides the file's own `base` entry."""
     path = Path(path)
@@ -243,5 +287,11 @@ def load_space(path: str | Path, base: str | Path | None = None) -> Space:
     file_base = data.pop("base", None)
     if file_base is not None and not isinstance(file_base, str):
         raise SpaceError(f"{path}: base: {file_base!r} is not allowed; expected a config file or shipped config name")
-    return parse_space(data, read_base(base if base is not None else file_base, path.parent), str(path))
+    try:
+        base_config = read_base(base if base is not None else file_base, path.parent)
+    except ConfigError as error:
+        if base is not None:
+            raise
+        raise SpaceError(f"{path}: base: {error}") from None
+    return parse_space(data, base_config, str(path))
 

@@ -1,6 +1,7 @@
 """Reading a configuration: a YAML file, or a YAML-shaped mapping, into an `AcceleratorConfig`."""
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import MISSING
 from pathlib import Path
 from typing import Any
@@ -61,14 +62,31 @@ def config_from_dict(data: dict, source: str = "<dict>") -> AcceleratorConfig:
                              template=Template(**_settings(data, Template)))
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """The safe loader, refusing a mapping that repeats a key (YAML would keep the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, Hashable) and key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 def read_yaml(path: Path, error: type[ConfigError] = ConfigError) -> Any:
-    """The parsed YAML file at `path`; `error` names the file when it is unreadable or not YAML."""
+    """The parsed YAML file at `path`; `error` names the file when it is unreadable, not UTF-8,
+    not YAML or repeats a key."""
     try:
-        return yaml.safe_load(path.read_text())
+        text = path.read_bytes().decode("utf-8")
+        return yaml.load(text, Loader=_UniqueKeyLoader)
     except OSError as problem:
         raise error(f"{path}: cannot read ({problem.strerror})") from problem
+    except UnicodeDecodeError as problem:
+        raise error(f"{path}: not UTF-8 text (byte {problem.object[problem.start]:#04x} at offset {problem.start})") from problem
     except yaml.YAMLError as problem:
-        raise error(f"{path}: not valid YAML ({problem})") from problem
+        raise error(f"{path}: not valid YAML ({' '.join(str(problem).split())})") from problem
 
 
 def config_path(spec: str | Path | None) -> Path:

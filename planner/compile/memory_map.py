@@ -36,8 +36,11 @@ def tensor_bytes(shape: tuple[int, int, int], simd: int) -> int:
     return height * width * padded_channels(channels, simd)
 
 
-def plan_memory(net: Network, simd: int, constant_sizes: dict[str, int], scratch_sizes: dict[str, int]) -> MemoryMap:
-    """Place constants, activations (first fit over freed intervals, by liveness) and scratch."""
+def plan_memory(net: Network, simd: int, constant_sizes: dict[str, int], scratch_sizes: dict[str, int],
+                keep_input: bool = False) -> MemoryMap:
+    """Place constants, activations (first fit over freed intervals, by liveness) and scratch;
+    `keep_input`: the input's space is never reused (a pipeline stage's input is a slot of its own,
+    `planner.compile.stages`)."""
     layout = MemoryMap()
     cursor = 0
     for name, size in constant_sizes.items():
@@ -52,6 +55,8 @@ def plan_memory(net: Network, simd: int, constant_sizes: dict[str, int], scratch
             last_use[name] = index
     for name in net.outputs:
         last_use[name] = len(net.layers)
+    if keep_input:
+        last_use[net.input_name] = len(net.layers)
     live: list[tuple[int, int, str]] = []  # (start, end, tensor), relative to the activation area
     high = 0
 

@@ -59,8 +59,10 @@ class CompiledNetwork:
         }
 
 
-def compile_network(net: Network, schedules: dict[str, Schedule], config: AcceleratorConfig) -> CompiledNetwork:
-    """Lower every layer of a quantized network; conv/fc layers follow `schedules[name]`."""
+def compile_network(net: Network, schedules: dict[str, Schedule], config: AcceleratorConfig,
+                    keep_input: bool = False) -> CompiledNetwork:
+    """Lower every layer of a quantized network; conv/fc layers follow `schedules[name]`
+    (`keep_input`: see `planner.compile.memory_map.plan_memory`)."""
     if not net.quantized:
         raise PlanningError(f"network {net.name!r} is not quantized; quantize it before compiling")
     check_network(net, config)
@@ -80,7 +82,7 @@ def compile_network(net: Network, schedules: dict[str, Schedule], config: Accele
         else:
             check_vector_op(layer, config)
             constants[layer.name] = (vector_constants(layer, config.pe.rows), {})
-    memory = plan_memory(net, config.pe.simd, {name: len(data) for name, (data, _) in constants.items()}, scratch)
+    memory = plan_memory(net, config.pe.simd, {name: len(data) for name, (data, _) in constants.items()}, scratch, keep_input)
     if memory.size > 1 << config.template.dram_address_bits:
         raise PlanningError(f"network {net.name!r} needs {memory.size} bytes of DRAM; configuration {config.name!r} "
                             f"addresses {1 << config.template.dram_address_bits} (template.dram_address_bits: "

@@ -8,10 +8,34 @@ import onnx
 
 from planner.frontend.builder import SUPPORTED_OPS, NetworkBuilder
 from planner.frontend.model_file import data_input, fix_input_shape, infer_shapes, read_model
+from planner.frontend.partition import HOST_NODE_OPS, ModelPart, split_model
 from planner.frontend.shape_folding import fold_shape_subgraphs
 from planner.ir import Network
 
-__all__ = ["SUPPORTED_OPS", "load_network"]
+__all__ = ["HOST_NODE_OPS", "SUPPORTED_OPS", "ModelPart", "load_network", "load_parts"]
+
+
+def _prepared(model: str | Path | onnx.ModelProto, input_shape: tuple[int, ...] | None):
+    """The model read, its input shape fixed, shapes inferred and constant shape sub-graphs folded:
+    (model, input shape, name, names of absent weights)."""
+    proto, absent = read_model(model)
+    proto_copy = onnx.ModelProto()
+    proto_copy.CopyFrom(proto)
+    shape = fix_input_shape(proto_copy, input_shape)
+    inferred = infer_shapes(proto_copy)
+    folded = fold_shape_subgraphs(inferred)
+    if folded is not inferred:
+        inferred = infer_shapes(folded)
+    name = proto.graph.name if isinstance(model, onnx.ModelProto) else Path(model).stem
+    return inferred, shape, name or "network", absent
+
+
+def load_parts(model: str | Path | onnx.ModelProto, input_shape: tuple[int, ...] | None = None) -> tuple[ModelPart, ...]:
+    """The model cut into its chain of accelerator segments and host parts (`planner.frontend.partition`);
+    one part when every node runs on the accelerator."""
+    inferred, _, name, _ = _prepared(model, input_shape)
+    inferred.graph.name = name
+    return split_model(inferred)
 
 
 def load_network(model: str | Path | onnx.ModelProto, input_shape: tuple[int, ...] | None = None) -> Network:
@@ -23,14 +47,6 @@ def load_network(model: str | Path | onnx.ModelProto, input_shape: tuple[int, ..
     Constant shape sub-graphs are folded first; weights whose external data is absent get
     seeded stand-ins, and the network says so (`Network.absent_weights`).
     """
-    proto, absent = read_model(model)
-    proto_copy = onnx.ModelProto()
-    proto_copy.CopyFrom(proto)
-    shape = fix_input_shape(proto_copy, input_shape)
-    inferred = infer_shapes(proto_copy)
-    folded = fold_shape_subgraphs(inferred)
-    if folded is not inferred:
-        inferred = infer_shapes(folded)
-    name = proto.graph.name if isinstance(model, onnx.ModelProto) else Path(model).stem
-    network = NetworkBuilder(inferred, data_input(proto_copy).name, shape, name or "network").build()
+    inferred, shape, name, absent = _prepared(model, input_shape)
+    network = NetworkBuilder(inferred, data_input(inferred).name, shape, name).build()
     return dataclasses.replace(network, absent_weights=absent) if absent else network

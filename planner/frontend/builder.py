@@ -30,6 +30,10 @@ HOST_TAIL_OPS = tuple(op.value for op in HostOp)
 SUPPORTED_OPS = tuple(sorted(set(PASS_THROUGH_OPS + LAYER_OPS + CONTRIB_LAYER_OPS + HOST_TAIL_OPS) - {"Constant"}))
 LUT_ACTIVATIONS = ("Sigmoid", "HardSwish", "HardSigmoid")
 """Activations the post-processing cannot compute: it applies clamps (ReLU, ReLU6) only."""
+HOST_NODE_OPS = ("Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "LRN", "Resize", "Transpose")
+"""Operators computed on the host wherever they are in the graph (`planner.frontend.partition`)."""
+ON_THE_HOST = ("; hwgen infer, simulate and run compute it on the host between accelerator segments "
+               "(docs/units.md)")
 
 
 def _is_silu(sigmoid: onnx.NodeProto, graph: onnx.GraphProto) -> bool:
@@ -43,9 +47,11 @@ def _unsupported_op(node: onnx.NodeProto, graph: onnx.GraphProto) -> Unsupported
         return UnsupportedModelError(
             f"{node_label(node)}: {what} is not supported: the accelerator's post-processing "
             "computes clamp activations only (ReLU, ReLU6); replace the activation by ReLU or ReLU6"
+            + (ON_THE_HOST if node.op_type in HOST_NODE_OPS else "")
         )
     return UnsupportedModelError(
         f"{node_label(node)}: operator {node.op_type!r} is not supported; supported operators: {', '.join(SUPPORTED_OPS)}"
+        + (ON_THE_HOST if node.op_type in HOST_NODE_OPS else "")
     )
 
 
@@ -68,6 +74,22 @@ class NetworkBuilder:
         self.graph_outputs: set[str] = set()
         self.opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 0)
         self.host_tails: dict[str, HostTail] = {}
+        self.node_names = Counter(node.name for node in self.graph.node if node.name)
+        self.layer_names: set[str] = set()
+        self.name_uses: Counter[str] = Counter()
+
+    def _layer_name(self, node: onnx.NodeProto) -> str:
+        """A layer name unique in the network: the node's name, `NAME#k` for the k-th of several
+        nodes named NAME (`Network.layer` refuses a bare NAME then), `op_index` for an unnamed node."""
+        base = node.name or f"{node.op_type.lower()}_{len(self.layers)}"
+        name = base
+        if node.name and self.node_names[node.name] > 1:
+            self.name_uses[base] += 1
+            name = f"{base}#{self.name_uses[base]}"
+        while name in self.layer_names:
+            name += "'"
+        self.layer_names.add(name)
+        return name
 
     # ----------------------------------------------------------------- walk
     def build(self) -> Network:
@@ -91,11 +113,14 @@ class NetworkBuilder:
                       if (canonical := self.tensors.canonical(o.name)) in self.host_tails)
         outputs = tuple(dict.fromkeys(
             tail.source if (tail := self.host_tails.get(self.tensors.canonical(o.name)))
-            else self._activation(o.name, f"graph output {o.name!r}") for o in self.graph.output
+            else self._activation(o.name, f"graph output {o.name!r}", allow_flattened=self._one_pixel(o.name))
+            for o in self.graph.output
         ))
         for out in outputs:
             if out not in self.producer:
                 raise UnsupportedModelError(f"graph output {out!r} is not computed by any layer")
+        for layer in self.layers:
+            _check_finite(layer)
         network = Network(self.name, self.input_name, self.input_shape, tuple(self.layers), outputs, host_tails=tails)
         return self._with_quantization(network)
 
@@ -115,6 +140,11 @@ class NetworkBuilder:
         else:
             tail = HostTail(before.source, node.output[0], (*before.steps, step))
         self.host_tails[node.output[0]] = tail
+
+    def _one_pixel(self, name: str) -> bool:
+        """A tensor of 1x1 maps: flattened, its bytes are the same (a classifier's pooled output)."""
+        shape = self.shapes.get(self.tensors.canonical(name))
+        return shape is not None and shape[1:] == (1, 1)
 
     def _count_consumers(self) -> None:
         for node in self.graph.node:
@@ -212,6 +242,9 @@ class NetworkBuilder:
         in_c, in_h, in_w = self.shapes[x]
         if weights.ndim != 4:
             raise UnsupportedModelError(f"{node_label(node)}: only 2-D convolutions are supported (weights have rank {weights.ndim})")
+        if 0 in weights.shape:
+            raise ShapeError(f"{node_label(node)}: weights {list(weights.shape)} have an empty dimension; every "
+                             f"channel count and kernel size must be at least 1")
         groups = int(attributes(node).get("group", 1))
         out_c, group_c, kh, kw = weights.shape
         if group_c * groups != in_c or out_c % groups:
@@ -219,7 +252,7 @@ class NetworkBuilder:
         window = parse_window(node, (kh, kw), in_h, in_w)
         out_h, out_w = window.output_size(in_h, in_w)
         layer = Layer(
-            name=_layer_name(node, len(self.layers)), op=Op.CONV, inputs=(x,), output=node.output[0],
+            name=self._layer_name(node), op=Op.CONV, inputs=(x,), output=node.output[0],
             in_shapes=((in_c, in_h, in_w),), out_shape=(out_c, out_h, out_w), kernel=(kh, kw),
             stride=window.stride, pads=window.pads, groups=groups, weights=weights.astype(np.float32),
             bias=None if bias is None else bias.astype(np.float32).reshape(-1),
@@ -285,7 +318,7 @@ class NetworkBuilder:
         if quantized_weights is not None:
             quantized_weights = (quantized_weights[0].reshape(out_features, *in_shape), quantized_weights[1])
         layer = Layer(
-            name=_layer_name(node, len(self.layers)), op=Op.FC, inputs=(x,), output=node.output[0],
+            name=self._layer_name(node), op=Op.FC, inputs=(x,), output=node.output[0],
             in_shapes=(in_shape,), out_shape=(out_features, 1, 1), kernel=(in_shape[1], in_shape[2]),
             weights=weights.astype(np.float32), bias=None if bias is None else np.asarray(bias, np.float32).reshape(-1),
         )
@@ -371,7 +404,7 @@ class NetworkBuilder:
             raise UnsupportedModelError(f"{node_label(node)}: padded AveragePool needs count_include_pad=1 (the divisor must be the constant window size)")
         out_h, out_w = window.output_size(height, width)
         self._add_layer(Layer(
-            name=_layer_name(node, len(self.layers)), op=op, inputs=(x,), output=node.output[0],
+            name=self._layer_name(node), op=op, inputs=(x,), output=node.output[0],
             in_shapes=((channels, height, width),), out_shape=(channels, out_h, out_w),
             kernel=kernel, stride=window.stride, pads=window.pads,
         ))
@@ -401,7 +434,7 @@ class NetworkBuilder:
             raise UnsupportedModelError(f"{node_label(node)}: inputs have shapes {sorted(shapes)}; only equal shapes are supported (no broadcasting)")
         shape = shapes.pop()
         self._add_layer(Layer(
-            name=_layer_name(node, len(self.layers)), op=Op.ADD, inputs=inputs, output=node.output[0],
+            name=self._layer_name(node), op=Op.ADD, inputs=inputs, output=node.output[0],
             in_shapes=(shape,) * len(inputs), out_shape=shape,
         ))
 
@@ -415,7 +448,7 @@ class NetworkBuilder:
             raise ShapeError(f"{node_label(node)}: inputs {shapes} differ in height/width")
         out_shape = (sum(shape[0] for shape in shapes), *shapes[0][1:])
         self._add_layer(Layer(
-            name=_layer_name(node, len(self.layers)), op=Op.CONCAT, inputs=inputs, output=node.output[0],
+            name=self._layer_name(node), op=Op.CONCAT, inputs=inputs, output=node.output[0],
             in_shapes=tuple(shapes), out_shape=out_shape,
         ))
 
@@ -520,8 +553,13 @@ class NetworkBuilder:
         return dataclasses.replace(network, layers=tuple(layers), input_quant=input_quant)
 
 
-def _layer_name(node: onnx.NodeProto, index: int) -> str:
-    return node.name or f"{node.op_type.lower()}_{index}"
+def _check_finite(layer: Layer) -> None:
+    """Refuse a layer whose weights or bias (BatchNorm folded in) hold NaN or infinity."""
+    for what, verb, values in (("weights", "hold", layer.weights), ("bias", "holds", layer.bias)):
+        if values is not None and np.issubdtype(values.dtype, np.inexact) and not np.isfinite(values).all():
+            index = tuple(int(i) for i in np.argwhere(~np.isfinite(values))[0])
+            raise UnsupportedModelError(f"layer {layer.name!r}: {what} {verb} a non-finite value ({values[index]} at "
+                                        f"index {index}); every weight and bias must be finite")
 
 
 def _quantize_constant(real: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, axis: int):

@@ -5,8 +5,11 @@ from pathlib import Path
 
 import onnx
 
-from common.errors import ModelLoadError, ShapeError
+from common.errors import ModelLoadError, ShapeError, UnsupportedModelError
 from planner.frontend.absent_weights import resolve_external_data
+
+REAL_INPUT_TYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE)
+"""Element types of a data input the tool quantizes: real values."""
 
 
 def read_model(model: str | Path | onnx.ModelProto) -> tuple[onnx.ModelProto, tuple[str, ...]]:
@@ -31,11 +34,15 @@ def read_model(model: str | Path | onnx.ModelProto) -> tuple[onnx.ModelProto, tu
         absent = resolve_external_data(proto, path.parent, where)
     if not proto.graph.node:
         raise ModelLoadError(f"{where}: the ONNX graph has no nodes (truncated or empty file?)")
+    newest = onnx.defs.onnx_opset_version()
+    for opset in proto.opset_import:
+        if opset.domain in ("", "ai.onnx") and opset.version > newest:
+            raise ModelLoadError(f"{where}: opset {opset.version} is newer than the installed ONNX knows; allowed: up to {newest}")
     try:
         onnx.checker.check_model(proto)
     except onnx.checker.ValidationError as error:
-        first_line = str(error).strip().splitlines()[0]
-        raise ModelLoadError(f"{where}: invalid ONNX model: {first_line}") from None
+        message = " ".join(str(error).split())
+        raise ModelLoadError(f"{where}: invalid ONNX model: {message}") from None
     return proto, absent
 
 
@@ -60,6 +67,12 @@ def fix_input_shape(proto: onnx.ModelProto, input_shape: tuple[int, ...] | None)
     A symbolic batch dimension becomes 1. Any other unknown dimension needs `input_shape`.
     """
     value = data_input(proto)
+    elem_type = value.type.tensor_type.elem_type
+    if elem_type not in REAL_INPUT_TYPES:
+        name = onnx.TensorProto.DataType.Name(elem_type) if elem_type in onnx.TensorProto.DataType.values() else str(elem_type)
+        raise UnsupportedModelError(f"input {value.name!r} has element type {name}; allowed: "
+                                    f"{', '.join(onnx.TensorProto.DataType.Name(t) for t in REAL_INPUT_TYPES)} "
+                                    f"(real values; a quantized model quantizes them with its QuantizeLinear)")
     dims = value.type.tensor_type.shape.dim
     if input_shape is not None:
         if len(input_shape) != len(dims) and len(dims) != 0:

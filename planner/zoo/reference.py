@@ -1,5 +1,6 @@
-"""Reference CNNs built as ONNX graphs: the ImageNet networks AlexNet, VGG-16, ResNet-18/50 and
-MobileNetV2 (1000 classes), and the CIFAR-10 ResNets ResNet-8 (MLPerf Tiny's image
+"""Reference CNNs built as ONNX graphs: the ImageNet networks AlexNet, VGG-16, ResNet-18/50,
+MobileNetV1 (a chain), MobileNetV2, SqueezeNet 1.1 (parallel branches) and DenseNet-121
+(concatenation-heavy) with 1000 classes, and the CIFAR-10 ResNets ResNet-8 (MLPerf Tiny's image
 classification model) and ResNet-20 (He et al., 2016) at 32x32 with 10 classes.
 
 The graphs have the published layer shapes (float32, opset 17, batch 1, input ``"input"``
@@ -114,6 +115,15 @@ class _GraphBuilder:
 
     def add(self, a: str, b: str, name: str) -> str:
         return self._node("Add", name, [a, b], self.shapes[a])
+
+    def avgpool(self, x: str, name: str, kernel: int, stride: int) -> str:
+        out_shape = _window_shape(self.shapes[x], self.shapes[x][0], kernel, stride, 0)
+        return self._node("AveragePool", name, [x], out_shape, kernel_shape=[kernel, kernel], strides=[stride, stride])
+
+    def concat(self, inputs: list[str], name: str) -> str:
+        """Concatenation on channels."""
+        _, h, w = self.shapes[inputs[0]]
+        return self._node("Concat", name, inputs, (sum(self.shapes[x][0] for x in inputs), h, w), axis=1)
 
     def global_avgpool(self, x: str, name: str) -> str:
         return self._node("GlobalAveragePool", name, [x], (self.shapes[x][0], 1, 1))
@@ -249,12 +259,78 @@ def _mobilenetv2(b: _GraphBuilder) -> str:
     return b.fc(b.flatten(b.global_avgpool(x, "avgpool"), "flatten"), "classifier.1", NUM_CLASSES)
 
 
+MOBILENETV1_LAYERS: tuple[tuple[int, int], ...] = (
+    (64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), (512, 1), (512, 1), (512, 1), (512, 1), (512, 1),
+    (1024, 2), (1024, 1),
+)
+"""MobileNetV1 (width 1.0) depthwise-separable layers `(pointwise channels, depthwise stride)`
+(Howard et al., 2017, Table 1; the last depthwise stride is 1, as in the reference code)."""
+
+
+def _mobilenetv1(b: _GraphBuilder) -> str:
+    x = b.conv("input", "conv1", 32, 3, 2, 1, bn="conv1.bn", act=("conv1.relu", "relu"))
+    for i, (out_c, stride) in enumerate(MOBILENETV1_LAYERS, 1):
+        c = b.shapes[x][0]
+        x = b.conv(x, f"conv_dw_{i}", c, 3, stride, 1, groups=c, bn=f"conv_dw_{i}.bn", act=(f"conv_dw_{i}.relu", "relu"))
+        x = b.conv(x, f"conv_pw_{i}", out_c, 1, bn=f"conv_pw_{i}.bn", act=(f"conv_pw_{i}.relu", "relu"))
+    return b.fc(b.flatten(b.global_avgpool(x, "avgpool"), "flatten"), "fc", NUM_CLASSES)
+
+
+SQUEEZENET11_FIRES: tuple[tuple[int, int, bool], ...] = (
+    (16, 64, False), (16, 64, True), (32, 128, False), (32, 128, True), (48, 192, False), (48, 192, False),
+    (64, 256, False), (64, 256, False),
+)
+"""SqueezeNet 1.1's fire modules `(squeeze, expand 1x1 = expand 3x3, max-pool after)` (torchvision)."""
+
+
+def _squeezenet11(b: _GraphBuilder) -> str:
+    x = b.conv("input", "features.0", 64, 3, 2, bias=True, act=("features.1", "relu"))
+    x = b.maxpool(x, "features.2", 3, 2)
+    for i, (squeeze, expand, pool) in enumerate(SQUEEZENET11_FIRES, 3):
+        s = b.conv(x, f"fire{i}.squeeze", squeeze, 1, bias=True, act=(f"fire{i}.squeeze_activation", "relu"))
+        e1 = b.conv(s, f"fire{i}.expand1x1", expand, 1, bias=True, act=(f"fire{i}.expand1x1_activation", "relu"))
+        e3 = b.conv(s, f"fire{i}.expand3x3", expand, 3, 1, 1, bias=True, act=(f"fire{i}.expand3x3_activation", "relu"))
+        x = b.concat([e1, e3], f"fire{i}.cat")
+        if pool:
+            x = b.maxpool(x, f"pool{i}", 3, 2)
+    x = b.conv(x, "classifier.1", NUM_CLASSES, 1, bias=True, act=("classifier.2", "relu"))
+    return b.flatten(b.global_avgpool(x, "classifier.3"), "flatten")
+
+
+DENSENET121_BLOCKS = (6, 12, 24, 16)
+DENSENET_GROWTH = 32
+DENSENET_BOTTLENECK = 4  # the 1x1 convolution's width in growth rates
+
+
+def _densenet121(b: _GraphBuilder) -> str:
+    """DenseNet-121 (Huang et al., 2017; torchvision's layer shapes) with each convolution followed
+    by its BatchNorm and ReLU, which the front end folds and fuses (the published network puts
+    them before the convolution, on the concatenated input)."""
+    x = b.conv("input", "features.conv0", 64, 7, 2, 3, bn="features.norm0", act=("features.relu0", "relu"))
+    x = b.maxpool(x, "features.pool0", 3, 2, 1)
+    for block, layers in enumerate(DENSENET121_BLOCKS, 1):
+        for layer in range(1, layers + 1):
+            name = f"features.denseblock{block}.denselayer{layer}"
+            y = b.conv(x, f"{name}.conv1", DENSENET_BOTTLENECK * DENSENET_GROWTH, 1, bn=f"{name}.norm1",
+                       act=(f"{name}.relu1", "relu"))
+            y = b.conv(y, f"{name}.conv2", DENSENET_GROWTH, 3, 1, 1, bn=f"{name}.norm2", act=(f"{name}.relu2", "relu"))
+            x = b.concat([x, y], f"{name}.cat")
+        if block < len(DENSENET121_BLOCKS):
+            name = f"features.transition{block}"
+            x = b.conv(x, f"{name}.conv", b.shapes[x][0] // 2, 1, bn=f"{name}.norm", act=(f"{name}.relu", "relu"))
+            x = b.avgpool(x, f"{name}.pool", 2, 2)
+    return b.fc(b.flatten(b.global_avgpool(x, "avgpool"), "flatten"), "classifier", NUM_CLASSES)
+
+
 _BUILDERS: dict[str, tuple[int, Callable[[_GraphBuilder], str]]] = {
     "alexnet": (227, _alexnet),
     "vgg16": (224, _vgg16),
     "resnet18": (224, lambda b: _resnet(b, (2, 2, 2, 2), bottleneck=False)),
     "resnet50": (224, lambda b: _resnet(b, (3, 4, 6, 3), bottleneck=True)),
+    "mobilenetv1": (224, _mobilenetv1),
     "mobilenetv2": (224, _mobilenetv2),
+    "squeezenet1.1": (224, _squeezenet11),
+    "densenet121": (224, _densenet121),
     "resnet8-cifar": (32, lambda b: _cifar_resnet(b, 1)),
     "resnet20-cifar": (32, lambda b: _cifar_resnet(b, 3)),
 }

@@ -16,6 +16,9 @@ JOB_ENV = "HWGEN_COSIM_JOB"
 CLOCK_PERIOD_NS = 10
 IMAGE_FILE, DUMP_FILE, STALLS_FILE = "dram.hex", "dram_out.hex", "stalls.hex"
 OUTCOMES_FILE = "outcomes.json"
+PROGRESS_FILE = "progress.txt"
+"""The cycles the running image has simulated so far, rewritten every `Job.progress_every`
+cycles (written whole, then renamed into place)."""
 STATS = tuple(field.name for field in fields(MemoryStats))
 """The DRAM model's traffic counters, top-level ports of the harness named like `MemoryStats` fields."""
 
@@ -49,20 +52,39 @@ class Job:
     drams: np.ndarray  # (runs, bytes) uint8
     bus_bytes: int
     max_cycles: int
+    progress_every: int = 0
+    """Cycles between reports of progress into `PROGRESS_FILE` (0: none)."""
 
     def save(self, folder: Path) -> None:
-        (folder / "job.json").write_text(json.dumps({"bus_bytes": self.bus_bytes, "max_cycles": self.max_cycles}))
+        (folder / "job.json").write_text(json.dumps({"bus_bytes": self.bus_bytes, "max_cycles": self.max_cycles,
+                                                     "progress_every": self.progress_every}))
         np.save(folder / "drams.npy", self.drams)
 
     @classmethod
     def load(cls, folder: Path) -> Job:
         settings = json.loads((folder / "job.json").read_text())
-        return cls(np.load(folder / "drams.npy"), settings["bus_bytes"], settings["max_cycles"])
+        return cls(np.load(folder / "drams.npy"), settings["bus_bytes"], settings["max_cycles"],
+                   settings["progress_every"])
 
     @staticmethod
     def folder() -> Path:
         """The job folder of this simulation (inside the simulator process)."""
         return Path(os.environ[JOB_ENV])
+
+
+def write_progress(folder: Path, cycles: int) -> None:
+    """`cycles` into the job's `PROGRESS_FILE`, whole: a reader never sees half a number."""
+    staged = folder / f".{PROGRESS_FILE}"
+    staged.write_text(str(cycles))
+    os.replace(staged, folder / PROGRESS_FILE)
+
+
+def read_progress(folder: Path) -> int | None:
+    """The cycles in the job's `PROGRESS_FILE`, or None before the first report."""
+    try:
+        return int((folder / PROGRESS_FILE).read_text())
+    except (FileNotFoundError, ValueError):
+        return None
 
 
 @dataclass

@@ -8,10 +8,10 @@ Designs are emitted once per process and built once (`sim.cosim.builds`, cached 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,13 +24,18 @@ from hwgen.verilog import TOP, emit
 from hwgen.sequencer_layouts import COUNTERS_LAYOUT
 from planner.compile.network import CompiledNetwork
 from common.errors import HwgenError
+from common.files import staged_file
 from sim.cosim.builds import Build, cached_build
 from sim.cosim.harness import DRAM_MODEL, HARNESS_TOP, STALL_DRAWS, harness_verilog, unpack
-from sim.cosim.job import DUMP_FILE, IMAGE_FILE, JOB_ENV, OUTCOMES_FILE, STALLS_FILE, Job, Outcome, stalls_hex
+from sim.cosim.job import (DUMP_FILE, IMAGE_FILE, JOB_ENV, OUTCOMES_FILE, STALLS_FILE, Job, Outcome, read_progress,
+                           stalls_hex)
 from sim.cosim.simulators import SIMULATORS, unsupported
 from sim.rtl_sim import RtlRun
 
 TESTBENCH = "sim.cosim.testbench"
+PROGRESS_EVERY = 20_000
+"""Simulated cycles between the testbench's progress reports (when a `progress` callback is given)."""
+PROGRESS_POLL_SECONDS = 0.25
 
 
 class CosimError(HwgenError):
@@ -95,22 +100,6 @@ def _failures(folder: Path) -> str:
 
 
 @contextmanager
-def _staged(path: Path | None) -> Iterator[Path | None]:
-    """A temporary file beside `path` that becomes `path` when the block succeeds (None for None)."""
-    if path is None:
-        yield None
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(handle)
-    try:
-        yield Path(name)
-        os.replace(name, path)
-    finally:
-        Path(name).unlink(missing_ok=True)
-
-
-@contextmanager
 def job_folder() -> Iterator[Path]:
     """A fresh folder for one simulation's files, removed when the block ends normally; kept
     (with the simulator's log) when it raises."""
@@ -134,8 +123,49 @@ def run_test(build: Build, test_module: str, folder: Path, result: str, *, plusa
         raise CosimError(f"{build.simulator}: {_failures(folder)}; see {folder / 'sim.log'}")
 
 
-def _simulate(build: Build, job: Job, stall: float, seed: int, waves: Path | None, waves_as: str) -> list[Outcome]:
-    """Run the job in a fresh folder; the folder is removed unless the simulation fails (its log stays)."""
+@contextmanager
+def polling(poll: Callable[[], None], seconds: float = PROGRESS_POLL_SECONDS) -> Iterator[None]:
+    """While the block runs, call `poll` every `seconds` from a thread, and once more after the
+    block (so what a short simulation reported is seen too)."""
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(seconds):
+            poll()
+
+    watcher = threading.Thread(target=watch, name="cosim-progress", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join()
+        poll()
+
+
+@contextmanager
+def _watching(folder: Path, progress: Callable[[int], None] | None) -> Iterator[None]:
+    """While the block runs, call `progress` with each new cycle count the testbench reports."""
+    if progress is None:
+        yield
+        return
+    last = None
+
+    def poll() -> None:
+        nonlocal last
+        cycles = read_progress(folder)
+        if cycles is not None and cycles != last:
+            progress(cycles)
+            last = cycles
+
+    with polling(poll):
+        yield
+
+
+def _simulate(build: Build, job: Job, stall: float, seed: int, waves: Path | None, waves_as: str,
+              progress: Callable[[int], None] | None = None) -> list[Outcome]:
+    """Run the job in a fresh folder, calling `progress` with the cycles reported; the folder is
+    removed unless the simulation fails (its log stays)."""
     with job_folder() as folder:
         job.save(folder)
         draws = 0
@@ -150,25 +180,31 @@ def _simulate(build: Build, job: Job, stall: float, seed: int, waves: Path | Non
                 plusargs += (f"+dumpfile_path={waves}",)
             else:
                 test_args = ("--trace-file", str(waves))
-        run_test(build, TESTBENCH, folder, OUTCOMES_FILE, plusargs=plusargs, test_args=test_args,
-                 waves=waves is not None, waves_as=waves_as)
+        with _watching(folder, progress):
+            run_test(build, TESTBENCH, folder, OUTCOMES_FILE, plusargs=plusargs, test_args=test_args,
+                     waves=waves is not None, waves_as=waves_as)
         return Outcome.load_all(folder)
 
 
 def run_cosim_batch(compiled: CompiledNetwork, xs: np.ndarray, simulator: str = "icarus", waves: str | None = None, *,
-                    max_cycles: int = 5_000_000, stall: float = 0.0, seed: int = 0) -> list[CosimRun]:
+                    max_cycles: int = 5_000_000, stall: float = 0.0, seed: int = 0,
+                    progress: Callable[[int], None] | None = None,
+                    progress_every: int = PROGRESS_EVERY) -> list[CosimRun]:
     """Run each int8 `(C, H, W)` input of `xs` through the Verilog in `simulator`, back to back in one
     simulation, each like `sim.rtl_sim.run_rtl` (from the reset state, with the same seeded stalls);
-    `waves` names a waveform file to write (FST if it ends in `.fst`, else VCD). Raises `CosimError`
-    if the simulation fails."""
+    `waves` names a waveform file to write (FST if it ends in `.fst`, else VCD); `progress` is
+    called with the running input's cycles so far, every `progress_every` simulated cycles (as
+    often as the simulator gets there: polled a few times a second). Raises `CosimError` if the
+    simulation fails."""
     if len(xs) == 0:
         raise CosimError("no inputs to simulate")
     wave_file = None if waves is None else Path(waves).resolve()
     trace = None if waves is None else wave_format(waves)
     build = build_design(compiled, simulator, trace)
-    job = Job(np.stack([compiled.dram_with_input(x) for x in xs]), compiled.config.dram.bus_width_bits // 8, max_cycles)
-    with _staged(wave_file) as staged:
-        outcomes = _simulate(build, job, stall, seed, staged, trace or "vcd")
+    job = Job(np.stack([compiled.dram_with_input(x) for x in xs]), compiled.config.dram.bus_width_bits // 8, max_cycles,
+              progress_every if progress is not None else 0)
+    with staged_file(wave_file) as staged:
+        outcomes = _simulate(build, job, stall, seed, staged, trace or "vcd", progress)
     runs = []
     for outcome in outcomes:
         counters = unpack(COUNTERS_LAYOUT, outcome.counters)
@@ -179,8 +215,9 @@ def run_cosim_batch(compiled: CompiledNetwork, xs: np.ndarray, simulator: str = 
 
 
 def run_cosim(compiled: CompiledNetwork, x: np.ndarray, simulator: str = "icarus", waves: str | None = None, *,
-              max_cycles: int = 5_000_000, stall: float = 0.0, seed: int = 0) -> CosimRun:
+              max_cycles: int = 5_000_000, stall: float = 0.0, seed: int = 0,
+              progress: Callable[[int], None] | None = None, progress_every: int = PROGRESS_EVERY) -> CosimRun:
     """Run the int8 `(C, H, W)` input through the Verilog in `simulator`, like `sim.rtl_sim.run_rtl`;
-    `waves` names a waveform file to write (FST if it ends in `.fst`, else VCD). Raises `CosimError`
-    if the simulation fails."""
-    return run_cosim_batch(compiled, x[None], simulator, waves, max_cycles=max_cycles, stall=stall, seed=seed)[0]
+    `waves` and `progress` as in `run_cosim_batch`. Raises `CosimError` if the simulation fails."""
+    return run_cosim_batch(compiled, x[None], simulator, waves, max_cycles=max_cycles, stall=stall, seed=seed,
+                           progress=progress, progress_every=progress_every)[0]

@@ -2,16 +2,27 @@
 (`sim.cosim.harness`). For each DRAM image of the job it restarts the DRAM model and resets the
 accelerator, then mirrors the bench of `sim.rtl_sim.run_rtl`: `start` high for the first edge,
 wait for `done`. Python only acts at these events: the clock runs in the simulator (cocotb's GPI
-clock) and the DRAM is Verilog, so no Python runs in the cycles between."""
+clock) and the DRAM is Verilog, so no Python runs in the cycles between, but every
+`Job.progress_every` cycles, when asked, to report the cycles so far (`write_progress`)."""
 from __future__ import annotations
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, with_timeout
+from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, Timer, with_timeout
 from cocotb.utils import get_sim_time
 
-from sim.cosim.job import CLOCK_PERIOD_NS, DUMP_FILE, IMAGE_FILE, STATS, Job, Outcome, hex_words, words_hex
+from sim.cosim.job import (CLOCK_PERIOD_NS, DUMP_FILE, IMAGE_FILE, STATS, Job, Outcome, hex_words, words_hex,
+                           write_progress)
 from sim.memory_model import MemoryStats
+
+
+async def report_progress(folder, every: int) -> None:
+    """Write the cycles since this coroutine started every `every` cycles, until cancelled."""
+    cycles = 0
+    while True:
+        await Timer(every * CLOCK_PERIOD_NS, "ns")
+        cycles += every
+        write_progress(folder, cycles)
 
 
 @cocotb.test()
@@ -34,10 +45,13 @@ async def run_images(dut) -> None:
         await RisingEdge(dut.clk)
         dut.start.value = 0
         started = get_sim_time("ns")
+        reporter = cocotb.start_soon(report_progress(folder, job.progress_every)) if job.progress_every else None
         try:
             await with_timeout(RisingEdge(dut.done), job.max_cycles * CLOCK_PERIOD_NS, "ns")
         except TimeoutError:
             raise TimeoutError(f"no `done` after {job.max_cycles} cycles") from None
+        if reporter is not None:
+            reporter.cancel()
         await ReadOnly()
         elapsed = round((get_sim_time("ns") - started) / CLOCK_PERIOD_NS)
         counters = int(dut.counters.value)
