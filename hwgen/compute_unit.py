@@ -7,6 +7,8 @@ the vector unit. The buffer ports of the engine that is running reach the buffer
 `template.postprocess: serial`, the one requantization lane both engines share: only the
 fields in which their beats differ are selected, `_share_beat`); the bank selects come from
 the running instruction. The CONVCFG register keeps only the fields the hardware reads.
+With `template.vector_ops: []` there is no vector unit: the conv engine has the ports (and the
+lane) to itself, and no VEC reaches the unit.
 """
 from __future__ import annotations
 
@@ -54,20 +56,22 @@ class ComputeUnit(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         m.submodules.conv = conv = ConvEngine(self.config)
-        m.submodules.vec = vec = VectorUnit(self.config)
-        assert conv.pixel_bits == vec.pixel_bits
         compiler_steps = self.config.template.address_steps == AddressSteps.COMPILER
         m.submodules.steps = steps = ConvSteps(conv.pixel_bits, compiler_steps)
         convcfg = Signal(INSTRUCTION_LAYOUT)
-        running_vec = Signal()
         banks = Signal(4)
         settling = Signal(range(STEPS_LATENCY + 1))  # cycles until the steps of the last CONVCFG are ready
         settled = settling == 0
         with m.If(~settled):
             m.d.sync += settling.eq(settling - 1)
-        m.d.comb += [steps.convcfg.eq(convcfg), conv.convcfg.eq(convcfg), vec.convcfg.eq(convcfg),
-                     conv.steps.eq(steps.steps), vec.steps.eq(steps.steps),
-                     conv.cmd.payload.eq(self.cmd.payload), vec.cmd.payload.eq(self.cmd.payload)]
+        m.d.comb += [steps.convcfg.eq(convcfg), conv.convcfg.eq(convcfg), conv.steps.eq(steps.steps),
+                     conv.cmd.payload.eq(self.cmd.payload)]
+        vec = VectorUnit(self.config) if self.config.template.vector_unit else None
+        running_vec = Signal()
+        if vec is not None:
+            m.submodules.vec = vec
+            assert conv.pixel_bits == vec.pixel_bits
+            m.d.comb += [vec.convcfg.eq(convcfg), vec.steps.eq(steps.steps), vec.cmd.payload.eq(self.cmd.payload)]
         opcode = self.cmd.payload.opcode
         with m.Switch(opcode):
             with m.Case(Opcode.CONVCFG):
@@ -79,19 +83,38 @@ class ComputeUnit(wiring.Component):
                 with m.If(self.cmd.valid & conv.cmd.ready & settled):
                     c = self.cmd.payload.payload.conv
                     m.d.sync += [running_vec.eq(0), banks.eq(Cat(c.in_bank, c.weight_bank, c.weight_bank, c.out_bank))]
-            with m.Case(Opcode.VEC):
-                m.d.comb += [vec.cmd.valid.eq(self.cmd.valid & settled), self.cmd.ready.eq(vec.cmd.ready & settled)]
-                with m.If(self.cmd.valid & vec.cmd.ready & settled):
-                    v = self.cmd.payload.payload.vec
-                    m.d.sync += [running_vec.eq(1), banks.eq(Cat(v.in_bank, 0, v.param_bank, v.out_bank))]
+            if vec is not None:  # else no VEC reaches the unit (`hwgen.sequencer_layouts.queue_opcodes`)
+                with m.Case(Opcode.VEC):
+                    m.d.comb += [vec.cmd.valid.eq(self.cmd.valid & settled), self.cmd.ready.eq(vec.cmd.ready & settled)]
+                    with m.If(self.cmd.valid & vec.cmd.ready & settled):
+                        v = self.cmd.payload.payload.vec
+                        m.d.sync += [running_vec.eq(1), banks.eq(Cat(v.in_bank, 0, v.param_bank, v.out_bank))]
             with m.Default():
                 m.d.comb += self.cmd.ready.eq(1)  # nothing else is dispatched here
-        m.d.comb += [self.idle.eq(conv.idle & vec.idle & settled), self.in_bank.eq(banks[0]),
-                     self.weight_bank.eq(banks[1]), self.param_bank.eq(banks[2]), self.out_bank.eq(banks[3])]
+        m.d.comb += [self.idle.eq(conv.idle & (vec.idle if vec is not None else 1) & settled),
+                     self.in_bank.eq(banks[0]), self.weight_bank.eq(banks[1]), self.param_bank.eq(banks[2]),
+                     self.out_bank.eq(banks[3])]
 
         wiring.connect(m, wiring.flipped(self.weight), conv.weight)
         if "acc_read" in self.signature.members:
             wiring.connect(m, wiring.flipped(self.acc_read), conv.acc_read)
+        if vec is None:
+            self._conv_only(m, conv)
+        else:
+            self._share_ports(m, conv, vec, running_vec)
+        return m
+
+    def _conv_only(self, m: Module, conv: ConvEngine) -> None:
+        """The conv engine alone on the buffer ports (and the serial lane): no vector unit."""
+        for port in ("input_even", "input_odd", "param", "acc_write"):
+            wiring.connect(m, wiring.flipped(getattr(self, port)), getattr(conv, port))
+        if is_serial(self.config):
+            m.submodules.post = post = SerialPostProcess.shared(self.config)
+            wiring.connect(m, conv.post, post)
+
+    def _share_ports(self, m: Module, conv: ConvEngine, vec: VectorUnit, running_vec: Signal) -> None:
+        """The buffer ports (and the serial lane) of the engine that runs: the vector unit while
+        `running_vec`, else the conv engine."""
         for port in ("input_even", "input_odd", "param"):
             outer, conv_port, vec_port = getattr(self, port), getattr(conv, port), getattr(vec, port)
             m.d.comb += [conv_port.data.eq(outer.data), vec_port.data.eq(outer.data)]
@@ -115,7 +138,6 @@ class ComputeUnit(wiring.Component):
         with m.Else():
             m.d.comb += [self.acc_write.addr.eq(conv.acc_write.addr), self.acc_write.data.eq(conv.acc_write.data),
                          self.acc_write.en.eq(conv.acc_write.en)]
-        return m
 
     def _latch_convcfg(self, convcfg: data.View) -> list:
         """Assignments copying the CONVCFG fields the hardware reads (`hwgen.conv_steps.unread_fields`)

@@ -10,20 +10,22 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
+from hwgen.config import Template
 from hwgen.isa import INSTRUCTION_BITS, INSTRUCTION_LAYOUT, OPCODE_BITS, PAYLOADS, Opcode
 from hwgen.sequencer_layouts import MEMORY_READ_SIGNATURE, QUEUES, command_opcodes, program_write_signature
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS, SinglePortBank
 
 
-def dispatch_target(word: Value) -> Value:
+def dispatch_target(word: Value, template: Template) -> Value:
     """One-hot (bit `i`: `QUEUES[i]`) the queue an instruction goes to, from its low bits (opcode
-    and a WAIT / SIGNAL's queue); none for one the fetch stage executes. The fetch stage keeps
+    and a WAIT / SIGNAL's queue); none for one the fetch stage executes (or, without a vector
+    unit, passes over: VEC, `hwgen.sequencer_layouts.queue_opcodes`). The fetch stage keeps
     it in a register next to the instruction, so dispatching needs no opcode decoding."""
     opcode = word[:OPCODE_BITS]
     queue_field = PAYLOADS[Opcode.WAIT]["queue"]
     queue = word[OPCODE_BITS + queue_field.offset:][:queue_field.shape.width]
     queued = (opcode == Opcode.WAIT) | (opcode == Opcode.SIGNAL)
-    return Cat((queued & (queue == index)) | Cat(opcode == own for own in command_opcodes(q)).any()
+    return Cat((queued & (queue == index)) | Cat(opcode == own for own in command_opcodes(q, template)).any()
                for index, q in enumerate(QUEUES))
 
 
@@ -48,8 +50,8 @@ class WordProgramMemory(wiring.Component):
     - `program_write`: host writes (`writable` only).
     """
 
-    def __init__(self, program: list[int], depth: int, writable: bool):
-        self.program, self.depth = program, depth
+    def __init__(self, program: list[int], depth: int, writable: bool, template: Template):
+        self.program, self.depth, self.template = program, depth, template
         members = {"fetch": In(fetch_signature(depth))}
         if writable:
             members["program_write"] = In(program_write_signature(depth))
@@ -69,7 +71,7 @@ class WordProgramMemory(wiring.Component):
             m.d.comb += [write.addr.eq(self.program_write.addr), write.data.eq(self.program_write.data),
                          write.en.eq(self.program_write.en)]
         m.d.comb += read.addr.eq(fetch.pc_next)
-        m.d.sync += [fetch.instr.eq(read.data), fetch.target.eq(dispatch_target(read.data))]
+        m.d.sync += [fetch.instr.eq(read.data), fetch.target.eq(dispatch_target(read.data, self.template))]
         return m
 
 
@@ -84,8 +86,8 @@ class SpramProgramMemory(wiring.Component):
     - `memory_read`: a client's reads (the descriptor reader's), before the fetch's.
     """
 
-    def __init__(self, depth: int, halfwords: int):
-        self.halfwords = halfwords
+    def __init__(self, depth: int, halfwords: int, template: Template):
+        self.halfwords, self.template = halfwords, template
         super().__init__({
             "fetch": In(fetch_signature(depth)), "busy": In(1),
             "program_write": In(program_write_signature(SPRAM_WORDS, SPRAM_BITS)),
@@ -113,7 +115,7 @@ class SpramProgramMemory(wiring.Component):
                     with m.Case(index + 1):
                         m.d.sync += fetch.instr.as_value().word_select(index, SPRAM_BITS).eq(memory.rd_data)
                         if index == 0:
-                            m.d.sync += fetch.target.eq(dispatch_target(memory.rd_data))
+                            m.d.sync += fetch.target.eq(dispatch_target(memory.rd_data, self.template))
         with m.If(client.req):
             m.d.comb += [memory.addr.eq(client.addr), memory.rd_en.eq(1), client.grant.eq(1)]
             with m.If(~fetch.fetching):

@@ -36,7 +36,7 @@ from hwgen.performance_counters import PerformanceCounters
 from hwgen.program_memory import SpramProgramMemory, WordProgramMemory
 from hwgen.register_file import RegisterFile
 from hwgen.sequencer_layouts import (COUNTERS_LAYOUT, MEMORY_READ_SIGNATURE, QUEUE_OPCODES, QUEUES, command_opcodes,
-                                     program_write_signature)
+                                     program_write_signature, queue_opcodes)
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
 from hwgen.conv_steps import unread_fields
 from hwgen.timing import HALFWORDS
@@ -72,7 +72,7 @@ def opcode_constants(queue: str, template: Template = Template()) -> dict[int, i
     of `used` fields does not carry them (its head has them as constants). With
     `registered_kinds` only the command opcodes count (a WAIT or SIGNAL head is told by its
     kind, and its opcode is not read)."""
-    told = command_opcodes(queue) if registered_kinds(template) else QUEUE_OPCODES[queue]
+    told = command_opcodes(queue, template) if registered_kinds(template) else queue_opcodes(queue, template)
     return {bit: int(told[0]) >> bit & 1 for bit in range(OPCODE_BITS)
             if len({int(opcode) >> bit & 1 for opcode in told}) == 1}
 
@@ -85,7 +85,7 @@ def used_bits(queue: str, template: Template = Template(),
     steps read, `hwgen.conv_steps.unread_fields`; a LOAD or STORE field named in `field_bits`: only
     its low bits, all its unit reads)."""
     bits = set(range(OPCODE_BITS)) - set(opcode_constants(queue, template))
-    for opcode in QUEUE_OPCODES[queue]:
+    for opcode in queue_opcodes(queue, template):
         skipped = unread_fields(template) if opcode == Opcode.CONVCFG else frozenset()
         narrowed = field_bits if opcode in (Opcode.LOAD, Opcode.STORE) else {}
         for name, member in PAYLOADS[opcode]:
@@ -163,11 +163,11 @@ class Sequencer(wiring.Component):
         m.submodules.fetch_stage = stage = FetchStage(self.depth, None if writable else len(self.program), loops)
         m.d.comb += [stage.start.eq(self.start), self.done.eq(stage.done), self.busy.eq(stage.busy)]
         if self.spram:
-            m.submodules.program_memory = memory = SpramProgramMemory(self.depth, HALFWORDS)
+            m.submodules.program_memory = memory = SpramProgramMemory(self.depth, HALFWORDS, self.template)
             m.d.comb += memory.busy.eq(stage.busy)
             wiring.connect(m, wiring.flipped(self.memory_read), memory.memory_read)
         else:
-            m.submodules.program_memory = memory = WordProgramMemory(self.program, self.depth, writable)
+            m.submodules.program_memory = memory = WordProgramMemory(self.program, self.depth, writable, self.template)
         if writable:
             wiring.connect(m, wiring.flipped(self.program_write), memory.program_write)
         wiring.connect(m, stage.fetch, memory.fetch)

@@ -9,6 +9,7 @@ from amaranth import unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from hwgen.config import Template
 from hwgen.isa import INSTRUCTION_BITS, Opcode, Queue
 from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
 
@@ -41,9 +42,15 @@ def program_write_signature(depth: int, width: int = INSTRUCTION_BITS) -> wiring
     })
 
 
-def command_opcodes(queue: str) -> tuple[Opcode, ...]:
+def queue_opcodes(queue: str, template: Template = Template()) -> tuple[Opcode, ...]:
+    """The opcodes a queue of `template` takes (`QUEUE_OPCODES`): without a vector unit
+    (`Template.vector_unit`) no VEC, which the fetch stage then passes over as a no-op."""
+    return tuple(opcode for opcode in QUEUE_OPCODES[queue] if template.vector_unit or opcode != Opcode.VEC)
+
+
+def command_opcodes(queue: str, template: Template = Template()) -> tuple[Opcode, ...]:
     """The opcodes a queue hands to its unit (all but WAIT and SIGNAL, which its `Kind` tells)."""
-    return tuple(opcode for opcode in QUEUE_OPCODES[queue] if opcode not in (Opcode.WAIT, Opcode.SIGNAL))
+    return tuple(opcode for opcode in queue_opcodes(queue, template) if opcode not in (Opcode.WAIT, Opcode.SIGNAL))
 
 
 class Kind(IntEnum):

@@ -90,22 +90,18 @@ class Choice:
 
 @dataclass(frozen=True)
 class Names:
-    """A list of distinct names from `choices` (members of one enumeration), at least one if
-    `non_empty`."""
+    """A list of distinct names from `choices` (members of one enumeration), possibly empty."""
 
     choices: tuple[StrEnum, ...]
-    non_empty: bool = False
 
     def describe(self) -> str:
-        return f"a list of distinct names from: {', '.join(self.choices)}" + (" (at least one)" if self.non_empty else "")
+        return f"a list of distinct names from: {', '.join(self.choices)}"
 
     def check(self, path: str, value: Any) -> tuple[StrEnum, ...]:
         if not isinstance(value, (list, tuple)) or not all(
             isinstance(name, str) and name in self.choices for name in value
         ) or len(set(value)) != len(value):
             raise refuse(path, value, self.describe())
-        if self.non_empty and not value:
-            raise refuse(path, value, f"at least one of: {', '.join(self.choices)}")
         return tuple(type(self.choices[0])(name) for name in value)
 
 

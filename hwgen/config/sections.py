@@ -175,8 +175,9 @@ class Template(Section, key="template"):
                                               "cycle)", VectorProducts.DSP)
     timing_registers: bool = setting(ON_OFF, "flip-flops that shorten paths on a large FPGA (1 cycle more per VEC)",
                                      True)
-    vector_ops: tuple[VectorOp, ...] = setting(Names(VECTOR_OPS, non_empty=True), "the VEC operations the vector unit "
-                                          "implements (a network needing another one does not compile)", VECTOR_OPS)
+    vector_ops: tuple[VectorOp, ...] = setting(Names(VECTOR_OPS), "the VEC operations the vector unit "
+                                          "implements (a network needing another one does not compile); none: no "
+                                          "vector unit, and VEC is a no-op", VECTOR_OPS)
     dma_descriptor: DmaDescriptor = setting(Choice(DmaDescriptor), "the shared DMA keeps a `copy` of the "
                                             "descriptor it runs, or reads the descriptor `reader`'s entry, held "
                                             "until the DMA is done", DmaDescriptor.COPY)
@@ -196,3 +197,8 @@ class Template(Section, key="template"):
     queue_kinds: QueueKinds = setting(Choice(QueueKinds), "a queue head's kind (WAIT, SIGNAL, command) `decoded` "
                                       "from its opcode, or a one-hot kind `registered` beside each entry",
                                       QueueKinds.DECODED)
+
+    @property
+    def vector_unit(self) -> bool:
+        """Whether the template has a vector unit: `vector_ops` lists any operation."""
+        return bool(self.vector_ops)

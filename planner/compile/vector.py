@@ -45,8 +45,13 @@ def vector_constants(layer: Layer, rows: int) -> np.ndarray:
 
 
 def check_vector_op(layer: Layer, config: AcceleratorConfig) -> None:
-    """Reject a vector layer whose VEC operation the configuration's vector unit leaves out."""
+    """Reject a vector layer whose VEC operation the configuration's vector unit leaves out, or
+    that has no vector unit."""
     op = LAYER_OPS[layer.op]
+    if not config.template.vector_unit:
+        raise PlanningError(f"layer {layer.name!r} ({layer.op}) needs the vector operation {op.name.lower()}, and "
+                            f"configuration {config.name!r} has no vector unit (template.vector_ops lists none); "
+                            f"list {op.name.lower()} in template.vector_ops")
     if op not in vector_ops(config):
         raise PlanningError(f"layer {layer.name!r} ({layer.op}) needs the vector operation {op.name.lower()}, which "
                             f"configuration {config.name!r} leaves out (template.vector_ops: "
