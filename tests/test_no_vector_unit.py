@@ -1,0 +1,109 @@
+"""A configuration without a vector unit (`template.vector_ops: []`): it generates no VectorUnit,
+runs a conv + FC network bit-exact to the golden model with the same cycles as the same
+template with a vector unit, refuses at planning time every layer that needs a VEC, and its
+sequencer's compute queue carries no VEC fields."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from amaranth.back import rtlil
+from onnx_factory import GraphBuilder
+from soc_helpers import COMPACT, TINY
+
+from common.errors import PlanningError
+from hwgen.accelerator import Accelerator
+from hwgen.conv_steps import unread_fields
+from hwgen.config import config_from_dict
+from hwgen.isa import OPCODE_BITS, PAYLOADS, Opcode
+from hwgen.sequencer import used_bits
+from planner.envelope import check_network, network_problems
+from planner.frontend import load_network
+from planner.pipeline import plan_and_compile
+from sim.golden import run_quantized
+from sim.golden.calibration import quantize_network
+from sim.rtl_sim import run_rtl
+
+INPUT = (2, 4, 4)
+TEMPLATE = {**COMPACT, "postprocess": "serial", "vector_products": "serial", "timing_registers": False,
+            "address_steps": "compiler"}
+
+
+def tiny_config(vector_ops: list[str]):
+    return config_from_dict({**TINY.to_dict(), "name": f"tiny-vec-{'-'.join(vector_ops) or 'none'}",
+                             "template": {**TEMPLATE, "vector_ops": vector_ops}})
+
+
+NO_VEC = tiny_config([])
+
+
+def network(pool: bool = False):
+    """Conv 3x3 (2 -> 4 channels) + ReLU, [MaxPool 2x2,] Flatten, FC to 5."""
+    g = GraphBuilder((1, *INPUT), seed=3)
+    x = g.node("Relu", [g.conv(g.input_name, 2, 4, k=3, pad=1)])
+    if pool:
+        x = g.node("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    side = INPUT[1] // 2 if pool else INPUT[1]
+    model = g.model(g.gemm(g.node("Flatten", [x], axis=1), 4 * side * side, 5))
+    samples = np.random.default_rng(0).standard_normal((4, *INPUT)).astype(np.float32)
+    return quantize_network(load_network(model), samples)
+
+
+def test_the_accelerator_generates_no_vector_unit():
+    """The RTLIL of the whole accelerator has no module of the vector unit (`hwgen.vector`'s
+    parts: `vec`, `read_loops`, `write_back`); with `[max]` it does."""
+    def modules(config) -> set[str]:
+        text = rtlil.convert(Accelerator(config, plan_and_compile(network(), config).compiled.program))
+        return {name.split(".")[-1] for name in re.findall(r"^module \\(\S+)", text, re.M)}
+
+    assert {"vec", "read_loops", "write_back"} <= modules(tiny_config(["max"]))
+    assert not {"vec", "read_loops", "write_back"} & modules(NO_VEC)
+
+
+def test_a_conv_and_fc_network_runs_bit_exact_with_the_cycles_of_the_unit_with_a_vector_unit():
+    """Golden model outputs; DRAM bytes equal to the prediction, cycles within 2 % of it and equal
+    to those of the same program on the template with a vector unit (which a conv + FC network
+    never uses)."""
+    net = network()
+    x = net.input_quant.quantize(np.random.default_rng(7).standard_normal(INPUT).astype(np.float32))
+    flow = plan_and_compile(net, NO_VEC)
+    run = run_rtl(flow.compiled, x)
+    golden = run_quantized(net, x)
+    assert all(np.array_equal(run.outputs[name], golden[name]) for name in net.outputs)
+    assert flow.prediction.dram_bytes == run.traffic.bytes_read + run.traffic.bytes_written
+    assert abs(flow.prediction.cycles / run.cycles - 1) <= 0.02, (flow.prediction.cycles, run.cycles)
+    with_unit = plan_and_compile(net, tiny_config(["max"]))
+    assert with_unit.compiled.program == flow.compiled.program
+    assert run_rtl(with_unit.compiled, x).cycles == run.cycles
+
+
+def test_a_layer_that_needs_a_vec_is_refused_at_planning_time():
+    net = network(pool=True)
+    message = ("needs the vector operation max, and configuration 'tiny-vec-none' has no vector unit "
+               "(template.vector_ops lists none)")
+    problems = network_problems(net, NO_VEC)
+    assert list(problems) == [layer.name for layer in net.layers if layer.op == "maxpool"]
+    assert message in next(iter(problems.values()))
+    with pytest.raises(PlanningError, match=re.escape(message)):
+        check_network(net, NO_VEC)
+    with pytest.raises(PlanningError, match=re.escape(message)):
+        plan_and_compile(net, NO_VEC)
+
+
+def test_the_compute_queue_carries_no_vec_fields():
+    """With queue_fields: used, the compute queue of the template without a vector unit holds
+    those of the template with one less the bits that only VEC reads (from the instruction
+    layout: the CONVCFG fields the compiler's pointer steps leave unread are VEC's alone)."""
+    def queued(config) -> set[int]:
+        return {bit for start, stop in used_bits("compute", config.template) for bit in range(start, stop)}
+
+    def payload_bits(opcode: Opcode, skipped: frozenset[str] = frozenset()) -> set[int]:
+        return {OPCODE_BITS + member.offset + i for name, member in PAYLOADS[opcode] if name not in skipped
+                for i in range(member.shape.width)}
+
+    without, with_unit = queued(NO_VEC), queued(tiny_config(["max"]))
+    others = (payload_bits(Opcode.CONVCFG, unread_fields(NO_VEC.template)) | payload_bits(Opcode.CONV)
+              | payload_bits(Opcode.WAIT))
+    vec_only = payload_bits(Opcode.VEC) - others
+    assert vec_only and with_unit - without == vec_only
