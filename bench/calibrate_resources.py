@@ -3,13 +3,13 @@
 Synthesizes the whole accelerator for a set of small configurations per FPGA family: shapes of
 the PE array and buffers with the full template; the first shape with the compact iCEBreaker
 template (every option the `icebreaker` configuration sets), with that template less one
-option at a time (and the options that need it) and less two of its costliest options at a
-time (`PAIRS`). The model has no terms for how options change
+option at a time (and the options that need it), less two of its costliest options at a
+time (`PAIRS`) and without a vector unit. The model has no terms for how options change
 the cost of the array's shape (the compact template's logic grows far less with rows and lanes
 than the full template's), so a compact point on a second shape would not be predicted within
 the tests' tolerance from the others; compact configurations of other shapes are estimated
 with the full template's shape terms (an overestimate). Each holds the program `hwgen sweep --synth` builds too (the built-in digits CNN,
-`boards.synth.default_program`). The cell counts go to explore/sweep/calibration.json (the LUT /
+`boards.synth.default_program`; none without a vector unit, whose program lives in SPRAM). The cell counts go to explore/sweep/calibration.json (the LUT /
 flip-flop model is fitted to every stored result of a family, also those of earlier designs,
 e.g. each option alone on the full template), and the script prints measured against estimated
 LUTs, FFs, DSPs and block RAMs, the LUT / FF figures leave-one-out (each configuration predicted
@@ -40,7 +40,8 @@ from boards.synth import default_program  # noqa: E402
 from boards.toolchain import tool_path  # noqa: E402
 from boards.yosys import FAMILY_PARTS, PartPlatform, synthesize  # noqa: E402
 from hwgen.accelerator import Accelerator  # noqa: E402
-from hwgen.config import Template, config_from_dict, load_config  # noqa: E402
+from hwgen.config import AcceleratorConfig, ProgramMemory, Template, config_from_dict, load_config  # noqa: E402
+from hwgen.program import Program  # noqa: E402
 from common.errors import ConfigError  # noqa: E402
 from common.files import atomic_write_text  # noqa: E402
 from boards.devices import logic_cells  # noqa: E402
@@ -100,11 +101,13 @@ def without(chosen: dict, left_out: tuple[str, ...]) -> dict:
 
 def variants() -> list[tuple[str, dict]]:
     """(label, template section) calibrated on each family's first shape: the compact template
-    (`compact`), the compact template less each of its options (`compact-without-OPTION`) and
-    less each of the `PAIRS` (`compact-without-OPTION-OPTION`)."""
+    (`compact`), the compact template less each of its options (`compact-without-OPTION`), less
+    each of the `PAIRS` (`compact-without-OPTION-OPTION`) and without a vector unit
+    (`compact-without-vector_unit`: `vector_ops: []`)."""
     chosen = compact_template()
     return ([("compact", chosen)] + [(f"compact-without-{name}", without(chosen, (name,))) for name in chosen]
-            + [(f"compact-without-{'-'.join(pair)}", without(chosen, pair)) for pair in PAIRS])
+            + [(f"compact-without-{'-'.join(pair)}", without(chosen, pair)) for pair in PAIRS]
+            + [("compact-without-vector_unit", {**chosen, "vector_ops": []})])
 
 
 def calibration_configs(family: str) -> list[dict]:
@@ -129,10 +132,19 @@ def yosys_version() -> str:
     return output.split(" (")[0].strip()
 
 
+def program(config: AcceleratorConfig) -> Program:
+    """The digits CNN's program (`PROGRAM`); none without a vector unit, which cannot run its max
+    pool: the configurations without one keep their program in SPRAM, outside the hardware."""
+    if config.template.vector_unit:
+        return default_program(config)
+    assert config.template.program_memory == ProgramMemory.SPRAM, config.name
+    return Program()
+
+
 def measure(family: str, config: dict) -> dict:
     start = time.perf_counter()
     accelerator = config_from_dict(config)
-    verilog = convert(Accelerator(accelerator, default_program(accelerator)), name="top",
+    verilog = convert(Accelerator(accelerator, program(accelerator)), name="top",
                       platform=PartPlatform(FAMILY_PARTS[family]))
     cells = synthesize(family, verilog)
     cells.pop("$scopeinfo", None)

@@ -128,7 +128,6 @@ def multipliers(config: AcceleratorConfig) -> tuple[Multiplier, ...]:
     low = (LOW_BITS, MULTIPLIER_BITS, LOW_BITS + MULTIPLIER_BITS, False)  # hwgen.postprocess low partial
     conv_high = conv_sum - LOW_BITS
     ops = vector_ops(config)
-    vec_high = acc_shape(ops).width - LOW_BITS  # the vector unit's bias is zero: its sums keep their width
     template = config.template
     found = [Multiplier("PE lane (x - zx) * w", widths.activation + 1, widths.weight,
                         widths.activation + widths.weight + 1, True, R * C * S, primitive=True)]
@@ -137,10 +136,14 @@ def multipliers(config: AcceleratorConfig) -> tuple[Multiplier, ...]:
             Multiplier("convolution requantisation, low partial", *low, R),
             Multiplier("convolution requantisation, high partial", conv_high, coefficient,
                        conv_high + coefficient - 1, True, R),
-            Multiplier("vector unit requantisation, low partial", *low, S),
-            Multiplier("vector unit requantisation, high partial", vec_high, coefficient, vec_high + coefficient,
-                       True, S),
         ]
+        if template.vector_unit:
+            vec_high = acc_shape(ops).width - LOW_BITS  # the vector unit's bias is zero: its sums keep their width
+            found += [
+                Multiplier("vector unit requantisation, low partial", *low, S),
+                Multiplier("vector unit requantisation, high partial", vec_high, coefficient,
+                           vec_high + coefficient, True, S),
+            ]
     if template.vector_products == VectorProducts.DSP and ops & {VecOp.ADD, VecOp.COPY}:  # serial: shift-add
         found.append(Multiplier("vector unit (x - zx) * multiplier", widths.activation + 1, coefficient,
                                 widths.activation + coefficient, True, S))
@@ -233,7 +236,7 @@ class TemplateTerm:
 def _template_terms() -> tuple[TemplateTerm, ...]:
     """One term per value of a choice option other than its default, per list option the
     number of names added to or left out of its default (merged buffers, vector operations
-    left out), and log2(value / default) of each numeric option (whether it is set, for one
+    left out) and, where the default lists any, whether it lists none (no vector unit), and log2(value / default) of each numeric option (whether it is set, for one
     whose default 0 stands for another option's value)."""
     terms: list[TemplateTerm] = []
     for spec in config_fields():
@@ -246,6 +249,8 @@ def _template_terms() -> tuple[TemplateTerm, ...]:
         elif spec.is_list:
             terms.append(TemplateTerm(f"{name} (names added to or left out of the default)", option,
                                       measure=lambda v, d=spec.default: len(set(v) ^ set(d))))
+            if spec.default:  # none at all (no vector unit) is more than its names
+                terms.append(TemplateTerm(f"{name}=[]", option, measure=lambda v: not v))
         elif spec.default == 0:  # 0 takes another option's value: whether it is set
             terms.append(TemplateTerm(f"{name} (set)", option, measure=lambda v: v != 0))
         else:
