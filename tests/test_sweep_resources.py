@@ -165,6 +165,24 @@ def test_logic_estimate_predicts_each_stored_synthesis_from_the_others(family):
             assert abs(p - m) <= LOGIC_TOLERANCE * m, f"{family} {cfg.name} {name}: measured {m}, predicted {p:.0f}"
 
 
+def test_without_a_vector_unit_the_estimate_drops_as_synthesis_does():
+    """iCE40, the compact template with and without a vector unit (`vector_ops: []`): Yosys
+    counted hundreds of logic cells fewer without, the estimate drops too and lies within the
+    tolerance of that synthesis (its only witness: the term is fitted to it, so this checks
+    the term's shape, not a prediction) and of the drop."""
+    stored = {c["name"]: (config_from_dict(c), logic_cells("ice40", cells)) for c, cells in calibration_points("ice40")}
+    (with_unit, measured_with), (without, measured_without) = (stored["cal-2x2x2-4096-compact"],
+                                                               stored["cal-2x2x2-4096-compact-without-vector_unit"])
+    assert with_unit.template.vector_unit and not without.template.vector_unit
+    assert sum(measured_with) - sum(measured_without) >= 300
+    estimated_with, estimated_without = estimate(with_unit, "ice40"), estimate(without, "ice40")
+    for name, m, p in zip(("LUT", "FF"), measured_without, (estimated_without.lut, estimated_without.ff)):
+        assert abs(p - m) <= LOGIC_TOLERANCE * m, f"{name}: measured {m}, estimated {p}"
+    drop = sum(measured_with) - sum(measured_without)
+    estimated_drop = estimated_with.lut + estimated_with.ff - estimated_without.lut - estimated_without.ff
+    assert abs(estimated_drop - drop) <= LOGIC_TOLERANCE * drop, (estimated_drop, drop)
+
+
 def test_a_template_option_no_stored_synthesis_uses_is_refused(monkeypatch):
     stored = [(c, cells) for c, cells in calibration_points("ice40") if not c.get("template")]
     monkeypatch.setattr("explore.sweep.resources.calibration_points", lambda family: stored)
