@@ -71,7 +71,8 @@ def is_serial(config: AcceleratorConfig) -> bool:
 
 def normalized_multipliers(config: AcceleratorConfig) -> bool:
     """Whether the serial lane of `config` only meets normalized multipliers
-    (`NORMALIZED_MULTIPLIERS`): its vector unit has no operation requantized with multiplier 1."""
+    (`NORMALIZED_MULTIPLIERS`): its vector unit, if any, has no operation requantized with
+    multiplier 1."""
     return is_serial(config) and not UNNORMALIZED_OPS & set(config.template.vector_ops)
 
 
@@ -88,9 +89,10 @@ def check_shifts(config: AcceleratorConfig, layer: str, multipliers: Sequence[in
                             f"2**-15); {where} implements shifts {SHIFTS.start}..{SHIFTS.stop - 1}")
     low = sorted({int(m) for m in multipliers if m and m not in NORMALIZED_MULTIPLIERS})
     if low and normalized_multipliers(config):
+        why = ("its vector unit has none of " if config.template.vector_unit else "it has no vector unit: none of ")
         raise PlanningError(f"layer {layer!r}: requantization multipliers {low[:4]}; {where} takes 0 or "
-                            f"{NORMALIZED_MULTIPLIERS.start}..{NORMALIZED_MULTIPLIERS.stop - 1} (its vector unit has "
-                            f"none of {', '.join(sorted(UNNORMALIZED_OPS))}, whose multiplier is 1)")
+                            f"{NORMALIZED_MULTIPLIERS.start}..{NORMALIZED_MULTIPLIERS.stop - 1} ({why}"
+                            f"{', '.join(sorted(UNNORMALIZED_OPS))}, whose multiplier is 1)")
 
 
 def shared_acc_shape(config: AcceleratorConfig) -> Shape:

@@ -18,6 +18,7 @@ from hwgen.conv_steps import unread_fields
 from hwgen.config import config_from_dict
 from hwgen.isa import OPCODE_BITS, PAYLOADS, Opcode
 from hwgen.sequencer import used_bits
+from hwgen.serial_post import check_shifts
 from planner.envelope import check_network, network_problems
 from planner.frontend import load_network
 from planner.pipeline import plan_and_compile
@@ -89,6 +90,14 @@ def test_a_layer_that_needs_a_vec_is_refused_at_planning_time():
         check_network(net, NO_VEC)
     with pytest.raises(PlanningError, match=re.escape(message)):
         plan_and_compile(net, NO_VEC)
+
+
+def test_the_serial_lane_takes_only_normalized_multipliers():
+    """No vector unit: no ADD or COPY, whose multiplier is 1, so a multiplier below 2**15 is refused."""
+    check_shifts(NO_VEC, "conv", [2**15, 0], [20, 20])
+    with pytest.raises(PlanningError, match=r"layer 'conv': requantization multipliers \[16384\]; .* takes 0 or "
+                                            r"32768\.\.65535 \(it has no vector unit: none of add, copy"):
+        check_shifts(NO_VEC, "conv", [2**14], [20])
 
 
 def test_the_compute_queue_carries_no_vec_fields():
