@@ -5,13 +5,13 @@ LUTs (iCE40 SB_LUT4; ECP5 LUT4 + 2 per CCU2C + 2 per TRELLIS_DPR16X4, as nextpnr
 cells), carries, flip-flops, block RAMs, DSPs and SPRAMs, per module instance down to `--depth`
 levels below the top (deeper instances are added to their ancestor). Totals are a little above a
 flattened synthesis (no optimisation across module boundaries). The accelerator holds the
-built-in digits CNN's program, as `hwgen synth` builds it.
+built-in digits CNN's program, as `hwgen synth` builds it, or `--model`'s.
 
 On iCE40 the `lone FF` column counts the flip-flops nextpnr cannot pack with a LUT of their own
 block (their D input is not a LUT output used by that flip-flop alone): each takes a logic cell
 of its own, so a block costs about LUT + lone FF of the device's logic cells.
 
-Usage: python bench/resource_breakdown.py --hw icebreaker [--family ice40] [--soc] [--depth 2]
+Usage: python bench/resource_breakdown.py --hw icebreaker [--family ice40] [--soc] [--depth 2] [--model X.onnx]
 Takes a few minutes.
 """
 from __future__ import annotations
@@ -34,16 +34,30 @@ from boards.soc import SocCore  # noqa: E402
 from boards.synth import default_network  # noqa: E402
 from boards.yosys import FAMILY_PARTS, PREPARE, SYNTH, PartPlatform, family_sources, retype_command, run  # noqa: E402
 from hwgen.accelerator import Accelerator  # noqa: E402
-from hwgen.config import load_config  # noqa: E402
+from hwgen.config import AcceleratorConfig, load_config  # noqa: E402
+from planner.compile.network import CompiledNetwork  # noqa: E402
+from planner.frontend import load_network  # noqa: E402
+from planner.pipeline import plan_and_compile  # noqa: E402
+from planner.zoo import resolve_model, synthetic_calibration  # noqa: E402
+from sim.golden.calibration import quantize_network  # noqa: E402
 
 COLUMNS = {"lone FF": ("lone FF",), "BRAM": ("SB_RAM40_4K", "DP16KD"), "DSP": ("SB_MAC16", "MULT18X18D"), "SPRAM": ("SB_SPRAM256KA",),
            "carry": ("SB_CARRY", "CCU2C")}
 
 
-def design(config_name: str, soc: bool):
-    """The accelerator running the digits CNN, or the iCEBreaker/ULX3S SoC around it."""
+def compile_model(config: AcceleratorConfig, model: str | None) -> CompiledNetwork:
+    """The built-in digits CNN (`model` None), or an ONNX file quantized with seeded random
+    inputs (`planner.zoo.synthetic_calibration`), compiled for `config`."""
+    if model is None:
+        return default_network(config)
+    network = load_network(resolve_model(model))
+    return plan_and_compile(quantize_network(network, synthetic_calibration(network.input_shape)), config).compiled
+
+
+def design(config_name: str, soc: bool, model: str | None):
+    """The accelerator running `model`, or the iCEBreaker/ULX3S SoC around it."""
     config = load_config(config_name)
-    compiled = default_network(config)
+    compiled = compile_model(config, model)
     if not soc:
         return Accelerator(config, compiled.program)
     board = BOARDS[config.board]
@@ -108,9 +122,11 @@ def main() -> None:
     parser.add_argument("--family", choices=list(FAMILY_PARTS), default="ice40", help="FPGA family to synthesize for")
     parser.add_argument("--soc", action="store_true", help="the SoC of the configuration's board, not the accelerator alone")
     parser.add_argument("--depth", type=int, default=2, help="instance levels below the top to keep apart")
+    parser.add_argument("--model", help="ONNX file whose program the accelerator holds (default: the built-in digits "
+                        "CNN, which a configuration without a vector unit cannot run)")
     args = parser.parse_args()
     start = time.perf_counter()
-    blocks = block_cells(args.family, design(args.hw, args.soc), args.depth)
+    blocks = block_cells(args.family, design(args.hw, args.soc, args.model), args.depth)
     rows = sorted(((name, row(args.family, cells)) for name, cells in blocks.items()), key=lambda r: -r[1][0])
     header = ["LUT", "FF", *COLUMNS]
     print(f"{args.hw} {'SoC' if args.soc else 'accelerator'} on {args.family} ({FAMILY_PARTS[args.family]}), "
