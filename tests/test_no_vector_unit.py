@@ -31,9 +31,9 @@ TEMPLATE = {**COMPACT, "postprocess": "serial", "vector_products": "serial", "ti
             "address_steps": "compiler"}
 
 
-def tiny_config(vector_ops: list[str]):
+def tiny_config(vector_ops: list[str], postprocess: str = "serial"):
     return config_from_dict({**TINY.to_dict(), "name": f"tiny-vec-{'-'.join(vector_ops) or 'none'}",
-                             "template": {**TEMPLATE, "vector_ops": vector_ops}})
+                             "template": {**TEMPLATE, "vector_ops": vector_ops, "postprocess": postprocess}})
 
 
 NO_VEC = tiny_config([])
@@ -62,19 +62,20 @@ def test_the_accelerator_generates_no_vector_unit():
     assert not {"vec", "read_loops", "write_back"} & modules(NO_VEC)
 
 
-def test_a_conv_and_fc_network_runs_bit_exact_with_the_cycles_of_the_unit_with_a_vector_unit():
+@pytest.mark.parametrize("postprocess", ["serial", "lanes"])
+def test_a_conv_and_fc_network_runs_bit_exact_with_the_cycles_of_the_unit_with_a_vector_unit(postprocess):
     """Golden model outputs; DRAM bytes equal to the prediction, cycles within 2 % of it and equal
     to those of the same program on the template with a vector unit (which a conv + FC network
-    never uses)."""
+    never uses); with the shared serial requantization lane and with the engines' own lanes."""
     net = network()
     x = net.input_quant.quantize(np.random.default_rng(7).standard_normal(INPUT).astype(np.float32))
-    flow = plan_and_compile(net, NO_VEC)
+    flow = plan_and_compile(net, tiny_config([], postprocess))
     run = run_rtl(flow.compiled, x)
     golden = run_quantized(net, x)
     assert all(np.array_equal(run.outputs[name], golden[name]) for name in net.outputs)
     assert flow.prediction.dram_bytes == run.traffic.bytes_read + run.traffic.bytes_written
     assert abs(flow.prediction.cycles / run.cycles - 1) <= 0.02, (flow.prediction.cycles, run.cycles)
-    with_unit = plan_and_compile(net, tiny_config(["max"]))
+    with_unit = plan_and_compile(net, tiny_config(["max"], postprocess))
     assert with_unit.compiled.program == flow.compiled.program
     assert run_rtl(with_unit.compiled, x).cycles == run.cycles
 
