@@ -15,10 +15,6 @@ from hwgen.config import AcceleratorConfig
 from planner.envelope import network_problems
 from planner.ir import HostTail, Layer, Network, Shape
 
-LINK_BAUD = 115_200
-"""The serial link's rate for a configuration that names no board (`boards.platforms.Board.baud`)."""
-
-
 class UnitKind(str, Enum):
     HOST = "host"
     ACCELERATOR = "accelerator"
@@ -31,14 +27,14 @@ class UnitKind(str, Enum):
 class Unit:
     """The host (`threads` onnxruntime threads) or an accelerator instance (its `config` at
     `clock_mhz`: the configuration's clock, or the post-place-and-route Fmax of a build),
-    linked to the host at `baud`."""
+    linked to the host at `baud` (0 for the host itself)."""
 
     name: str
     kind: UnitKind
     config: AcceleratorConfig | None = None
     clock_mhz: float = 0.0
     threads: int = 1
-    baud: int = LINK_BAUD
+    baud: int = 0
 
 
 def host_unit(threads: int) -> Unit:
@@ -47,11 +43,11 @@ def host_unit(threads: int) -> Unit:
 
 def accelerator_unit(config: AcceleratorConfig, name: str, fmax_mhz: float | None = None) -> Unit:
     """An instance of `config`; linked at its board's rate when the configuration names a board."""
-    from boards.platforms import BOARDS
+    from boards.platforms import BOARDS, DEFAULT_BAUD
 
     board = BOARDS.get(config.board)
     return Unit(name, UnitKind.ACCELERATOR, config, fmax_mhz or config.clock_mhz,
-                baud=board.baud if board else LINK_BAUD)
+                baud=board.baud if board else DEFAULT_BAUD)
 
 
 @dataclass(frozen=True)
