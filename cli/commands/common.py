@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from common.errors import InputError
+from common.errors import ConfigError, InputError
 from planner.zoo import BUILTIN_MODELS, DEFAULT_MODEL, builtin_calibration, resolve_model, synthetic_calibration
 
 if TYPE_CHECKING:
+    from hwgen.config import AcceleratorConfig
     from planner.ir import Network
     from sim.partitioned import PartitionedNetwork
 
@@ -152,3 +153,12 @@ def load_partitioned(args: argparse.Namespace, synthetic: bool = False) -> Parti
                  f"{len(samples)} seeded N(0, 1) inputs (cycles and traffic hold, accuracy does not)")
     name = Path(args.model).stem if str(args.model).endswith(".onnx") else str(args.model)
     return partitioned_network(name, parts, None if samples is None else samples.reshape(len(samples), *dims))
+
+
+def one_instance(config: AcceleratorConfig, command: str) -> AcceleratorConfig:
+    """`config` if it describes one accelerator instance; `hwgen COMMAND` makes no more."""
+    if config.instances > 1:
+        raise ConfigError(f"configuration {config.name!r}: instances: {config.instances}; `hwgen {command}` makes one "
+                          "instance (the board SoC, the bridge and the runtime for several are not written); allowed: "
+                          "instances: 1 (`hwgen schedule` and `hwgen sweep` plan several, docs/units.md)")
+    return config

@@ -118,6 +118,14 @@ def _spram_banks_fit(config: AcceleratorConfig) -> str | None:
     return None
 
 
+@rule("instances", "above 1 only with `template.program_memory` other than `spram`")
+def _instances_run_programs_from_rom(config: AcceleratorConfig) -> str | None:
+    if config.instances > 1 and config.template.program_memory == ProgramMemory.SPRAM:
+        return (f"{config.instances} instances need their programs in ROM (hwgen.pipeline); this config has "
+                "template.program_memory: spram; allowed here: 1")
+    return None
+
+
 @rule("dram.bandwidth_bytes_per_cycle", "at most `dram.bus_width_bits / 8`")
 def _bandwidth_within_bus(config: AcceleratorConfig) -> str | None:
     dram = config.dram
