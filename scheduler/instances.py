@@ -21,7 +21,8 @@ from scheduler.units import accelerator_unit, host_unit, tasks
 @dataclass(frozen=True)
 class PipelineFigures:
     """Seconds between images in a saturated stream, seconds of one image through the pipeline,
-    the layers of each instance's stage, and the main-memory bytes per image."""
+    the layers of each stage in the network's order (an instance each), and the main-memory
+    bytes per image."""
 
     period_s: float
     latency_s: float
@@ -43,7 +44,7 @@ def pipeline_figures(net: Network, config: AcceleratorConfig, clock_mhz: float |
     problem = build_problem(net, [host_unit(1), *instances], host_times=free_tails, link=False)
     mapping = ilp.solve(problem).mapping
     verdict = evaluate(problem, mapping, images_for(problem.m))
-    stages = tuple(tuple(layer for layer, unit in zip(problem.layers, mapping) if unit == p)
-                   for p in range(1, problem.m))
+    stages = [tuple(layer for layer, unit in zip(problem.layers, mapping) if unit == p) for p in range(1, problem.m)]
+    in_order = sorted((stage for stage in stages if stage), key=lambda stage: problem.layers.index(stage[0]))
     dram = float(sum(problem.dram[i, p] for i, p in enumerate(mapping)))
-    return PipelineFigures(verdict.period, verdict.latency, tuple(stage for stage in stages if stage), dram)
+    return PipelineFigures(verdict.period, verdict.latency, tuple(in_order), dram)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import csv
 import json
 import math
+from pathlib import Path
 
+import onnx
 import pytest
 import yaml
 
@@ -15,6 +17,7 @@ from common.errors import ConfigError
 from explore.sweep.resources import estimate
 from hwgen.config import config_from_dict, load_config
 from planner.frontend import load_network
+from planner.ir import Network
 from planner.zoo import resolve_model
 from scheduler.costs import build_problem
 from scheduler.exhaustive import best_contiguous
@@ -96,3 +99,43 @@ def test_the_sweep_explores_instances(tmp_path, capsys):
     fronts = json.loads((out / "fronts.json").read_text())
     assert "period_vs_dsp" in fronts and fronts["period_vs_dsp"]["points"]
     assert "| period |" in (out / "summary.md").read_text()
+
+
+def test_simulate_runs_the_scheduled_stages_on_the_instances(tmp_path, capsys):
+    """Two instances of the tiny configuration: the stages are the brute-force best contiguous
+    ones, every image equals the golden model, the measured period is within 5 % of the program
+    model's (`predicted_period`)."""
+    from onnx_factory import GraphBuilder
+    from soc_helpers import TINY
+
+    g = GraphBuilder((1, 2, 4, 4), seed=4)
+    model = tmp_path / "two_convs.onnx"
+    onnx.save(g.model(g.conv(g.node("Relu", [g.conv(g.input_name, 2, 4)]), 4, 2)), model)
+    data = dict(TINY.to_dict(), name="tiny-x2", instances=2)
+    config = written(tmp_path, data)
+    assert main(["simulate", str(model), "--hw", str(config), "--engine", "isa"]) == 2
+    assert "allowed: --engine amaranth" in capsys.readouterr().err
+    assert main(["simulate", str(model), "--hw", str(config), "--engine", "amaranth", "--images", "4",
+                 "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["bit_exact_images"] == 4 and len(record["stages"]) == 2
+    assert all(len(stage["measured_cycles"]) == 4 for stage in record["stages"])
+    assert record["period_cycles"] == pytest.approx(record["predicted_period_cycles"], rel=0.05)
+    net = quantized_like_simulate(model)
+    free_tails = {task.name: (0.0 if task.tail else math.inf) for task in tasks(net)}
+    one = config_from_dict(dict(data, instances=1))
+    problem = build_problem(net, [host_unit(1), *(accelerator_unit(one, f"acc{i}") for i in range(2))],
+                            host_times=free_tails, link=False)
+    mapping, _ = best_contiguous(problem)
+    stages = sorted(([layer for layer, unit in zip(problem.layers, mapping) if unit == p] for p in (1, 2)),
+                    key=lambda stage: problem.layers.index(stage[0]) if stage else -1)
+    assert [stage["layers"] for stage in record["stages"]] == [s for s in stages if s]
+
+
+def quantized_like_simulate(model: Path) -> Network:
+    """The float model quantized as `hwgen simulate` does without --calibration."""
+    from planner.zoo import synthetic_calibration
+    from sim.golden.calibration import quantize_network
+
+    net = load_network(str(model))
+    return quantize_network(net, synthetic_calibration(net.input_shape))
