@@ -121,6 +121,7 @@ def test_simulate_runs_the_scheduled_stages_on_the_instances(tmp_path, capsys):
     assert record["bit_exact_images"] == 4 and len(record["stages"]) == 2
     assert all(len(stage["measured_cycles"]) == 4 for stage in record["stages"])
     assert record["period_cycles"] == pytest.approx(record["predicted_period_cycles"], rel=0.05)
+    assert record["period_cycles"] == pytest.approx(record["scheduler_period_cycles"], rel=0.05)
     net = quantized_like_simulate(model)
     free_tails = {task.name: (0.0 if task.tail else math.inf) for task in tasks(net)}
     one = config_from_dict(dict(data, instances=1))

@@ -135,6 +135,16 @@ def test_shared_memory_slows_concurrent_accelerators():
     assert close(judged_period(unshared, (1, 2), images(problem)), 1.0)
 
 
+def test_port_collisions_slow_concurrent_accelerators_below_saturation():
+    """Two instances, each alone keeping the port busy half of its 1 s layer: side by side they
+    collide in a quarter of their cycles, each losing those, so an image leaves every 1.25 s
+    (1 + 0.5 * 0.5 / 1 by hand), though together they need only the whole bandwidth."""
+    problem = _chain([[math.inf, 1, 1], [math.inf, 1, 1]], dram=[[0, 2.5, 2.5], [0, 2.5, 2.5]], bandwidth=5.0)
+    assert close(judged_period(problem, (1, 2), images(problem)), 1.25)
+    alone = _chain([[math.inf, 1, 1], [math.inf, 1, 1]], dram=[[0, 2.5, 0], [0, 0, 0]], bandwidth=5.0)
+    assert close(judged_period(alone, (1, 2), images(alone)), 1.0)  # nobody to collide with
+
+
 @pytest.mark.parametrize("instance", [(5, 8, 3), (6, 7, 2)])
 def test_simulated_intervals_never_overlap_on_a_unit_and_follow_the_data(instance):
     problem = random_problem(*instance)
