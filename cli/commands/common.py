@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from common.errors import ConfigError, InputError
+from common.errors import ConfigError, InputError, UnsupportedModelError
 from planner.zoo import BUILTIN_MODELS, DEFAULT_MODEL, builtin_calibration, resolve_model, synthetic_calibration
 
 if TYPE_CHECKING:
@@ -162,3 +162,26 @@ def one_instance(config: AcceleratorConfig, command: str) -> AcceleratorConfig:
                           "instance (the board SoC, the bridge and the runtime for several are not written); allowed: "
                           "instances: 1 (`hwgen schedule` and `hwgen sweep` plan several, docs/units.md)")
     return config
+
+
+def shape_segments(args: argparse.Namespace) -> tuple[list[Network], list[dict]]:
+    """The MODEL's accelerator segments (float or quantized as stored, for commands that need
+    shapes only) and its host parts (`after_segment`: the index of the segment before it, -1 for
+    none; `ops`: its operators): one segment and no host part when the whole model runs on the
+    accelerator (the model is split only if it does not load whole)."""
+    from planner.frontend import load_network, load_parts
+
+    try:
+        return [load_model(args)], []
+    except UnsupportedModelError as error:
+        parts = load_parts(resolve_model(args.model), args.input_shape)
+        if len(parts) == 1:
+            raise error
+    segments: list[Network] = []
+    host_parts: list[dict] = []
+    for part in parts:
+        if part.on_host:
+            host_parts.append({"after_segment": len(segments) - 1, "ops": [n.op_type for n in part.model.graph.node]})
+        else:
+            segments.append(load_network(part.model))
+    return segments, host_parts

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from rich import box
 from rich.table import Table
 
-from cli.commands.common import add_model_argument, load_model
+from cli.commands.common import add_model_argument, shape_segments
 from common.console import make_console
 from planner.ir import Layer, Network
 
@@ -111,18 +111,24 @@ def render_table(net: Network, problems: dict[str, str] | None = None, config: A
 
 
 def run(args: argparse.Namespace) -> int:
-    net = load_model(args)
     config = None
     if args.hw is not None:  # (the configuration's checks import the hardware library: only when asked)
         from hwgen.config import load_config
 
         config = load_config(args.hw)
+    segments, host_parts = shape_segments(args)
     if args.json:
-        print(json.dumps(network_record(net, config), indent=2))
+        records = [network_record(net, config) for net in segments]
+        print(json.dumps({"segments": records, "host_parts": host_parts} if host_parts else records[0], indent=2))
         return 0
-    problems = {} if config is None else _problems(net, config)
     console = make_console()
-    console.print(render_table(net, problems, config))
-    for problem in problems.values():
-        console.print(f"not compilable: {problem}", markup=False, highlight=False)
+    for index, net in enumerate(segments):
+        problems = {} if config is None else _problems(net, config)
+        if host_parts:
+            console.print(f"accelerator segment {index}:")
+        console.print(render_table(net, problems, config))
+        for problem in problems.values():
+            console.print(f"not compilable: {problem}", markup=False, highlight=False)
+        for host in (h for h in host_parts if h["after_segment"] == index):
+            console.print(f"host part after segment {index}: {', '.join(host['ops'])} (units: host, onnxruntime)")
     return 0
