@@ -40,7 +40,7 @@ def pipeline_figures(net: Network, config: AcceleratorConfig, clock_mhz: float |
     """The best contiguous stages of `net` on `config.instances` instances of `config` at
     `clock_mhz` (default: the configuration's clock), judged by the simulator."""
     instances = [accelerator_unit(config, f"acc{index}", clock_mhz) for index in range(config.instances)]
-    free_tails = {task.name: (0.0 if task.tail else math.inf) for task in tasks(net)}
+    free_tails = {task.name: (0.0 if task.tail else math.inf) for task in tasks(net)}  # the host computes nothing else
     problem = build_problem(net, [host_unit(1), *instances], host_times=free_tails, link=False)
     mapping = ilp.solve(problem).mapping
     verdict = evaluate(problem, mapping, images_for(problem.m))

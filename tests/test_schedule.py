@@ -245,6 +245,26 @@ def test_schedule_command_puts_the_softmax_on_the_host_and_writes_the_gantt_char
     assert "period" in capsys.readouterr().out
 
 
+def test_schedule_maps_a_model_with_host_operators_inside(tmp_path, capsys, monkeypatch):
+    """The Sigmoid between the two segments is a host part: only the host runs it, its time is
+    its own model's profile; the segments' layers may go to the instance."""
+    from test_host_partition import host_inside_model
+
+    monkeypatch.setenv("HWGEN_HOST_TIMES", str(tmp_path / "times.json"))
+    model = tmp_path / "host_inside.onnx"
+    onnx.save(host_inside_model(), model)
+    assert main(["schedule", str(model), "--hw", "default", "--cpu-cap", "0"]) == 2
+    assert "(Sigmoid)' runs only on the host, whose CPU cap is 0" in capsys.readouterr().err
+    assert main(["schedule", str(model), "--hw", "default", "--cpu-cap", "5", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    sigmoid = next(name for name in record["mapping"] if name.endswith("(Sigmoid)"))
+    assert record["mapping"][sigmoid] == "host" and record["mapping"]["softmax14_out (Softmax)"] == "host"
+    assert set(record["mapping"]) == {"conv3", sigmoid, "conv8", "gemm13", "softmax14_out (Softmax)"}
+    times = json.loads((tmp_path / "times.json").read_text())
+    assert any("'part'" in key and 0 < value < 1 for key, value in times.items())
+    assert record["host_compute_ms"] <= 0.05 * record["period_ms"] * (1 + 1e-6)
+
+
 @pytest.mark.parametrize("argv, message", [(["--cpu-cap", "150"], "--cpu-cap 150"), (["--images", "3"], "--images 3"),
                                            (["--host-threads", "0"], "--host-threads 0")])
 def test_schedule_refuses_bad_options_in_one_line(argv, message, capsys, tmp_path, monkeypatch):

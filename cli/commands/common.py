@@ -13,6 +13,7 @@ from planner.zoo import BUILTIN_MODELS, DEFAULT_MODEL, builtin_calibration, reso
 
 if TYPE_CHECKING:
     from hwgen.config import AcceleratorConfig
+    from planner.frontend.partition import ModelPart
     from planner.ir import Network
     from sim.partitioned import PartitionedNetwork
 
@@ -164,24 +165,29 @@ def one_instance(config: AcceleratorConfig, command: str) -> AcceleratorConfig:
     return config
 
 
-def shape_segments(args: argparse.Namespace) -> tuple[list[Network], list[dict]]:
+def model_segments(args: argparse.Namespace) -> tuple[list[Network], tuple[ModelPart, ...]]:
     """The MODEL's accelerator segments (float or quantized as stored, for commands that need
-    shapes only) and its host parts (`after_segment`: the index of the segment before it, -1 for
-    none; `ops`: its operators): one segment and no host part when the whole model runs on the
-    accelerator (the model is split only if it does not load whole)."""
+    shapes only) and, for a model with host operators inside, its chain of parts (none when the
+    whole model runs on the accelerator: it is split only if it does not load whole)."""
     from planner.frontend import load_network, load_parts
 
     try:
-        return [load_model(args)], []
+        return [load_model(args)], ()
     except UnsupportedModelError as error:
         parts = load_parts(resolve_model(args.model), args.input_shape)
         if len(parts) == 1:
             raise error
-    segments: list[Network] = []
-    host_parts: list[dict] = []
+    return [load_network(part.model) for part in parts if not part.on_host], parts
+
+
+def shape_segments(args: argparse.Namespace) -> tuple[list[Network], list[dict]]:
+    """`model_segments` with its host parts described: `after_segment` (the index of the segment
+    before it, -1 for none) and `ops` (its operators)."""
+    segments, parts = model_segments(args)
+    host_parts, before = [], -1
     for part in parts:
         if part.on_host:
-            host_parts.append({"after_segment": len(segments) - 1, "ops": [n.op_type for n in part.model.graph.node]})
+            host_parts.append({"after_segment": before, "ops": [node.op_type for node in part.model.graph.node]})
         else:
-            segments.append(load_network(part.model))
+            before += 1
     return segments, host_parts

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from cli.commands.common import add_model_argument, load_model
+from cli.commands.common import add_model_argument, model_segments
 from common.errors import InputError
 
 SOLVERS = ("ilp", "ga")
@@ -109,9 +109,12 @@ def run(args: argparse.Namespace) -> int:
     from scheduler.costs import build_problem
     from scheduler.simulator import evaluate
 
-    net = load_model(args)
+    from scheduler.units import network_workload, partitioned_workload
+
+    segments, parts = model_segments(args)
+    work = network_workload(segments[0]) if not parts else partitioned_workload(args.model, parts, tuple(segments))
     units = _units(args)
-    problem = build_problem(net, units, _cap(args))
+    problem = build_problem(work, units, _cap(args))
     images = args.images or 4 * (2 * problem.m + 3)
     if images < 4 * (2 * problem.m + 3):
         raise InputError(f"--images {images}: allowed: at least {4 * (2 * problem.m + 3)} for {problem.m} units "
@@ -128,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
 
         out = Path(args.output)
         out.mkdir(parents=True, exist_ok=True)
-        save_gantt(verdict.run, problem.units, verdict.period, f"{net.name}: steady state, period "
+        save_gantt(verdict.run, problem.units, verdict.period, f"{work.name}: steady state, period "
                    f"{verdict.period * 1e3:.4g} ms", out)
         atomic_write_text(out / "schedule.json", json.dumps(record, indent=1))
     if args.json:
