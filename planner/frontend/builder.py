@@ -32,9 +32,8 @@ LUT_ACTIVATIONS = ("Sigmoid", "HardSwish", "HardSigmoid")
 """Activations the post-processing cannot compute: it applies clamps (ReLU, ReLU6) only."""
 HOST_NODE_OPS = ("Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "LRN", "Resize", "Transpose")
 """Operators computed on the host wherever they are in the graph (`planner.frontend.partition`)."""
-ON_THE_HOST = ("; hwgen inspect, plan, schedule, infer, simulate and run take it: the host computes it between accelerator "
-               "segments "
-               "(docs/units.md)")
+ON_THE_HOST = ("; hwgen inspect, plan, schedule, infer, simulate and run take it: the host computes it between "
+               "accelerator segments (docs/units.md)")
 
 
 def _is_silu(sigmoid: onnx.NodeProto, graph: onnx.GraphProto) -> bool:
