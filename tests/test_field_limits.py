@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, event, given, settings
 
 from cli.main import main
 from field_cases import Case, cases, check, inside_envelope
+from onnx_factory import GraphBuilder
 from common.errors import PlanningError
 from hwgen.config import load_config
 from planner.frontend import load_network
@@ -20,6 +21,7 @@ from planner.pipeline import plan_and_compile
 from planner.plan import plan_network
 from planner.split import split_network
 from sim.golden import run_quantized
+from sim.golden.kernels import conv2d
 from sim.golden.executor import run_layer_quantized
 from sim.golden.calibration import quantize_network
 from sim.rtl_sim import run_rtl
@@ -158,3 +160,36 @@ def test_calibration_in_an_accepted_form_is_read(tmp_path, shape):
     np.save(tmp_path / "cal.npy", np.random.default_rng(0).uniform(0, 1, shape).astype(np.float32))
     assert main(["infer", model, "--calibration", str(tmp_path / "cal.npy"), "--input", str(tmp_path / "x.npy"),
                  "--output", str(tmp_path / "y.npy")]) == 0
+
+
+def _tiny_weight_model(tmp_path) -> tuple[str, list[int]]:
+    """A float conv whose weights (~1e-6) are tiny beside its bias (+-1), and the shifts of its
+    requantization multipliers in_scale * weight_scale / out_scale (about 2**-40, beyond the
+    serial requantizer's 15..30), computed from the scheme of planner/quant.py's docstring."""
+    g = GraphBuilder((1, 4, 8, 8), seed=0)
+    weights = (np.random.default_rng(0).standard_normal((4, 4, 3, 3)) * 1e-6).astype(np.float32)
+    bias = np.linspace(-1, 1, 4).astype(np.float32)
+    y = g.node("Conv", [g.input_name, g.const(weights, "w"), g.const(bias, "b")], pads=[1] * 4)
+    path = tmp_path / "tiny.onnx"
+    onnx.save(g.model(y), path)
+    cal = np.random.default_rng(1).uniform(-1, 1, (4, 4, 8, 8)).astype(np.float32)
+    np.save(tmp_path / "cal.npy", cal)
+    outputs = np.concatenate([conv2d(x.astype(np.float64), weights, (1, 1), (1,) * 4) + bias[:, None, None] for x in cal])
+    scale = lambda low, high: (max(high, 0) - min(low, 0)) / 255  # noqa: E731 (asymmetric int8 over the range)
+    real = scale(cal.min(), cal.max()) * np.abs(weights).max(axis=(1, 2, 3)) / 127 / scale(outputs.min(), outputs.max())
+    return str(path), sorted({15 - int(np.floor(np.log2(m))) for m in real})
+
+
+def test_float_model_with_a_shift_the_serial_requantizer_lacks_is_refused_at_planning(tmp_path, capsys):
+    """Before, `plan` and `inspect --hw icebreaker` accepted the float model and `infer` refused it."""
+    (model, shifts), cal = _tiny_weight_model(tmp_path), str(tmp_path / "cal.npy")
+    assert main(["plan", model, "--hw", "icebreaker", "--calibration", cal, "-o", str(tmp_path / "p.yaml")]) == 2
+    error = capsys.readouterr().err
+    assert error.count("error:") == 1 and f"layer 'conv3': requantization shifts {shifts}" in error and "15..30" in error
+    assert not (tmp_path / "p.yaml").exists()
+    assert main(["infer", model, "--hw", "icebreaker", "--engine", "isa", "--calibration", cal, "--input", cal,
+                 "--output", str(tmp_path / "y.npy")]) == 2  # the same refusal where the program would run
+    assert error.split("error: ")[1] == capsys.readouterr().err.split("error: ")[1]
+    assert main(["inspect", model, "--hw", "icebreaker", "--calibration", cal, "--json"]) == 0
+    assert "requantization shifts" in json.loads(capsys.readouterr().out)["layers"][0]["problem"]
+    assert main(["plan", model, "--hw", "default", "--calibration", cal]) == 0  # its requantizer has every shift

@@ -131,6 +131,18 @@ def quantized(net: Network, args: argparse.Namespace, synthetic: bool = False) -
     return quantize_network(net, samples)
 
 
+def checkable(net: Network, config: AcceleratorConfig, args: argparse.Namespace) -> Network:
+    """`net` as the envelope checks it for `config`: where the configuration bounds the
+    requantization (`planner.envelope.bounds_quantization`) a float model is calibrated first
+    (`quantized`, seeded inputs with a warning when there is no --calibration), so that a shift
+    it cannot apply is refused before a plan is printed."""
+    from planner.envelope import bounds_quantization
+
+    if net.quantized or not bounds_quantization(config):
+        return net
+    return quantized(net, args, synthetic=True)
+
+
 def load_partitioned(args: argparse.Namespace, synthetic: bool = False) -> PartitionedNetwork | None:
     """The MODEL cut into accelerator segments and host parts when it has host operators inside
     (`planner.frontend.partition`), its float segments calibrated from --calibration (or the

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from cli.commands.common import add_model_argument, shape_segments
+from cli.commands.common import add_calibration_argument, add_model_argument, checkable, shape_segments
 from common.errors import InputError
 from common.files import check_output_file
 from hwgen.config import load_config
@@ -24,6 +24,7 @@ def register(subparsers) -> None:
                         help="what to minimise per layer (default: latency)")
     parser.add_argument("--strategy", choices=[s.value for s in Strategy], default="search",
                         help="optimal search or the e-PlaNNer baseline heuristic (default: search)")
+    add_calibration_argument(parser)
     parser.add_argument("-o", "--output", metavar="PLAN", help="save the plan (.json for JSON, else YAML)")
     parser.add_argument("--json", action="store_true", help="print a JSON summary instead of the table")
     parser.set_defaults(func=run)
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     segments, host_parts = shape_segments(args)
     if host_parts:
         return run_segments(args, segments, host_parts, config)
-    plan = plan_checked(segments[0], config, Objective(args.objective), Strategy(args.strategy))
+    plan = plan_checked(checkable(segments[0], config, args), config, Objective(args.objective), Strategy(args.strategy))
     if args.output:
         save_plan(plan, args.output)
     if args.json:
