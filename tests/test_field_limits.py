@@ -90,12 +90,42 @@ def test_split_layers_run_exact_on_the_rtl(case):
     assert np.array_equal(run.outputs[qnet.outputs[0]], run_quantized(qnet, x)[qnet.outputs[0]])
 
 
+ICEBREAKER = load_config("icebreaker")
+WINDOW_SUMS = [  # refused on main (16a4f15): global pools as a flattened FC ("no legal tile"), the others "need the
+    # vector operation sum, which configuration 'icebreaker' leaves out"
+    Case("global_avg", 16, 16, 7, 7, 1, 0, 14),
+    Case("avgpool", 8, 8, 12, 3, 1, 1, 15),
+    Case("avgpool", 5, 5, 13, 5, 2, 2, 16),
+    Case("global_avg", 3, 3, 15, 15, 1, 0, 17),
+]
+
+
+@pytest.mark.parametrize("case", WINDOW_SUMS, ids=lambda c: f"{c.kind}-{c.size}-k{c.kernel}-s{c.stride}")
+def test_average_pools_without_a_vector_sum_run_as_depthwise_window_sums(case):
+    """icebreaker's vector unit has no `sum`: an average pool within the kernel fields becomes a
+    depthwise conv with weights 1, C * K * K of them, not a flattened FC (C * H * W * Cp)."""
+    net = load_network(case.model())
+    qnet = quantize_network(net, np.random.default_rng(0).uniform(-1, 1, (2, *net.input_shape)))
+    (layer,) = split_network(qnet, ICEBREAKER).layers
+    assert layer.is_depthwise and layer.kernel == (case.kernel, case.kernel)
+    assert check(case, ICEBREAKER, promised=True) == "exact"
+
+
+def test_a_depthwise_window_sum_runs_exact_on_the_rtl():
+    case = Case("global_avg", 6, 6, 7, 7, 1, 0, 21)
+    net = load_network(case.model())
+    qnet = quantize_network(net, np.random.default_rng(0).uniform(-1, 1, (2, *net.input_shape)))
+    flow = plan_and_compile(qnet, ICEBREAKER)
+    x = qnet.input_quant.quantize(np.random.default_rng(1).uniform(-1, 1, qnet.input_shape))
+    assert np.array_equal(run_rtl(flow.compiled, x).outputs[qnet.outputs[0]], run_quantized(qnet, x)[qnet.outputs[0]])
+
+
 @pytest.mark.parametrize("case, config, quantity", [
     (Case("avgpool", 4, 4, 32, 16, 1, 0, 0), "default", "pooling window 16x16 exceeds the limit 15x15"),
     (Case("conv", 2, 4, 20, 17, 1, 0, 0), "default", "kernel 17x17 exceeds the limit 15x15"),
     (Case("maxpool", 4, 4, 64, 2, 11, 0, 0), "default", "stride 11 exceeds the limit 7"),
     (Case("conv", 1, 1, 2048, 1, 1, 0, 0), "default", "input height 2048 exceeds the limit 2047"),
-    (Case("global_avg", 16, 16, 8, 8, 1, 0, 0), "icebreaker", "no legal tile"),
+    (Case("global_avg", 16, 16, 16, 16, 1, 0, 0), "icebreaker", "no legal tile"),
     (Case("conv", 4, 4, 256, 3, 1, 1, 0), "icebreaker", "exceeds the limit 131072 (template.dram_address_bits: 17)"),
 ], ids=["avg-window-16", "conv-kernel-17", "stride-11", "map-2048", "icebreaker-gap-fc", "icebreaker-dram"])
 def test_layers_beyond_the_envelope_are_refused_at_planning(case, config, quantity):
