@@ -78,13 +78,15 @@ def as_read(x: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
     return padded.transpose(1, 2, 0).reshape(shape)
 
 
-@pytest.mark.parametrize("case", [Case("global_avg", 4, 4, 16, 16, 1, 0, 11), Case("global_max", 4, 4, 16, 16, 1, 0, 12),
-                                  Case("conv", 4, 4, 16, 3, 8, 1, 13)],
-                         ids=["global-avg-16", "global-max-16", "conv-stride-8"])
-def test_split_layers_run_exact_on_the_rtl(case):
+@pytest.mark.parametrize("case, config", [(Case("global_avg", 4, 4, 16, 16, 1, 0, 11), "default"),
+                                          (Case("global_max", 4, 4, 16, 16, 1, 0, 12), "default"),
+                                          (Case("conv", 4, 4, 16, 3, 8, 1, 13), "default"),
+                                          (Case("global_avg", 6, 6, 7, 7, 1, 0, 21), "icebreaker")],
+                         ids=["global-avg-16", "global-max-16", "conv-stride-8", "icebreaker-window-sum-7"])
+def test_split_layers_run_exact_on_the_rtl(case, config):
     net = load_network(case.model())
     qnet = quantize_network(net, np.random.default_rng(0).uniform(-1, 1, (2, *net.input_shape)))
-    flow = plan_and_compile(qnet, DEFAULT)
+    flow = plan_and_compile(qnet, load_config(config))
     x = qnet.input_quant.quantize(np.random.default_rng(1).uniform(-1, 1, qnet.input_shape))
     run = run_rtl(flow.compiled, x)
     assert np.array_equal(run.outputs[qnet.outputs[0]], run_quantized(qnet, x)[qnet.outputs[0]])
@@ -109,15 +111,6 @@ def test_average_pools_without_a_vector_sum_run_as_depthwise_window_sums(case):
     (layer,) = split_network(qnet, ICEBREAKER).layers
     assert layer.is_depthwise and layer.kernel == (case.kernel, case.kernel)
     assert check(case, ICEBREAKER, promised=True) == "exact"
-
-
-def test_a_depthwise_window_sum_runs_exact_on_the_rtl():
-    case = Case("global_avg", 6, 6, 7, 7, 1, 0, 21)
-    net = load_network(case.model())
-    qnet = quantize_network(net, np.random.default_rng(0).uniform(-1, 1, (2, *net.input_shape)))
-    flow = plan_and_compile(qnet, ICEBREAKER)
-    x = qnet.input_quant.quantize(np.random.default_rng(1).uniform(-1, 1, qnet.input_shape))
-    assert np.array_equal(run_rtl(flow.compiled, x).outputs[qnet.outputs[0]], run_quantized(qnet, x)[qnet.outputs[0]])
 
 
 @pytest.mark.parametrize("case, config, quantity", [
