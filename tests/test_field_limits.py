@@ -36,6 +36,15 @@ def test_layers_across_the_envelope_run_exact_or_are_refused_at_planning(case):
     event(f"{case.kind}: {check(case, DEFAULT, promised=inside_envelope(case))}")
 
 
+@settings(max_examples=max(1, EXAMPLES // 5), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(cases(max_channels=256, max_size=64, max_work=2 * 10**4))
+def test_layers_across_the_envelope_on_icebreaker(case):
+    """No partial sums, no vector `sum`, 17 DRAM address bits, an SPRAM program memory (cycles
+    unchecked: docs/envelope.md)."""
+    event(f"{case.kind}: {check(case, load_config('icebreaker'), cycle_range=None)}")
+
+
 ISSUE_CASES = [  # failed on main (91bb51a) at compile time with "CONVCFG.kernel_h/stride ... out of range"
     Case("global_avg", 8, 8, 16, 16, 1, 0, 1),
     Case("global_max", 4, 4, 16, 16, 1, 0, 2),
