@@ -87,7 +87,7 @@ def test_closed_forms_equal_the_step_arrays(config_name):
         assert c.compute_cycles == round(steps.compute.sum())
         assert c.cycles == cost.step_cycles(steps, cost.start_cycles(config))
         tables = cost.sum_tables(shape, config, {d: np.array([sched.tile(d)]) for d in DIMS})
-        totals = cost.layer_totals(shape, config, tables, sched.order, 1)
+        totals = cost.layer_totals(shape, config, tables, [sched.order], 1)
         assert np.ravel(totals.steps)[0] == len(steps.compute)
         assert totals.cycles_lower_bound[0] <= c.cycles
 
