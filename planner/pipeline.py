@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hwgen.config import AcceleratorConfig, DmaSharing, ProgramMemory
-from planner.compile.network import CompiledNetwork, compile_network
 from planner.ir import COMPUTE_OPS, Layer, LayerQuant, Network, TensorQuant
 from planner.objective import Objective
 from planner.plan import NetworkPlan, Strategy, plan_network
-from planner.program_model import Prediction, predict
+
+if TYPE_CHECKING:  # the compiler and the program model are imported where used: `hwgen plan` needs neither
+    from planner.compile.network import CompiledNetwork
+    from planner.program_model import Prediction
 
 
 @dataclass
@@ -26,6 +29,9 @@ class Compilation:
 def plan_and_compile(network: Network, config: AcceleratorConfig, objective: Objective = Objective.LATENCY,
              strategy: Strategy = Strategy.SEARCH, keep_input: bool = False) -> Compilation:
     """Plan and compile a quantized network (`keep_input`: see `planner.compile.memory_map.plan_memory`)."""
+    from planner.compile.network import compile_network
+    from planner.program_model import predict
+
     plan = plan_network(network, config, objective, strategy)
     schedules = {layer.name: layer.schedule for layer in plan.layers if layer.schedule is not None}
     compiled = compile_network(network, schedules, config, keep_input)
@@ -48,6 +54,8 @@ def check_compiles(network: Network, plan: NetworkPlan, config: AcceleratorConfi
     requantization): what depends on shapes alone but is only known once the program exists
     (its instructions and descriptors against the program memory, its DRAM) is refused now,
     as a PlanningError or a ProgramDoesNotFit, rather than after the plan is used."""
+    from planner.compile.network import compile_network
+
     schedules = {layer.name: layer.schedule for layer in plan.layers if layer.schedule is not None}
     unit = TensorQuant(1.0, 0)
     stand_ins = replace(network, input_quant=unit, layers=tuple(map(stand_in, network.layers)))
