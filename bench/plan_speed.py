@@ -80,7 +80,7 @@ def compare_plans(trees: dict[str, Path], tmp: Path) -> None:
     differ = sorted(key for key in before.keys() | after.keys() if before.get(key) != after.get(key))
     refused = sum(isinstance(plan, str) for plan in after.values())
     print(f"plans of every built-in network x shipped configuration x objective: {len(after)} "
-          f"({refused} refused by both with the same error), {len(after) - len(differ)} identical, {len(differ)} differ"
+          f"({refused} of them refused with an error), {len(after) - len(differ)} identical, {len(differ)} differ"
           + (f": {', '.join(differ[:8])}" if differ else ""))
 
 
