@@ -260,10 +260,6 @@ class Accesses:
                 + e.weight_buffer_pj_per_byte * self.weight_buffer + e.output_buffer_pj_per_byte * self.output_buffer
                 + e.register_pj_per_access * self.register + e.mac_pj * self.mac)
 
-    def pick(self, index: int) -> Accesses:
-        """The accesses of schedule `index` (scalars)."""
-        return Accesses(*(_pick(getattr(self, f.name), index) for f in fields(self)))
-
 
 @dataclass(frozen=True)
 class Totals:
@@ -670,11 +666,6 @@ def grouped_step_cycles(shape: ConvShape, schedules: list[Schedule], config: Acc
     # each schedule's steps summed on their own (the same float sum as one schedule alone)
     return [round(start + load_first[k] + middle[offsets[k]:offsets[k + 1]].sum() + store_last[k] + DONE_CYCLES)
             for k in range(len(schedules))]
-
-
-def _pick(x, index: int):
-    """Entry `index` of an array of per-tiling values (a scalar is every tiling's value)."""
-    return x.flat[index if x.size > 1 else 0].item() if np.ndim(x) else x
 
 
 def costs_of(shape: ConvShape, schedules: list[Schedule], config: AcceleratorConfig, macs: int,
