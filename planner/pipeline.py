@@ -2,19 +2,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hwgen.config import AcceleratorConfig, DmaSharing, ProgramMemory
-from planner.compile.network import CompiledNetwork, compile_network
 from common.errors import PlanningError
-from planner.compile.descriptor_table import descriptor_problem
 from planner.ir import COMPUTE_OPS, Activation, Layer, LayerQuant, Network, Op, TensorQuant
 from planner.quant import INT8_MIN
 from planner.split import split_network
 from planner.objective import Objective
 from planner.plan import NetworkPlan, Strategy, plan_network
-from planner.program_model import Prediction, predict
+
+if TYPE_CHECKING:  # the compiler and the program model are imported where used: `hwgen plan` needs neither
+    from planner.compile.network import CompiledNetwork
+    from planner.program_model import Prediction
 
 
 @dataclass
@@ -30,6 +32,9 @@ class Compilation:
 def plan_and_compile(network: Network, config: AcceleratorConfig, objective: Objective = Objective.LATENCY,
              strategy: Strategy = Strategy.SEARCH, keep_input: bool = False) -> Compilation:
     """Plan and compile a quantized network (`keep_input`: see `planner.compile.memory_map.plan_memory`)."""
+    from planner.compile.network import compile_network
+    from planner.program_model import predict
+
     plan = plan_network(network, config, objective, strategy)
     schedules = {layer.name: layer.schedule for layer in plan.layers if layer.schedule is not None}
     compiled = compile_network(network, schedules, config, keep_input)
@@ -43,6 +48,9 @@ def plan_checked(network: Network, config: AcceleratorConfig, objective: Objecti
     descriptors) the plan compiled, elsewhere its descriptor table against
     the LOAD / STORE `desc` field (`planner.compile.descriptor_table`, without compiling): a
     plan it returns compiles."""
+    from planner.compile.descriptor_table import descriptor_problem
+    from planner.compile.network import compile_network
+
     plan = plan_network(network, config, objective, strategy)
     schedules = {layer.name: layer.schedule for layer in plan.layers if layer.schedule is not None}
     if config.template.program_memory == ProgramMemory.SPRAM or config.template.dma == DmaSharing.SHARED:
