@@ -229,7 +229,8 @@ class _ConvLowering:
                 out_bank=bank, oc_groups=oc_groups, out_rows=hn, ow_groups=ceil_div(wn, pe.cols),
                 last_group_cols=wn - (ceil_div(wn, pe.cols) - 1) * pe.cols, ic_groups=self.tiling.ic_groups(inn),
                 depthwise=int(self.shape.depthwise), init_from_acc=int(done_ic.get(out_key, 0) > 0),
-                requantize=int(done_ic.get(out_key, 0) + 1 == self.n_ic))
+                requantize=int(done_ic.get(out_key, 0) + 1 == self.n_ic),
+                pool=self.shape.pool if self.shape.pool > 1 else 0)
         done_ic[out_key] = done_ic.get(out_key, 0) + 1
 
     def finish(self, n: int, bank: int) -> None:
@@ -240,9 +241,11 @@ class _ConvLowering:
         if n + 1 < len(self.steps) and self.keys(self.steps[n + 1])[2] == out_key:
             return
         o0, on, i0, inn, h0, hn, w0, wn, oc_groups, out_index = self.geometry(step)
-        if self.done_ic[out_key] == self.n_ic:
+        if self.done_ic[out_key] == self.n_ic:  # the int8 results, pooled with a fused pool
             out_c, _, out_w = self.layer.out_shape
             out_cp = padded_channels(out_c, pe.simd)
+            k = self.shape.pool
+            h0, hn, w0, wn = h0 // k, hn // k, w0 // k, wn // k
             store = Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=on,
                                dims=(Dim(wn, out_cp, oc_groups * pe.rows), Dim(hn, out_w * out_cp, wn * oc_groups * pe.rows)))
             stores = [dict(desc=em.descriptor(store), dram_offset=self.target + (h0 * out_w + w0) * out_cp + o0)]
