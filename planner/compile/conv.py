@@ -84,6 +84,10 @@ class ConvTiling:
             raise PlanningError(f"layer {self.layer.name!r}: tiles {s.tiles} split the {self.shape.ic} input channels; "
                                 f"configuration {cfg.name!r} has no partial sums (template.partial_sums: none), "
                                 f"allowed: IC {self.shape.ic}")
+        k = self.shape.pool
+        if s.oh % k or s.ow % k:
+            raise PlanningError(f"layer {self.layer.name!r}: tiles {s.tiles} cut the fused {k}x{k} max pool's windows; "
+                                f"allowed: OH and OW tiles multiples of {k}")
         if not fits_instructions(self.shape, s.oc, s.ic, s.oh, s.ow, cfg):
             raise PlanningError(f"layer {self.layer.name!r}: tiles {s.tiles} exceed the CONV/CONVCFG field ranges (docs/isa.md)")
         for buffer, need, have in (("input", fp.input, bank_bytes(cfg, "input")), ("weight", fp.weight, bank_bytes(cfg, "weight")),
