@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from common.errors import ConfigError, PlanningError
 from compile_helpers import run_isa
-from hwgen.config import AcceleratorConfig, config_from_dict, load_config
+from hwgen.config import AcceleratorConfig, VectorOp, config_from_dict, load_config
 from hwgen.isa import Instruction, Opcode
 from hwgen.program import Program
 from hwgen.program_walk import ProgramError, check_program
@@ -21,6 +21,7 @@ from planner.compile.network import compile_network
 from planner.frontend import load_network
 from planner.fusion import fusable_pools
 from planner.pipeline import plan_and_compile
+from planner.plan import plan_network
 from planner.schedule import Schedule
 from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
 from sim.golden import run_quantized
@@ -91,6 +92,18 @@ def test_digits_cnn_fused_on_icebreaker_isa():
     saved = (32 * 4 * 4 - 32 * 2 * 2) + (32 * 4 * 4 + 32 * 8) + 32 * 2 * 2
     assert plain.prediction.dram_bytes - fused.prediction.dram_bytes == saved
     assert fused.prediction.cycles < plain.prediction.cycles
+
+
+def test_fusion_replaces_a_vector_unit_without_max():
+    """With a vector unit that has no MAX (`template.vector_ops`), the digits CNN plans only with
+    its pool fused: refused without `max_fused_pool`, fused (and then needing no VEC) with it."""
+    net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
+    base = load_config("icebreaker")
+    no_max = replace(base, template=replace(base.template, vector_ops=(VectorOp.SUM,)))
+    with pytest.raises(PlanningError, match="max"):
+        plan_network(net, no_max)
+    plan = plan_network(net, fusing(no_max))
+    assert [(layer.name, layer.pool) for layer in plan.layers] == [("conv1", 1), ("conv2", 1), ("conv3", 2), ("fc", 1)]
 
 
 @pytest.mark.parametrize("name", ["icebreaker", "default"])
