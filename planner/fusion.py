@@ -18,6 +18,7 @@ import numpy as np
 from common.errors import PlanningError
 from hwgen.config import AcceleratorConfig
 from planner.ir import Layer, Network, Op
+from planner.split import stride_limit
 
 
 def fusable_pools(net: Network, config: AcceleratorConfig) -> dict[str, int]:
@@ -36,7 +37,8 @@ def fusable_pools(net: Network, config: AcceleratorConfig) -> dict[str, int]:
 
 def _fusable(conv: Layer, pool: Layer, config: AcceleratorConfig) -> bool:
     k = pool.kernel[0]
-    shape_ok = (conv.op == Op.CONV and conv.pool == 1 and pool.kernel == pool.stride == (k, k)
+    shape_ok = (conv.op == Op.CONV and conv.pool == 1 and conv.stride[0] <= stride_limit()  # not split
+                and pool.kernel == pool.stride == (k, k)
                 and not any(pool.pads) and 2 <= k <= config.template.max_fused_pool
                 and pool.out_shape == (conv.out_shape[0], conv.out_shape[1] // k, conv.out_shape[2] // k))
     return shape_ok and (conv.quant is None or pool.quant is None or _identity_pool(conv, pool))
@@ -51,6 +53,16 @@ def _identity_pool(conv: Layer, pool: Layer) -> bool:
                 and q.act_max >= c.act_max)
 
 
+def pool_after(net: Network, conv: Layer) -> Layer:
+    """The max pool reading `conv`'s output (of a fusable conv: its only reader)."""
+    return next(layer for layer in net.layers if layer.op == Op.MAXPOOL and layer.inputs == (conv.output,))
+
+
+def fused_layer(conv: Layer, pool: Layer) -> Layer:
+    """`conv` computing `pool` in its output path."""
+    return replace(conv, output=pool.output, out_shape=pool.out_shape, pool=pool.kernel[0])
+
+
 def fuse_pools(net: Network, pools: Mapping[str, int], config: AcceleratorConfig) -> Network:
     """`net` with each conv named in `pools` merged with the max pool after it (`pools[name]` its
     size); PlanningError if one is not fusable there."""
@@ -63,13 +75,7 @@ def fuse_pools(net: Network, pools: Mapping[str, int], config: AcceleratorConfig
                                 f"{net.name!r} on configuration {config.name!r} does not allow there; allowed: "
                                 f"{f'pool {allowed[name]}' if name in allowed else 'no fused pool'} "
                                 f"(template.max_fused_pool: {config.template.max_fused_pool}, docs/hardware.md)")
-    conv_outputs = {layer.output for layer in net.layers if layer.name in pools}
-    pooled = {layer.inputs[0]: layer for layer in net.layers if layer.op == Op.MAXPOOL and layer.inputs[0] in conv_outputs}
-    layers = []
-    for layer in net.layers:
-        if layer.name in pools:
-            pool = pooled[layer.output]
-            layers.append(replace(layer, output=pool.output, out_shape=pool.out_shape, pool=pools[layer.name]))
-        elif layer not in pooled.values():
-            layers.append(layer)
+    pooled = {layer.name: pool_after(net, layer) for layer in net.layers if layer.name in pools}
+    layers = [fused_layer(layer, pooled[layer.name]) if layer.name in pooled else layer
+              for layer in net.layers if not any(layer is pool for pool in pooled.values())]
     return replace(net, layers=tuple(layers))

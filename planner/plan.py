@@ -20,7 +20,7 @@ from common.files import atomic_write_text
 from planner.ir import COMPUTE_OPS, Layer, Network, Op
 from planner.envelope import check_network
 from planner.layer_cost import LayerCost
-from planner.fusion import fusable_pools, fuse_pools
+from planner.fusion import fusable_pools, fuse_pools, fused_layer, pool_after
 from planner.split import split_shapes
 from planner.objective import Objective, rank
 from planner.schedule import ConvShape, Schedule
@@ -165,12 +165,14 @@ def plan_network(network: Network, config: AcceleratorConfig, objective: Objecti
 
 def _cached_plan(layer: Layer, config: AcceleratorConfig, objective: Objective, strategy: Strategy,
                  cache: dict) -> LayerPlan:
-    """The layer's plan, or a copy of an identical layer's from `cache`."""
+    """The layer's plan, or a copy of an identical layer's from `cache` (its own if it was
+    planned before: `choose_fusions` plans layers apart and fused)."""
     key = _cache_key(layer)
     if key not in cache:
         cache[key] = plan_layer(layer, config, objective, strategy)
-        return cache[key]
     first = cache[key]
+    if first.name == layer.name:
+        return first
     return replace(first, name=layer.name, op=str(layer.op), tiles=dict(first.tiles), candidates=0,
                    search_seconds=0.0, reused=True)
 
@@ -187,9 +189,9 @@ def choose_fusions(network: Network, config: AcceleratorConfig, objective: Objec
             chosen[name] = k
             continue
         conv = network.layer(name)
-        pool = next(layer for layer in network.layers if layer.op == Op.MAXPOOL and layer.inputs == (conv.output,))
+        pool = pool_after(network, conv)
         try:
-            fused = _cached_plan(replace(conv, out_shape=pool.out_shape, pool=k), config, objective, strategy, cache)
+            fused = _cached_plan(fused_layer(conv, pool), config, objective, strategy, cache)
         except PlanningError:
             continue
         apart = [_cached_plan(layer, config, objective, strategy, cache).cost for layer in (conv, pool)]
