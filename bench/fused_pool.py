@@ -86,7 +86,27 @@ def main() -> None:
             table.add_row(model, name, "cost", fused(b), f"{a.cycles:,}", f"{b.cycles:,}", change(a.cycles, b.cycles),
                           f"{a.dram_bytes:,}", f"{b.dram_bytes:,}", change(a.dram_bytes, b.dram_bytes), "", "")
     console.print(table)
-    if args.no_rtl or "icebreaker" not in flows:
+    if args.no_rtl:
+        return
+    layer_table = Table(title="conv3 + its 2x2 max pool alone, fused: RTL (Amaranth) vs the models")
+    for column in ("config", "RTL cycles", "program model", "error", "cost model", "error", "DRAM bytes", "models"):
+        layer_table.add_column(column, justify="right")
+    conv3, pool = net.layer("conv3"), net.layer("pool")
+    pair = replace(net, name="digits:conv3+pool", input_name=conv3.inputs[0], input_shape=conv3.in_shape,
+                   layers=(conv3, pool), outputs=(pool.output,), input_quant=net.output_quant(conv3.inputs[0]),
+                   host_tails=())
+    for name in args.configs:
+        flow = plan_and_compile(pair, with_pool(load_config(name), 2))
+        run = run_rtl(flow.compiled, golden[pair.input_name])
+        assert np.array_equal(run.outputs[pool.output], golden[pool.output])
+        measured = run.traffic.bytes_read + run.traffic.bytes_written
+        layer_table.add_row(name, f"{run.cycles:,}", f"{flow.prediction.cycles:,}",
+                            f"{flow.prediction.cycles / run.cycles - 1:+.2%}", f"{flow.plan.cycles:,}",
+                            f"{flow.plan.cycles / run.cycles - 1:+.2%}", f"{measured:,}",
+                            "=" if flow.prediction.dram_bytes == flow.plan.dram_bytes == measured else
+                            f"{flow.prediction.dram_bytes:,} / {flow.plan.dram_bytes:,}")
+    console.print(layer_table)
+    if "icebreaker" not in flows:
         return
     flow = flows["icebreaker"]
     start = time.perf_counter()
