@@ -11,7 +11,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
 
-from hwgen.config import AcceleratorConfig, config_from_dict
+from hwgen.config import AcceleratorConfig, PartialSums, config_from_dict
 from hwgen.conv_engine import ConvEngine
 from hwgen.isa import Buffer, Instruction, Opcode
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes, input_offset, partial_sums_offset, phase_row_pitch
@@ -318,9 +318,12 @@ def test_in_place_requantization_with_many_oc_groups() -> None:
 def test_fused_pool(rows: int, cols: int, simd: int, template: dict, pool: int) -> None:
     """CONVs with a fused k x k / k max pool (the groups run by row blocks, the running maximum
     written once per pooled pixel): the accumulator bank equals the ISA simulator's, which pools
-    the requantized map, and the cycles are the unfused CONV's formula."""
+    the requantized map, and the cycles are the unfused CONV's formula; unpooled CONVs between
+    them run as on an engine without the option."""
     config = make_config(rows, cols, simd, template)
     rng = np.random.default_rng(rows + cols + pool)
-    check(config, [random_case(config, rng, pool=pool, init_from_acc=0, requantize=1,
-                               out_rows=pool * int(rng.integers(1, 3)),
-                               last_group_cols=pool * int(rng.integers(1, cols // pool + 1))) for _ in range(5)])
+    pooled = [random_case(config, rng, pool=pool, init_from_acc=0, requantize=1, out_rows=pool * int(rng.integers(1, 3)),
+                          last_group_cols=pool * int(rng.integers(1, cols // pool + 1))) for _ in range(4)]
+    plain = random_case(config, rng, **({} if config.template.partial_sums == PartialSums.KEPT else
+                                        {"init_from_acc": 0, "requantize": 1}))
+    check(config, pooled[:2] + [plain] + pooled[2:])
