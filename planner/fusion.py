@@ -18,6 +18,7 @@ import numpy as np
 from common.errors import PlanningError
 from hwgen.config import AcceleratorConfig
 from planner.ir import Layer, Network, Op
+from planner.schedule import Schedule
 from planner.split import stride_limit
 
 
@@ -51,6 +52,11 @@ def _identity_pool(conv: Layer, pool: Layer) -> bool:
     return bool(np.all(c.multiplier >= 0) and np.all(q.multiplier == np.left_shift(1, q.shift))
                 and q.output.zero_point == q.inputs[0].zero_point and q.act_min <= c.act_min
                 and q.act_max >= c.act_max)
+
+
+def fuse_planned(net: Network, schedules: Mapping[str, Schedule], config: AcceleratorConfig) -> Network:
+    """`net` with the pools its conv layers' `schedules` fuse (`Schedule.pool`)."""
+    return fuse_pools(net, {name: s.pool for name, s in schedules.items() if s.pool > 1}, config)
 
 
 def pool_after(net: Network, conv: Layer) -> Layer:
