@@ -40,7 +40,7 @@ def _fusable(conv: Layer, pool: Layer, config: AcceleratorConfig) -> bool:
     k = pool.kernel[0]
     shape_ok = (conv.op == Op.CONV and conv.pool == 1 and conv.stride[0] <= stride_limit()  # not split
                 and pool.kernel == pool.stride == (k, k)
-                and not any(pool.pads) and 2 <= k <= config.template.max_fused_pool
+                and not any(pool.pads) and 2 <= k <= config.template.max_fused_pool and not k & (k - 1)
                 and pool.out_shape == (conv.out_shape[0], conv.out_shape[1] // k, conv.out_shape[2] // k))
     return shape_ok and (conv.quant is None or pool.quant is None or _identity_pool(conv, pool))
 

@@ -131,6 +131,8 @@ def test_fusion_legality():
     assert fusable_pools(net, SMALL) == {conv: 4}
     assert fusable_pools(net, fusing(SMALL, 2)) == {}
     assert fusable_pools(net, fusing(SMALL, 1)) == {}
+    thirds, _ = pooled_network(2, 2, 9, 3, 1, 3, False, seed=1)  # 3 is no power of two
+    assert fusable_pools(thirds, SMALL) == {}
     overlapping, _ = pooled_network(2, 2, 8, 3, 1, 2, False, seed=1)
     pool = overlapping.layers[1]
     assert fusable_pools(replace(overlapping, layers=(overlapping.layers[0], replace(pool, stride=(1, 1)))), SMALL) == {}
