@@ -363,7 +363,7 @@ def sum_tables(shape: ConvShape, config: AcceleratorConfig, tiles: dict) -> SumT
     p_beats = og * pe.rows * ACC_BYTES * shape.oh * shape.ow // bus
     fixed, port, use = transfer_cycles(False, p_beats, 0, p_beats, config, tiles_out)
     partial_bytes, partial_dma = p_beats * bus, _lower(fixed, port, use)
-    r_beats = shape.oh * shape.ow * total("OC", lambda a: -(-a.sizes // bus))
+    r_beats = shape.pooled(shape.oh * shape.ow) * total("OC", lambda a: -(-a.sizes // bus))
     fixed, port, use = transfer_cycles(False, r_beats, 0, r_beats, config, tiles_out)
     result_dma = _lower(fixed, port, use)
 
@@ -380,7 +380,7 @@ def sum_tables(shape: ConvShape, config: AcceleratorConfig, tiles: dict) -> SumT
                       first("OW", "phases"))
     f_w = weight_tile(config, shape, first("OC", "groups"), first("IC", "groups"))
     first_load = f_in[1] + f_in[2] + f_w[1] + f_w[2]
-    l_res = results(config, last("OC", "sizes"), last("OH", "sizes") * last("OW", "sizes"))
+    l_res = results(config, last("OC", "sizes"), shape.pooled(last("OH", "sizes") * last("OW", "sizes")))
     last_store = l_res[1] + l_res[2]
     return SumTables(trip, input_bytes, input_dma, weight_bytes, weight_dma, partial_bytes, partial_dma, result_dma,
                      chan_trips * trip["OH"] * trip["OW"], input_loads, compute, array_cycles, first_load,
@@ -397,7 +397,7 @@ def layer_totals(shape: ConvShape, config: AcceleratorConfig, tables: SumTables,
     r_in = reload_factors(orders, trip, shape.input_dims)
     r_w = reload_factors(orders, trip, shape.relevant("weight"))
     visits = reload_factors(orders, trip, shape.relevant("output"))
-    outputs = shape.oc * shape.oh * shape.ow
+    outputs = shape.oc * shape.pooled(shape.oh * shape.ow)
     input_bytes = tables.input_bytes * r_in
     weight_bytes = tables.weight_bytes * r_w
     output_bytes = outputs * w.activation_bytes + 2 * (visits - 1) * tables.partial_bytes
@@ -504,12 +504,12 @@ def _loads(shape: ConvShape, config: AcceleratorConfig, ax: dict, cur: dict, new
     return load, use
 
 
-def _stores(config: AcceleratorConfig, ax: dict, cur: dict, final):
+def _stores(shape: ConvShape, config: AcceleratorConfig, ax: dict, cur: dict, final):
     """Per-step store cycles and the cycles by which they delay the loads of writing back output
-    tiles `cur` (int8 results where `final`, else partial sums): their port use, or with
-    `template.dma: shared` the time they hold the DMA (all but the offer)."""
+    tiles `cur` (int8 results where `final`, pooled with a fused pool, else partial sums): their
+    port use, or with `template.dma: shared` the time they hold the DMA (all but the offer)."""
     pixels = ax["OH"].sizes[cur["OH"]] * ax["OW"].sizes[cur["OW"]]
-    _, rf, rp, ru = results(config, ax["OC"].sizes[cur["OC"]], pixels)
+    _, rf, rp, ru = results(config, ax["OC"].sizes[cur["OC"]], shape.pooled(pixels))
     _, sf, sp, su = partial_sums(config, ax["OC"].groups[cur["OC"]], pixels, False)
     store = np.where(final, rf + rp, sf + sp)
     return store + SYNC_CYCLES, store_delay(config, store, np.where(final, ru, su))
@@ -545,7 +545,7 @@ def step_arrays(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig)
     new_weight, new_input, new_output = changed(("OC", "IC"), 1), changed((chan, "OH", "OW"), 1), changed(out_dims, 1)
     reload = new_output & (cur["IC"] > 0)
     load, load_use = _loads(shape, config, ax, cur, new_weight, new_input, reload)
-    store, store_use = _stores(config, ax, cur, cur["IC"] == ax["IC"].trips - 1)
+    store, store_use = _stores(shape, config, ax, cur, cur["IC"] == ax["IC"].trips - 1)
     leaving = changed(out_dims, -1)
 
     def ahead(flags):  # the next step's events (none after the last step)
@@ -656,12 +656,12 @@ def grouped_step_cycles(shape: ConvShape, schedules: list[Schedule], config: Acc
                          reload, leaving)
     handover = has_next * (compute - SYNC_CYCLES + handover_cycles(config, leaving, new_weight, new_input, new_output))
     # the previous step's store: when the output tile changed between it and this step
-    store_prev, use_prev = _stores(config, ax, at(prv), prv["IC"] == n["IC"] - 1)
+    store_prev, use_prev = _stores(shape, config, ax, at(prv), prv["IC"] == n["IC"] - 1)
     leaving_prev = differs(prv, cur, out_dims) & has_prev
     loads = loads_beside_store(np.where(has_next, load_next, 0), np.where(leaving_prev, use_prev, 0), load_overlap(config))
     middle = np.maximum.reduce([compute, loads, np.where(leaving_prev, store_prev, 0), issue, handover]) * count
     load_first, _ = _loads(shape, config, ax, {d: stacked[d].base for d in DIMS}, True, True, False)
-    store_last, _ = _stores(config, ax, {d: stacked[d].base + stacked[d].trips - 1 for d in DIMS}, True)
+    store_last, _ = _stores(shape, config, ax, {d: stacked[d].base + stacked[d].trips - 1 for d in DIMS}, True)
     start = start_cycles(config)
     # each schedule's steps summed on their own (the same float sum as one schedule alone)
     return [round(start + load_first[k] + middle[offsets[k]:offsets[k + 1]].sum() + store_last[k] + DONE_CYCLES)

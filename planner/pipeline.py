@@ -9,6 +9,7 @@ import numpy as np
 from hwgen.config import AcceleratorConfig, DmaSharing, ProgramMemory
 from common.errors import PlanningError
 from planner.ir import COMPUTE_OPS, Activation, Layer, LayerQuant, Network, Op, TensorQuant
+from planner.fusion import fuse_planned
 from planner.quant import INT8_MIN
 from planner.split import split_network
 from planner.objective import Objective
@@ -56,7 +57,8 @@ def plan_checked(network: Network, config: AcceleratorConfig, objective: Objecti
     if config.template.program_memory == ProgramMemory.SPRAM or config.template.dma == DmaSharing.SHARED:
         compile_network(stand_ins(network), schedules, config)
         return plan
-    problem = descriptor_problem(split_network(stand_ins(network), config), schedules, config)
+    problem = descriptor_problem(split_network(fuse_planned(stand_ins(network), schedules, config), config), schedules,
+                                 config)
     if problem:
         raise PlanningError(f"{problem} (configuration {config.name!r}; docs/envelope.md)")
     return plan

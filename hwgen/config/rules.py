@@ -156,6 +156,15 @@ def _param_bank_holds_the_rows(config: AcceleratorConfig) -> str | None:
     return None
 
 
+@rule("template.max_fused_pool", "at most `pe.cols`")
+def _fused_pool_within_a_group(config: AcceleratorConfig) -> str | None:
+    pool, cols = config.template.max_fused_pool, config.pe.cols
+    if pool > cols:
+        return (f"{pool} exceeds pe.cols ({cols}): a pool window must lie within a group's {cols} output columns; "
+                f"allowed here: a power of two in [1, {1 << (cols.bit_length() - 1)}]")
+    return None
+
+
 @rule("template.merged_banks", "not in `buffers.spram`")
 def _merged_banks_not_spram(config: AcceleratorConfig) -> str | None:
     both = sorted(set(config.template.merged_banks) & set(config.buffers.spram))

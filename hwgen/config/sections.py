@@ -181,3 +181,5 @@ class Template(Section, key="template"):
     queue_kinds: QueueKinds = setting(Choice(QueueKinds), "a queue head's kind (WAIT, SIGNAL, command) `decoded` "
                                       "from its opcode, or a one-hot kind `registered` beside each entry",
                                       QueueKinds.DECODED)
+    max_fused_pool: int = setting(Number(1, 4, power_of_two=True), "the largest k of a k x k / k max pool the "
+                                  "convolution engine computes in its output path (1: none; at most `pe.cols`)", 1)
