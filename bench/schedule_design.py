@@ -25,13 +25,11 @@ import itertools
 import math
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import numpy as np  # noqa: E402
 
 from boards.devices import device  # noqa: E402
 from common.errors import HwgenError  # noqa: E402
@@ -90,10 +88,6 @@ def instance_config(board: str, k: int, whole_device: bool):
     return None, None
 
 
-def without_link(problem):
-    return replace(problem, send=np.zeros_like(problem.send), input_send=np.zeros_like(problem.input_send))
-
-
 def design_rows(networks: tuple[str, ...], whole_device: bool) -> list[dict]:
     rows = []
     for board in BOARDS:
@@ -111,8 +105,8 @@ def design_rows(networks: tuple[str, ...], whole_device: bool) -> list[dict]:
                 net = load_network(resolve_model(name))
                 units = [host_unit(1)] + [accelerator_unit(config, f"acc{i}") for i in range(k)]
                 try:
-                    problem = build_problem(net, units, cpu_cap=0.0)
-                    for label, variant in (("link", problem), ("alone", without_link(problem))):
+                    for label, link in (("link", True), ("alone", False)):
+                        variant = build_problem(net, units, cpu_cap=0.0, link=link)
                         solved = ilp.solve(variant)
                         verdict = evaluate(variant, solved.mapping, images(variant.m))
                         row[f"ilp_{label}"] = solved.period

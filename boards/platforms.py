@@ -72,6 +72,10 @@ class _OrangeCrab(OrangeCrabR0_2_25FPlatform):
             Subsignal("reset_n", Pins("L18", dir="o"), sstl))])
 
 
+DEFAULT_BAUD = 115_200
+"""The host link's rate on a board whose USB-serial chip has no faster one named."""
+
+
 @dataclass(frozen=True)
 class Board:
     """A board: `device` is a key of `boards.devices.DEVICES`; `leds` are four
@@ -87,7 +91,7 @@ class Board:
     platform: type
     leds: tuple[tuple[str, int, str | None], ...]
     sdram: SdramChip | None = None
-    baud: int = 115200
+    baud: int = DEFAULT_BAUD
     flash: SpiFlashChip | None = None
     ddr3_bytes: int = 0
 

@@ -1,7 +1,10 @@
 """The convolution engine: runs one CONV instruction (docs/isa.md) on the PE array.
 
 Semantics are `sim.isa_sim.IsaSimulator._conv` with the buffer layouts of `hwgen.layout`.
-Groups are processed in the order (output row, output-column group, oc group); each group
+Groups are processed in the order (output row, output-column group, oc group), or with a
+fused pool of k (`pool`, `template.max_fused_pool`) (block of k output rows, output-column
+group, oc group, row of the block), the int8 results max-pooled on their way to the
+accumulator bank (`hwgen.conv.write`); each group
 streams its reduction (ic group, kh, phase, q) with `kw = q * stride + phase`, one
 (weight word, input window) per cycle, into the PE array, whose drain stream goes through
 the post-processing (`R` lanes, one pixel's channels per beat) into the accumulator bank.
@@ -128,7 +131,8 @@ class ConvEngine(wiring.Component):
                                  weight_bits=self.weight_bits, acc_bits=self.acc_bits,
                                  group_bits=max(1, len(self.param.addr)), interval=self.interval,
                                  post_latency=self.post_latency, partial_sums=self.partial_sums,
-                                 compiler_steps=config.template.address_steps == AddressSteps.COMPILER)
+                                 compiler_steps=config.template.address_steps == AddressSteps.COMPILER,
+                                 max_pool=config.template.max_fused_pool)
 
     @property
     def latency(self) -> int:
@@ -178,6 +182,8 @@ class ConvEngine(wiring.Component):
             drain.conv.eq(conv), drain.convcfg.eq(cfg),
             write.beat.eq(drain.beat), write.beat_meta.eq(drain.beat_meta),
         ]
+        if p.pools:
+            m.d.comb += [drain.top.eq(ends.top), drain.bottom.eq(wraps.sub)]
         if p.partial_sums:
             m.d.comb += [drain.partials.eq(command.partials), write.conv.eq(conv), write.partials.eq(command.partials)]
             wiring.connect(m, wiring.flipped(self.acc_read), drain.acc_read)

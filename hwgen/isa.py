@@ -96,7 +96,7 @@ PAYLOADS: dict[Opcode, data.StructLayout] = {
         "in_bank": unsigned(1), "weight_bank": unsigned(1), "out_bank": unsigned(1),
         "oc_groups": unsigned(8), "out_rows": unsigned(10), "ow_groups": unsigned(8),
         "last_group_cols": unsigned(8), "ic_groups": unsigned(8), "depthwise": unsigned(1),
-        "init_from_acc": unsigned(1), "requantize": unsigned(1),
+        "init_from_acc": unsigned(1), "requantize": unsigned(1), "pool": unsigned(3),
     }),
     Opcode.VEC: data.StructLayout({
         "op": unsigned(2), "in_bank": unsigned(1), "out_bank": unsigned(1), "in2_addr": unsigned(16),

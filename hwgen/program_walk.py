@@ -51,9 +51,10 @@ def check_program(program: Program, config: AcceleratorConfig) -> None:
     `template.dma: shared` every descriptor must fit the table's compact layout
     (`hwgen.dma.DmaParams.encode_entry`); no semaphore may exceed `2**template.semaphore_bits - 1`
     in any order of the queues (`hwgen.semaphores`); with `template.partial_sums: none` it may not use partial sums
-    (`check_no_partial_sums`)."""
+    (`check_no_partial_sums`); a CONV's fused pool must suit the engine (`check_fused_pools`)."""
     if config.template.partial_sums == PartialSums.NONE:
         check_no_partial_sums(program, config)
+    check_fused_pools(program, config)
     if config.template.dma == DmaSharing.SHARED:  # the compact descriptor layout bounds counts and coordinates
         table = descriptor_table_params(config)
         for index, desc in enumerate(program.descriptors):
@@ -112,6 +113,28 @@ def check_no_partial_sums(program: Program, config: AcceleratorConfig) -> None:
         raise ProgramError(f"instruction {pc} ({ins}): {culprit} needs partial sums, which configuration "
                            f"{config.name!r} leaves out (template.partial_sums: none); allowed: CONV with "
                            f"init_from_acc=0 and requantize=1, LOADs into the input, weight and param buffers")
+
+
+def check_fused_pools(program: Program, config: AcceleratorConfig) -> None:
+    """A CONV with `pool` k > 1 needs k a power of two up to `template.max_fused_pool`, whole
+    windows (`out_rows` and `last_group_cols` multiples of k) and its whole reduction
+    (`init_from_acc=0`, `requantize=1`)."""
+    limit = config.template.max_fused_pool
+    for pc, word in enumerate(program.instructions):
+        ins = Instruction.decode(word)
+        if ins.opcode != Opcode.CONV or ins["pool"] <= 1:
+            continue
+        k = ins["pool"]
+        if k > limit or k & (k - 1):
+            culprit = f"pool={k}: configuration {config.name!r} pools k x k / k for k a power of two up to {limit} " \
+                      f"(template.max_fused_pool)"
+        elif ins["out_rows"] % k or ins["last_group_cols"] % k:
+            culprit = f"pool={k} needs out_rows and last_group_cols multiples of {k} (whole windows)"
+        elif ins["init_from_acc"] or not ins["requantize"]:
+            culprit = f"pool={k} needs the whole reduction in the CONV (init_from_acc=0, requantize=1)"
+        else:
+            continue
+        raise ProgramError(f"instruction {pc} ({ins}): {culprit}")
 
 
 def wrap(value: int, bits: int, signed: bool = False) -> int:

@@ -82,11 +82,12 @@ def used_bits(queue: str, template: Template = Template(),
     """The instruction bit ranges `[start, stop)` a queue's entries need: the opcode bits that
     tell its opcodes apart (`opcode_constants`: the rest) and the fields its opcodes' unit and
     head logic read (WAIT/SIGNAL: the semaphore only; CONVCFG: the fields `template`'s pointer
-    steps read, `hwgen.conv_steps.unread_fields`; a LOAD or STORE field named in `field_bits`: only
+    steps read, `hwgen.conv_steps.unread_fields`; CONV: `pool` only with `template.max_fused_pool`; a LOAD or STORE field named in `field_bits`: only
     its low bits, all its unit reads)."""
     bits = set(range(OPCODE_BITS)) - set(opcode_constants(queue, template))
     for opcode in queue_opcodes(queue, template):
-        skipped = unread_fields(template) if opcode == Opcode.CONVCFG else frozenset()
+        skipped = {Opcode.CONVCFG: unread_fields(template),
+                   Opcode.CONV: frozenset() if template.max_fused_pool > 1 else frozenset({"pool"})}.get(opcode, frozenset())
         narrowed = field_bits if opcode in (Opcode.LOAD, Opcode.STORE) else {}
         for name, member in PAYLOADS[opcode]:
             if name in REGISTER_FIELDS or name == "queue" or name in skipped:

@@ -93,6 +93,28 @@ def axis(shape: ConvShape, config: AcceleratorConfig, dim: str, tile: int) -> Ax
     return Axis(sizes, groups, window, inside, phases)
 
 
+@dataclass(frozen=True)
+class Axes:
+    """The axes of one dim for several tile sizes, end to end: `axis` holds each size's arrays
+    one after the other; those of size i start at `start[i]` and are `trips[i]` long."""
+
+    axis: Axis
+    start: np.ndarray
+    trips: np.ndarray
+
+    def sums(self, values: np.ndarray) -> np.ndarray:
+        """Per size, the sum of `values` (one per tile of `axis`) over its tiles."""
+        return np.add.reduceat(values, self.start) if len(self.start) else np.zeros(0, np.int64)
+
+
+def axes(shape: ConvShape, config: AcceleratorConfig, dim: str, sizes) -> Axes:
+    """`axis` of each tile size in `sizes`, end to end."""
+    parts = [axis(shape, config, dim, int(t)) for t in sizes]
+    trips = np.array([a.trips for a in parts], dtype=np.int64)
+    return Axes(Axis(*(np.concatenate([getattr(a, f.name) for a in parts] or [np.zeros(0, np.int64)])
+                       for f in fields(Axis))), np.cumsum(trips) - trips, trips)
+
+
 def input_groups(shape: ConvShape, config: AcceleratorConfig, oc_groups, ic_groups):
     """Channel groups of an input tile: its ic groups, or for depthwise layers the groups the
     tile's output channels read (oc group g reads input groups g*R/S onwards)."""
@@ -203,13 +225,18 @@ def reload_factor(order: tuple[str, ...], trip: dict, relevant: frozenset[str]):
     """How many times each tile of a tensor is brought on chip: the product of the trip counts of
     the irrelevant loops outside its innermost relevant loop that has more than one trip.
     `trip` maps dims to ints or int arrays (many schedules at once)."""
-    factor = 1
-    for pos, dim in enumerate(order):
-        if dim in relevant:
-            continue
-        inner_relevant = [trip[d] > 1 for d in order[pos + 1:] if d in relevant]
-        if inner_relevant:
-            factor = factor * np.where(np.any(inner_relevant, axis=0), trip[dim], 1)
+    return reload_factors([order], trip, relevant)[0]
+
+
+def reload_factors(orders: list[tuple[str, ...]], trip: dict, relevant: frozenset[str]) -> np.ndarray:
+    """`reload_factor` under each of `orders`, along a new first axis."""
+    extra = (1,) * max(np.ndim(trip[d]) for d in DIMS)
+    place = {d: np.array([order.index(d) for order in orders]).reshape(-1, *extra) for d in DIMS}
+    factor = np.ones((len(orders), *extra), dtype=np.int64)
+    for dim in DIMS:
+        if dim not in relevant:
+            inner = np.any([(place[d] > place[dim]) & (np.asarray(trip[d]) > 1) for d in relevant], axis=0)
+            factor = factor * np.where(inner, trip[dim], 1)
     return factor
 
 
@@ -233,10 +260,6 @@ class Accesses:
                 + e.weight_buffer_pj_per_byte * self.weight_buffer + e.output_buffer_pj_per_byte * self.output_buffer
                 + e.register_pj_per_access * self.register + e.mac_pj * self.mac)
 
-    def pick(self, index: int) -> Accesses:
-        """The accesses of schedule `index` (scalars)."""
-        return Accesses(*(_pick(getattr(self, f.name), index) for f in fields(self)))
-
 
 @dataclass(frozen=True)
 class Totals:
@@ -255,6 +278,19 @@ class Totals:
     @property
     def dram_bytes(self):
         return self.input_bytes + self.weight_bytes + self.output_bytes
+
+    def where(self, mask: np.ndarray) -> Totals:
+        """The schedules where `mask` holds (every field broadcast to its shape), as 1-d arrays."""
+        return self._map(lambda x: np.broadcast_to(x, mask.shape)[mask])
+
+    def take(self, index) -> Totals:
+        """Schedules `index` of 1-d totals (`where`'s)."""
+        return self._map(lambda x: x[index])
+
+    def _map(self, fn) -> Totals:
+        def each(value):
+            return Accesses(*(fn(getattr(value, f.name)) for f in fields(Accesses))) if isinstance(value, Accesses) else fn(value)
+        return Totals(*(each(getattr(self, f.name)) for f in fields(self)))
 
 
 @dataclass(frozen=True)
@@ -280,11 +316,6 @@ class SumTables:
     last_store: np.ndarray
 
 
-def _per_axis_sum(shape, config, dim, tiles, fn) -> np.ndarray:
-    """For each tile size in `tiles`, the sum of `fn(axis)` over that axis' tiles."""
-    return np.array([int(np.sum(fn(axis(shape, config, dim, int(t))))) for t in tiles], dtype=np.int64)
-
-
 def _lower(fixed, port, use):
     """A lower bound of transfer time that is additive over tiles: fixed parts plus port use."""
     return fixed + use
@@ -293,17 +324,19 @@ def _lower(fixed, port, use):
 def sum_tables(shape: ConvShape, config: AcceleratorConfig, tiles: dict) -> SumTables:
     """`tiles[dim]` are equally long int arrays of tile sizes (one entry per tiling)."""
     pe = config.pe
-    uniq = {d: np.unique(tiles[d]) for d in DIMS}
+    uniq = {d: np.array(sorted(set(tiles[d].tolist())), dtype=np.int64) for d in DIMS}  # (np.unique imports numpy.ma)
     pos = {d: np.searchsorted(uniq[d], tiles[d]) for d in DIMS}
 
-    def total(dim, fn):
-        return _per_axis_sum(shape, config, dim, uniq[dim], fn)[pos[dim]]
+    ax = {d: axes(shape, config, d, uniq[d]) for d in DIMS}
+
+    def total(dim, fn):  # per tiling, the sum of fn over its tiles along dim
+        return ax[dim].sums(fn(ax[dim].axis))[pos[dim]]
 
     def first(dim, field):
-        return np.array([getattr(axis(shape, config, dim, int(t)), field)[0] for t in uniq[dim]])[pos[dim]]
+        return getattr(ax[dim].axis, field)[ax[dim].start][pos[dim]]
 
     def last(dim, field):
-        return np.array([getattr(axis(shape, config, dim, int(t)), field)[-1] for t in uniq[dim]])[pos[dim]]
+        return getattr(ax[dim].axis, field)[ax[dim].start + ax[dim].trips - 1][pos[dim]]
 
     trip = {d: total(d, lambda a: np.ones(a.trips, np.int64)) for d in DIMS}
     og, ig = total("OC", lambda a: a.groups), total("IC", lambda a: a.groups)
@@ -330,7 +363,7 @@ def sum_tables(shape: ConvShape, config: AcceleratorConfig, tiles: dict) -> SumT
     p_beats = og * pe.rows * ACC_BYTES * shape.oh * shape.ow // bus
     fixed, port, use = transfer_cycles(False, p_beats, 0, p_beats, config, tiles_out)
     partial_bytes, partial_dma = p_beats * bus, _lower(fixed, port, use)
-    r_beats = shape.oh * shape.ow * total("OC", lambda a: -(-a.sizes // bus))
+    r_beats = shape.pooled(shape.oh * shape.ow) * total("OC", lambda a: -(-a.sizes // bus))
     fixed, port, use = transfer_cycles(False, r_beats, 0, r_beats, config, tiles_out)
     result_dma = _lower(fixed, port, use)
 
@@ -347,22 +380,24 @@ def sum_tables(shape: ConvShape, config: AcceleratorConfig, tiles: dict) -> SumT
                       first("OW", "phases"))
     f_w = weight_tile(config, shape, first("OC", "groups"), first("IC", "groups"))
     first_load = f_in[1] + f_in[2] + f_w[1] + f_w[2]
-    l_res = results(config, last("OC", "sizes"), last("OH", "sizes") * last("OW", "sizes"))
+    l_res = results(config, last("OC", "sizes"), shape.pooled(last("OH", "sizes") * last("OW", "sizes")))
     last_store = l_res[1] + l_res[2]
     return SumTables(trip, input_bytes, input_dma, weight_bytes, weight_dma, partial_bytes, partial_dma, result_dma,
                      chan_trips * trip["OH"] * trip["OW"], input_loads, compute, array_cycles, first_load,
                      first("OW", "phases"), last_store)
 
 
-def layer_totals(shape: ConvShape, config: AcceleratorConfig, tables: SumTables, order: tuple[str, ...], macs: int) -> Totals:
+def layer_totals(shape: ConvShape, config: AcceleratorConfig, tables: SumTables, orders: list[tuple[str, ...]],
+                 macs: int) -> Totals:
     """Traffic, compute, DMA, accesses and the cycle lower bound of the tilings in `tables` under
-    one order (independent of the buffer sizes and of the per-access energies)."""
+    each of `orders` (a first axis over the orders where a total depends on them; independent
+    of the buffer sizes and of the per-access energies)."""
     w, pe = config.widths, config.pe
     trip = tables.trip
-    r_in = reload_factor(order, trip, shape.input_dims)
-    r_w = reload_factor(order, trip, shape.relevant("weight"))
-    visits = reload_factor(order, trip, shape.relevant("output"))
-    outputs = shape.oc * shape.oh * shape.ow
+    r_in = reload_factors(orders, trip, shape.input_dims)
+    r_w = reload_factors(orders, trip, shape.relevant("weight"))
+    visits = reload_factors(orders, trip, shape.relevant("output"))
+    outputs = shape.oc * shape.pooled(shape.oh * shape.ow)
     input_bytes = tables.input_bytes * r_in
     weight_bytes = tables.weight_bytes * r_w
     output_bytes = outputs * w.activation_bytes + 2 * (visits - 1) * tables.partial_bytes
@@ -469,12 +504,12 @@ def _loads(shape: ConvShape, config: AcceleratorConfig, ax: dict, cur: dict, new
     return load, use
 
 
-def _stores(config: AcceleratorConfig, ax: dict, cur: dict, final):
+def _stores(shape: ConvShape, config: AcceleratorConfig, ax: dict, cur: dict, final):
     """Per-step store cycles and the cycles by which they delay the loads of writing back output
-    tiles `cur` (int8 results where `final`, else partial sums): their port use, or with
-    `template.dma: shared` the time they hold the DMA (all but the offer)."""
+    tiles `cur` (int8 results where `final`, pooled with a fused pool, else partial sums): their
+    port use, or with `template.dma: shared` the time they hold the DMA (all but the offer)."""
     pixels = ax["OH"].sizes[cur["OH"]] * ax["OW"].sizes[cur["OW"]]
-    _, rf, rp, ru = results(config, ax["OC"].sizes[cur["OC"]], pixels)
+    _, rf, rp, ru = results(config, ax["OC"].sizes[cur["OC"]], shape.pooled(pixels))
     _, sf, sp, su = partial_sums(config, ax["OC"].groups[cur["OC"]], pixels, False)
     store = np.where(final, rf + rp, sf + sp)
     return store + SYNC_CYCLES, store_delay(config, store, np.where(final, ru, su))
@@ -510,7 +545,7 @@ def step_arrays(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig)
     new_weight, new_input, new_output = changed(("OC", "IC"), 1), changed((chan, "OH", "OW"), 1), changed(out_dims, 1)
     reload = new_output & (cur["IC"] > 0)
     load, load_use = _loads(shape, config, ax, cur, new_weight, new_input, reload)
-    store, store_use = _stores(config, ax, cur, cur["IC"] == ax["IC"].trips - 1)
+    store, store_use = _stores(shape, config, ax, cur, cur["IC"] == ax["IC"].trips - 1)
     leaving = changed(out_dims, -1)
 
     def ahead(flags):  # the next step's events (none after the last step)
@@ -538,77 +573,111 @@ def _groups(ax: Axis) -> tuple[np.ndarray, np.ndarray]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _axis_groups(shape: ConvShape, config: AcceleratorConfig, dim: str, tile: int) -> tuple[Axis, tuple[np.ndarray, np.ndarray]]:
-    """An axis and its step groups (shared by every loop order of a tiling)."""
-    ax = axis(shape, config, dim, tile)
-    return ax, _groups(ax)
+def _step_groups(shape: ConvShape, config: AcceleratorConfig, dim: str, tile: int) -> tuple[np.ndarray, np.ndarray]:
+    """`_groups` of an axis (shared by every loop order of a tiling)."""
+    return _groups(axis(shape, config, dim, tile))
 
 
-def grouped_step_cycles(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig) -> int:
-    """`step_cycles` of a schedule without enumerating its steps: steps whose own, next and
-    previous tiles agree are counted once with their multiplicity (equal to `step_arrays`)."""
-    order = schedule.order
-    cached = {d: _axis_groups(shape, config, d, schedule.tile(d)) for d in DIMS}
-    ax = {d: cached[d][0] for d in DIMS}
-    reps = [cached[d][1] for d in order]
-    mesh = np.meshgrid(*[r for r, _ in reps], indexing="ij")
-    count = np.prod(np.meshgrid(*[c for _, c in reps], indexing="ij"), axis=0).ravel()
-    cur = {d: m.ravel() for d, m in zip(order, mesh)}
-    n = {d: ax[d].trips for d in DIMS}
-    not_last = np.stack([cur[d] < n[d] - 1 for d in order])
-    not_first = np.stack([cur[d] > 0 for d in order])
-    positions = np.arange(len(order))[:, None]
-    carry_next = np.where(not_last, positions, -1).max(axis=0)  # loop that advances after this step
-    carry_prev = np.where(not_first, positions, -1).max(axis=0)  # loop that advanced into this step
-    nxt, prv = {}, {}
-    for p, d in enumerate(order):
-        nxt[d] = np.where(p < carry_next, cur[d], np.where(p == carry_next, cur[d] + 1, 0))
-        prv[d] = np.where(p < carry_prev, cur[d], np.where(p == carry_prev, cur[d] - 1, n[d] - 1))
+@dataclass(frozen=True)
+class _Stacked:
+    """The axes of one dim for several schedules (`Axes` of its distinct tile sizes): per
+    schedule `base` is where its axis starts, `trips` its length, and its step groups are
+    `reps[first:first + groups]` (tile indices of its axis) with multiplicities `counts[...]`."""
+
+    axis: Axis
+    base: np.ndarray
+    trips: np.ndarray
+    reps: np.ndarray
+    counts: np.ndarray
+    first: np.ndarray
+    groups: np.ndarray
+
+
+def _stack(shape: ConvShape, config: AcceleratorConfig, dim: str, tiles: list[int]) -> _Stacked:
+    sizes = sorted(set(tiles))
+    which = np.searchsorted(sizes, tiles)
+    ax = axes(shape, config, dim, sizes)
+    parts = [_step_groups(shape, config, dim, int(t)) for t in sizes]
+    groups = np.array([len(rep) for rep, _ in parts], dtype=np.int64)
+    return _Stacked(ax.axis, ax.start[which], ax.trips[which], np.concatenate([r for r, _ in parts]),
+                    np.concatenate([c for _, c in parts]), (np.cumsum(groups) - groups)[which], groups[which])
+
+
+def grouped_step_cycles(shape: ConvShape, schedules: list[Schedule], config: AcceleratorConfig) -> list[int]:
+    """`step_cycles` of each schedule without enumerating its steps: steps whose own, next and
+    previous tiles agree are counted once with their multiplicity (equal to `step_arrays`).
+    The schedules are evaluated together: their step groups are rows of one set of arrays, in
+    each schedule's loop order (a mixed-radix count over its dims' groups, the last loop fastest)."""
+    if not schedules:
+        return []
+    stacked = {d: _stack(shape, config, d, [s.tile(d) for s in schedules]) for d in DIMS}
+    place = np.array([[s.order.index(d) for d in DIMS] for s in schedules], dtype=np.int64).T  # dim x schedule
+    radix = np.stack([stacked[d].groups for d in DIMS])
+    inner = np.ones_like(radix)  # per dim and schedule: the product of the groups of the loops inside it
+    for i in range(len(DIMS)):
+        for j in range(len(DIMS)):
+            inner[i] *= np.where(place[j] > place[i], radix[j], 1)
+    rows = np.prod(radix, axis=0)
+    offsets = np.concatenate(([0], np.cumsum(rows)))
+    owner = np.repeat(np.arange(len(schedules)), rows)
+    row = np.arange(offsets[-1]) - offsets[owner]
+    ax = {d: stacked[d].axis for d in DIMS}
+    pos, n, base, cur = {}, {}, {}, {}
+    count = np.ones_like(row)
+    for i, d in enumerate(DIMS):
+        st = stacked[d]
+        group = st.first[owner] + row // inner[i][owner] % radix[i][owner]
+        pos[d], n[d], base[d], cur[d] = place[i][owner], st.trips[owner], st.base[owner], st.reps[group]
+        count = count * st.counts[group]
+    carry_next = np.max([np.where(cur[d] < n[d] - 1, pos[d], -1) for d in DIMS], axis=0)  # loop that advances next
+    carry_prev = np.max([np.where(cur[d] > 0, pos[d], -1) for d in DIMS], axis=0)  # loop that advanced into this step
+    nxt = {d: np.where(pos[d] < carry_next, cur[d], np.where(pos[d] == carry_next, cur[d] + 1, 0)) for d in DIMS}
+    prv = {d: np.where(pos[d] < carry_prev, cur[d], np.where(pos[d] == carry_prev, cur[d] - 1, n[d] - 1)) for d in DIMS}
+
+    def at(index):  # indices into the stacked axes
+        return {d: base[d] + index[d] for d in DIMS}
+
     chan = "OC" if shape.depthwise else "IC"
     out_dims = ("OC", "OH", "OW")
 
     def differs(x, y, dims):
         return np.any([x[d] != y[d] for d in dims], axis=0)
 
-    compute = _compute(shape, config, ax, cur)
+    compute = _compute(shape, config, ax, at(cur))
     has_next, has_prev = carry_next >= 0, carry_prev >= 0
     # the next step's loads: what changes between this step and the next
     new_weight = differs(nxt, cur, ("OC", "IC")) & has_next
     new_input = differs(nxt, cur, (chan, "OH", "OW")) & has_next
     new_output = differs(nxt, cur, out_dims) & has_next
     reload = new_output & (nxt["IC"] > 0)
-    load_next, _ = _loads(shape, config, ax, nxt, new_weight, new_input, reload)
+    load_next, _ = _loads(shape, config, ax, at(nxt), new_weight, new_input, reload)
     leaving = new_output | ~has_next
-    issue = issue_cycles(config, 1, new_weight, new_input, new_input * ax["OW"].phases[nxt["OW"]], new_output, reload,
-                         leaving)
+    issue = issue_cycles(config, 1, new_weight, new_input, new_input * ax["OW"].phases[at(nxt)["OW"]], new_output,
+                         reload, leaving)
     handover = has_next * (compute - SYNC_CYCLES + handover_cycles(config, leaving, new_weight, new_input, new_output))
     # the previous step's store: when the output tile changed between it and this step
-    store_prev, use_prev = _stores(config, ax, prv, prv["IC"] == n["IC"] - 1)
+    store_prev, use_prev = _stores(shape, config, ax, at(prv), prv["IC"] == n["IC"] - 1)
     leaving_prev = differs(prv, cur, out_dims) & has_prev
     loads = loads_beside_store(np.where(has_next, load_next, 0), np.where(leaving_prev, use_prev, 0), load_overlap(config))
-    middle = np.maximum.reduce([compute, loads,
-                                np.where(leaving_prev, store_prev, 0), issue, handover])
-    first = {d: np.zeros(1, np.int64) for d in DIMS}
-    last = {d: np.full(1, n[d] - 1) for d in DIMS}
-    load_first, _ = _loads(shape, config, ax, first, True, True, False)
-    store_last, _ = _stores(config, ax, last, True)
-    return round(start_cycles(config) + load_first[0] + (middle * count).sum() + store_last[0] + DONE_CYCLES)
+    middle = np.maximum.reduce([compute, loads, np.where(leaving_prev, store_prev, 0), issue, handover]) * count
+    load_first, _ = _loads(shape, config, ax, {d: stacked[d].base for d in DIMS}, True, True, False)
+    store_last, _ = _stores(shape, config, ax, {d: stacked[d].base + stacked[d].trips - 1 for d in DIMS}, True)
+    start = start_cycles(config)
+    # each schedule's steps summed on their own (the same float sum as one schedule alone)
+    return [round(start + load_first[k] + middle[offsets[k]:offsets[k + 1]].sum() + store_last[k] + DONE_CYCLES)
+            for k in range(len(schedules))]
 
 
-def _pick(x, index: int):
-    """Entry `index` of an array of per-tiling values (a scalar is every tiling's value)."""
-    return x.flat[index if x.size > 1 else 0].item() if np.ndim(x) else x
-
-
-def cost_of(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig, macs: int, totals: Totals,
-            index: int = 0) -> LayerCost:
-    """The cost of `schedule`: entry `index` of closed-form `totals` (of its order) and the
-    step-model cycles."""
-    cycles = grouped_step_cycles(shape, schedule, config)
-    return LayerCost(_pick(totals.input_bytes, index), _pick(totals.weight_bytes, index),
-                     _pick(totals.output_bytes, index), cycles, round(_pick(totals.compute_cycles, index)),
-                     round(_pick(totals.dma_cycles, index)), utilization(macs, cycles, config.pe.macs_per_cycle),
-                     float(totals.accesses.pick(index).energy_pj(config.energy)), macs)
+def costs_of(shape: ConvShape, schedules: list[Schedule], config: AcceleratorConfig, macs: int,
+             totals: Totals) -> list[LayerCost]:
+    """The cost of each schedule: its closed-form `totals` (1-d, one entry per schedule) and its
+    step-model cycles (`grouped_step_cycles` of them all at once)."""
+    cycles = grouped_step_cycles(shape, schedules, config)
+    columns = (totals.input_bytes, totals.weight_bytes, totals.output_bytes, totals.compute_cycles, totals.dma_cycles,
+               totals.accesses.energy_pj(config.energy))
+    return [LayerCost(i, w, o, c, round(compute), round(dma), utilization(macs, c, config.pe.macs_per_cycle),
+                      float(energy), macs)
+            for (i, w, o, compute, dma, energy), c in zip(zip(*(np.asarray(x).tolist() for x in columns)), cycles)]
 
 
 def evaluate_orders(shape: ConvShape, tiling: Schedule, orders, config: AcceleratorConfig,
@@ -616,8 +685,9 @@ def evaluate_orders(shape: ConvShape, tiling: Schedule, orders, config: Accelera
     """Exact costs of one tiling under several loop orders (closed-form traffic and energy,
     step-model cycles)."""
     tables = sum_tables(shape, config, {d: np.array([tiling.tile(d)]) for d in DIMS})
-    return [cost_of(shape, Schedule(tiling.oc, tiling.ic, tiling.oh, tiling.ow, tuple(order)), config, macs,
-                    layer_totals(shape, config, tables, order, macs)) for order in orders]
+    totals = layer_totals(shape, config, tables, orders, macs).where(np.ones((len(orders), 1), dtype=bool))
+    return costs_of(shape, [Schedule(tiling.oc, tiling.ic, tiling.oh, tiling.ow, tuple(order)) for order in orders],
+                    config, macs, totals)
 
 
 def evaluate(shape: ConvShape, schedule: Schedule, config: AcceleratorConfig, macs: int) -> LayerCost:

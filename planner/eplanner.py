@@ -37,7 +37,7 @@ def interchange(shape: ConvShape, tiling: Schedule) -> tuple[str, ...]:
 def _traffic(shape: ConvShape, tiling: Schedule, config: AcceleratorConfig) -> int:
     order = interchange(shape, tiling)
     tables = cost.sum_tables(shape, config, {d: np.array([tiling.tile(d)]) for d in DIMS})
-    return int(np.ravel(cost.layer_totals(shape, config, tables, order, 0).dram_bytes)[0])
+    return int(np.ravel(cost.layer_totals(shape, config, tables, [order], 0).dram_bytes)[0])
 
 
 def _with(tiling: Schedule, **tiles: int) -> Schedule:

@@ -112,6 +112,15 @@ class Layer:
     weights: np.ndarray | None = field(default=None, repr=False)
     bias: np.ndarray | None = field(default=None, repr=False)
     quant: LayerQuant | None = field(default=None, repr=False)
+    pool: int = 1
+    """A conv's fused max pool, k x k with stride k (1: none): `out_shape` is the pooled map
+    (`planner.fusion`)."""
+
+    @property
+    def conv_size(self) -> tuple[int, int]:
+        """Rows and columns of the conv output a conv / fc layer computes: its output map, or the
+        fused pool's whole windows."""
+        return self.out_shape[1] * self.pool, self.out_shape[2] * self.pool
 
     @property
     def in_shape(self) -> Shape:
@@ -127,7 +136,7 @@ class Layer:
         """Multiply-accumulates of a conv/fc layer (0 for pooling, add, concat)."""
         if self.op not in COMPUTE_OPS:
             return 0
-        out_c, out_h, out_w = self.out_shape
+        out_c, (out_h, out_w) = self.out_shape[0], self.conv_size
         in_c = self.in_shape[0]
         return out_c * out_h * out_w * (in_c // self.groups) * self.kernel[0] * self.kernel[1]
 

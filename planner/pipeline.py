@@ -2,15 +2,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hwgen.config import AcceleratorConfig, DmaSharing, ProgramMemory
-from planner.compile.network import CompiledNetwork, compile_network
-from planner.ir import COMPUTE_OPS, Layer, LayerQuant, Network, TensorQuant
+from common.errors import PlanningError
+from planner.ir import COMPUTE_OPS, Activation, Layer, LayerQuant, Network, Op, TensorQuant
+from planner.fusion import fuse_planned
+from planner.quant import INT8_MIN
+from planner.split import split_network
 from planner.objective import Objective
 from planner.plan import NetworkPlan, Strategy, plan_network
-from planner.program_model import Prediction, predict
+
+if TYPE_CHECKING:  # the compiler and the program model are imported where used: `hwgen plan` needs neither
+    from planner.compile.network import CompiledNetwork
+    from planner.program_model import Prediction
 
 
 @dataclass
@@ -26,6 +33,9 @@ class Compilation:
 def plan_and_compile(network: Network, config: AcceleratorConfig, objective: Objective = Objective.LATENCY,
              strategy: Strategy = Strategy.SEARCH, keep_input: bool = False) -> Compilation:
     """Plan and compile a quantized network (`keep_input`: see `planner.compile.memory_map.plan_memory`)."""
+    from planner.compile.network import compile_network
+    from planner.program_model import predict
+
     plan = plan_network(network, config, objective, strategy)
     schedules = {layer.name: layer.schedule for layer in plan.layers if layer.schedule is not None}
     compiled = compile_network(network, schedules, config, keep_input)
@@ -34,34 +44,56 @@ def plan_and_compile(network: Network, config: AcceleratorConfig, objective: Obj
 
 def plan_checked(network: Network, config: AcceleratorConfig, objective: Objective = Objective.LATENCY,
                  strategy: Strategy = Strategy.SEARCH) -> NetworkPlan:
-    """`plan_network`, and where the configuration bounds the program (an SPRAM program memory,
-    the shared DMA's compact descriptors) the plan compiled for a stand-in (`check_compiles`):
-    a plan it returns compiles."""
+    """`plan_network`, then what only the program shows, for `stand_ins(network)`: where the
+    configuration bounds the program (an SPRAM program memory, the shared DMA's compact
+    descriptors) the plan compiled, elsewhere its descriptor table against
+    the LOAD / STORE `desc` field (`planner.compile.descriptor_table`, without compiling): a
+    plan it returns compiles."""
+    from planner.compile.descriptor_table import descriptor_problem
+    from planner.compile.network import compile_network
+
     plan = plan_network(network, config, objective, strategy)
+    schedules = {layer.name: layer.schedule for layer in plan.layers if layer.schedule is not None}
     if config.template.program_memory == ProgramMemory.SPRAM or config.template.dma == DmaSharing.SHARED:
-        check_compiles(network, plan, config)
+        compile_network(stand_ins(network), schedules, config)
+        return plan
+    problem = descriptor_problem(split_network(fuse_planned(stand_ins(network), schedules, config), config), schedules,
+                                 config)
+    if problem:
+        raise PlanningError(f"{problem} (configuration {config.name!r}; docs/envelope.md)")
     return plan
 
 
-def check_compiles(network: Network, plan: NetworkPlan, config: AcceleratorConfig) -> None:
-    """Compile `plan` for a stand-in of `network` (its shapes, zero weights, identity
-    requantization): what depends on shapes alone but is only known once the program exists
-    (its instructions and descriptors against the program memory, its DRAM) is refused now,
-    as a PlanningError or a ProgramDoesNotFit, rather than after the plan is used."""
-    schedules = {layer.name: layer.schedule for layer in plan.layers if layer.schedule is not None}
-    unit = TensorQuant(1.0, 0)
-    stand_ins = replace(network, input_quant=unit, layers=tuple(map(stand_in, network.layers)))
-    compile_network(stand_ins, schedules, config)
+def stand_ins(network: Network) -> Network:
+    """`network` as planning checks its program: a quantized network itself; a float one with
+    zero weights, identity requantization and the zero points calibration gives where they are
+    known before it (-128 after a ReLU, a max pool's input's), distinct ones elsewhere (each a
+    padding fill of its own, so the descriptor table is not underestimated)."""
+    if network.quantized:
+        return network
+    tensors = {network.input_name: TensorQuant(1.0, 0)}
+    for index, layer in enumerate(network.layers, 1):
+        if layer.op == Op.MAXPOOL:
+            tensors[layer.output] = tensors[layer.inputs[0]]
+        else:
+            relu = layer.activation != Activation.NONE
+            tensors[layer.output] = TensorQuant(1.0, INT8_MIN if relu else index % 255 - 127)
+    return replace(network, input_quant=tensors[network.input_name],
+                   layers=tuple(stand_in(layer, tensors) for layer in network.layers))
 
 
-def stand_in(layer: Layer) -> Layer:
-    """`layer` with zero weights and identity requantization (shapes as they are)."""
+def stand_in(layer: Layer, tensors: dict[str, TensorQuant] | None = None) -> Layer:
+    """`layer` with zero weights and identity requantization (shapes as they are), its tensors
+    quantized as `tensors` says (else scale 1, zero point 0)."""
     unit, channels = TensorQuant(1.0, 0), layer.out_shape[0]
+    tensors = tensors or {}
     weights = bias = None
     if layer.op in COMPUTE_OPS:
         weights = np.zeros((channels, layer.in_shape[0] // layer.groups, *layer.kernel), np.int8)
         bias = np.zeros(channels, np.int32)
-    quant = LayerQuant(inputs=(unit,) * len(layer.inputs), output=unit, multiplier=np.full(channels, 1 << 15, np.int64),
+    quant = LayerQuant(inputs=tuple(tensors.get(name, unit) for name in layer.inputs), output=tensors.get(layer.output, unit),
+                       act_min=INT8_MIN if layer.activation == Activation.NONE else tensors.get(layer.output, unit).zero_point,
+                       multiplier=np.full(channels, 1 << 15, np.int64),
                        shift=np.full(channels, 15, np.int64), weights=weights, bias=bias,
                        input_multipliers=(1,) * len(layer.inputs))
     return replace(layer, quant=quant)

@@ -13,15 +13,16 @@ from pathlib import Path
 
 import yaml
 
-from hwgen.config import AcceleratorConfig
+from hwgen.config import AcceleratorConfig, VectorOp
 from planner import eplanner, search
 from common.errors import PlanningError
 from common.files import atomic_write_text
 from planner.ir import COMPUTE_OPS, Layer, Network, Op
 from planner.envelope import check_network
 from planner.layer_cost import LayerCost
+from planner.fusion import fusable_pools, fuse_pools, fused_layer, pool_after
 from planner.split import split_shapes
-from planner.objective import Objective
+from planner.objective import Objective, rank
 from planner.schedule import ConvShape, Schedule
 from planner.vector_cost import stream_channels, stream_cost
 
@@ -41,7 +42,8 @@ class Strategy(str, Enum):
 @dataclass(frozen=True)
 class LayerPlan:
     """The schedule of one layer (`tiles`, loop `order`), its predicted cost and how planning
-    went (`candidates` scored in `search_seconds`; `reused`: another layer's schedule)."""
+    went (`candidates` scored in `search_seconds`; `reused`: another layer's schedule); `pool`:
+    the max pool fused into it (`planner.fusion`; its own plan is then left out)."""
 
     name: str
     op: str
@@ -51,20 +53,22 @@ class LayerPlan:
     candidates: int
     search_seconds: float
     reused: bool = False
+    pool: int = 1
 
     @property
     def schedule(self) -> Schedule | None:
         """The conv / fc schedule the compiler follows (None for pooling, add and concat)."""
         if self.op not in (Op.CONV.value, Op.FC.value):
             return None
-        return Schedule(self.tiles["OC"], self.tiles["IC"], self.tiles["OH"], self.tiles["OW"], tuple(self.order))
+        return Schedule(self.tiles["OC"], self.tiles["IC"], self.tiles["OH"], self.tiles["OW"], tuple(self.order),
+                        self.pool)
 
     def to_dict(self) -> dict:
         """The plan file's record of the layer: the cost's fields between the schedule's and the
         planning's."""
         return {"name": self.name, "op": self.op, "tiles": dict(self.tiles), "order": list(self.order),
                 **asdict(self.cost), "candidates": self.candidates, "search_seconds": self.search_seconds,
-                "reused": self.reused}
+                "reused": self.reused, "pool": self.pool}
 
     @classmethod
     def from_dict(cls, data: dict) -> LayerPlan:
@@ -141,26 +145,62 @@ def plan_layer(layer: Layer, config: AcceleratorConfig, objective: Objective = O
     else:
         result = search.search(shape, config, layer.macs, objective, layer.name)
     s = result.schedule
-    return LayerPlan(layer.name, str(layer.op), s.tiles, s.order, result.cost, result.candidates, result.seconds)
+    return LayerPlan(layer.name, str(layer.op), s.tiles, s.order, result.cost, result.candidates, result.seconds,
+                     pool=layer.pool)
 
 
 def plan_network(network: Network, config: AcceleratorConfig, objective: Objective = Objective.LATENCY,
                  strategy: Strategy = Strategy.SEARCH) -> NetworkPlan:
-    """Plan every layer of the network as the compiler sees it (`planner.split`), after checking
-    that each can be compiled (`planner.envelope`); identical layers reuse the first one's schedule."""
-    check_network(network, config)
+    """Plan every layer of the network as the compiler sees it (`planner.split`), max pools fused
+    into their convolutions where that is legal and ranks better (`choose_fusions`), after
+    checking that each can be compiled (`planner.envelope`); identical layers reuse the first
+    one's schedule."""
     cache: dict = {}
-    layers = []
-    for layer in split_shapes(network, config).layers:
-        key = _cache_key(layer)
-        if key in cache:
-            first = cache[key]
-            layers.append(replace(first, name=layer.name, op=str(layer.op), tiles=dict(first.tiles), candidates=0,
-                                  search_seconds=0.0, reused=True))
-        else:
-            cache[key] = plan_layer(layer, config, objective, strategy)
-            layers.append(cache[key])
-    return NetworkPlan(network.name, config.name, str(objective), str(strategy), tuple(layers))
+    network = fuse_pools(network, choose_fusions(network, config, objective, strategy, cache), config)
+    check_network(network, config)
+    return NetworkPlan(network.name, config.name, str(objective), str(strategy),
+                       tuple(_cached_plan(layer, config, objective, strategy, cache)
+                             for layer in split_shapes(network, config).layers))
+
+
+def _cached_plan(layer: Layer, config: AcceleratorConfig, objective: Objective, strategy: Strategy,
+                 cache: dict) -> LayerPlan:
+    """The layer's plan, or a copy of an identical layer's from `cache` (its own if it was
+    planned before: `choose_fusions` plans layers apart and fused)."""
+    key = _cache_key(layer)
+    if key not in cache:
+        cache[key] = plan_layer(layer, config, objective, strategy)
+    first = cache[key]
+    if first.name == layer.name:
+        return first
+    return replace(first, name=layer.name, op=str(layer.op), tiles=dict(first.tiles), candidates=0,
+                   search_seconds=0.0, reused=True)
+
+
+def choose_fusions(network: Network, config: AcceleratorConfig, objective: Objective, strategy: Strategy,
+                   cache: dict) -> dict[str, int]:
+    """The fusable pools (`planner.fusion.fusable_pools`) to fuse: each whose fused layer ranks
+    no worse under `objective` than the convolution and the pool planned apart, and every one
+    when the vector unit has no MAX."""
+    chosen = {}
+    vector_max = VectorOp.MAX in config.template.vector_ops
+    for name, k in fusable_pools(network, config).items():
+        if not vector_max:
+            chosen[name] = k
+            continue
+        conv = network.layer(name)
+        pool = pool_after(network, conv)
+        try:
+            fused = _cached_plan(fused_layer(conv, pool), config, objective, strategy, cache)
+        except PlanningError:
+            continue
+        apart = [_cached_plan(layer, config, objective, strategy, cache).cost for layer in (conv, pool)]
+        cost = fused.cost
+        if rank(objective, cost.cycles, cost.dram_bytes, cost.energy_pj) <= rank(
+                objective, sum(c.cycles for c in apart), sum(c.dram_bytes for c in apart),
+                sum(c.energy_pj for c in apart)):
+            chosen[name] = k
+    return chosen
 
 
 def save_plan(plan: NetworkPlan, path: str | Path) -> Path:

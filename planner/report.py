@@ -38,7 +38,8 @@ def plan_table(plan: NetworkPlan) -> Table:
     table.add_column("util, bound", no_wrap=True)
     for layer in plan.layers:
         c = layer.cost
-        table.add_row(layer.name + (" *" if layer.reused else ""), layer.op, _tiles(layer.tiles), ">".join(layer.order),
+        op = layer.op + (f"+pool{layer.pool}" if layer.pool > 1 else "")  # a fused max pool
+        table.add_row(layer.name + (" *" if layer.reused else ""), op, _tiles(layer.tiles), ">".join(layer.order),
                       f"{c.dram_bytes / 1e3:,.1f}", f"{c.cycles:,}", f"{c.utilization:4.0%} {c.bound}")
     table.add_section()
     table.add_row("total", "", "", "", f"{plan.dram_bytes / 1e3:,.1f}", f"{plan.cycles:,}", "")

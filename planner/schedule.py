@@ -41,20 +41,25 @@ class ConvShape:
     pad_top: int
     pad_left: int
     depthwise: bool
+    pool: int = 1  # a fused k x k / k max pool: (oh, ow) are the conv rows and columns it pools
 
     @classmethod
     def of(cls, layer: Layer) -> ConvShape:
         if layer.op not in COMPUTE_OPS:
             raise PlanningError(f"layer {layer.name!r}: {layer.op} is not a conv / fc layer")
         in_c, ih, iw = layer.in_shape
-        oc, oh, ow = layer.out_shape
+        oc, (oh, ow) = layer.out_shape[0], layer.conv_size
         if layer.groups != 1 and not layer.is_depthwise:
             raise PlanningError(
                 f"layer {layer.name!r}: groups={layer.groups} with {in_c} input / {oc} output channels is "
                 "not supported; allowed: groups == 1 or depthwise (groups == channels)"
             )
         return cls(oc, in_c // layer.groups, ih, iw, oh, ow, *layer.kernel, *layer.stride,
-                   layer.pads[0], layer.pads[1], layer.is_depthwise)
+                   layer.pads[0], layer.pads[1], layer.is_depthwise, layer.pool)
+
+    def pooled(self, pixels):
+        """Output pixels of `pixels` conv pixels in whole pool windows (element-wise)."""
+        return pixels // (self.pool * self.pool)
 
     def bound(self, dim: str) -> int:
         return {"OC": self.oc, "IC": self.ic, "OH": self.oh, "OW": self.ow}[dim]
@@ -74,19 +79,22 @@ class ConvShape:
 
     def describe(self) -> str:
         kind = "depthwise " if self.depthwise else ""
+        pool = f", max pool {self.pool}x{self.pool}/{self.pool} fused" if self.pool > 1 else ""
         return (f"{kind}{self.in_channels}x{self.ih}x{self.iw} -> {self.oc}x{self.oh}x{self.ow}, "
-                f"kernel {self.kh}x{self.kw}, stride {self.sh}x{self.sw}")
+                f"kernel {self.kh}x{self.kw}, stride {self.sh}x{self.sw}{pool}")
 
 
 @dataclass(frozen=True)
 class Schedule:
-    """Tile size per dim (`tiles[dim]`) and the DRAM loop order, outermost first."""
+    """Tile size per dim (`tiles[dim]`) and the DRAM loop order, outermost first; `pool`: the
+    max pool fused into the layer (`planner.fusion`; 1: none)."""
 
     oc: int
     ic: int
     oh: int
     ow: int
     order: tuple[str, ...] = DIMS
+    pool: int = 1
 
     def tile(self, dim: str) -> int:
         return {"OC": self.oc, "IC": self.ic, "OH": self.oh, "OW": self.ow}[dim]
@@ -142,7 +150,9 @@ def tile_bytes(shape: ConvShape, oc, ic, oh, ow, config: AcceleratorConfig):
         in_groups = (oc_pad // pe.rows - 1) * pe.rows // pe.simd + ic_groups
     else:
         ic_groups = in_groups = ceil_div(np.minimum(ic, shape.ic), pe.simd)
-    if config.template.partial_sums == PartialSums.KEPT:  # int32 sums after room for one pixel set's int8 results
+    if shape.pool > 1:  # the pooled int8 results only (the whole reduction in each CONV)
+        output = shape.pooled(oh_t * ow_t) * oc_pad * w.activation_bytes
+    elif config.template.partial_sums == PartialSums.KEPT:  # int32 sums after room for one pixel set's int8 results
         output = oh_t * ow_t * oc_pad * w.accumulator_bytes + partial_sums_offset(pe.cols, oc_pad // pe.rows, pe.rows)
     else:  # int8 results only
         output = oh_t * ow_t * oc_pad * w.activation_bytes
@@ -178,8 +188,11 @@ def fits_instructions(shape: ConvShape, oc, ic, oh, ow, config: AcceleratorConfi
 
 def whole_reduction(shape: ConvShape, ic, config: AcceleratorConfig):
     """Whether IC tiles of this size suit the configuration's CONVs: any with partial sums
-    (`template.partial_sums: kept`), else only the whole reduction (element-wise)."""
-    return True if config.template.partial_sums == PartialSums.KEPT else np.minimum(ic, shape.ic) >= shape.ic
+    (`template.partial_sums: kept`) unless a pool is fused, else only the whole reduction
+    (element-wise)."""
+    if config.template.partial_sums == PartialSums.KEPT and shape.pool == 1:
+        return True
+    return np.minimum(ic, shape.ic) >= shape.ic
 
 
 def legal_tiles(shape: ConvShape, oc, ic, oh, ow, config: AcceleratorConfig):
@@ -210,9 +223,10 @@ def tile_candidates(bound: int, granule: int) -> tuple[int, ...]:
 
 
 def granule(dim: str, shape: ConvShape, config: AcceleratorConfig) -> int:
-    """Spatial granularity of the PE mapping along a dim (rows <- OC, lanes <- IC, cols <- OW)."""
+    """Spatial granularity of the PE mapping along a dim (rows <- OC, lanes <- IC, cols <- OW;
+    a fused pool's windows are whole: its k divides `pe.cols`)."""
     pe = config.pe
-    return {"OC": pe.rows, "IC": 1 if shape.depthwise else pe.simd, "OH": 1, "OW": pe.cols}[dim]
+    return {"OC": pe.rows, "IC": 1 if shape.depthwise else pe.simd, "OH": shape.pool, "OW": pe.cols}[dim]
 
 
 def canonical_order(order: tuple[str, ...], trips: dict[str, int]) -> tuple[str, ...]:
@@ -236,7 +250,7 @@ def smallest_schedule(shape: ConvShape, config: AcceleratorConfig) -> Schedule:
     """The smallest tile the search tries: the first candidate of every dim (without partial
     sums the whole IC)."""
     oc, ic, oh, ow = (tile_candidates(shape.bound(dim), granule(dim, shape, config))[0] for dim in DIMS)
-    return Schedule(oc, ic if config.template.partial_sums == PartialSums.KEPT else shape.ic, oh, ow)
+    return Schedule(oc, ic if whole_reduction(shape, ic, config) else shape.ic, oh, ow)
 
 
 def unplannable(name: str, shape: ConvShape, config: AcceleratorConfig) -> PlanningError:
@@ -271,8 +285,9 @@ def tensor_tiles(shape: ConvShape, schedule: Schedule, tensor: str) -> list[Tile
         k = shape.kh * shape.kw
         return [Tile(o0 * shape.ic * k + i0 * k, (on, inn, shape.kh, shape.kw))
                 for o0, on in axis_tiles(shape.oc, s.oc) for i0, inn in axis_tiles(shape.ic, s.ic)]
-    if tensor == "output":
-        return [Tile(o0 * shape.oh * shape.ow + h0 * shape.ow + w0, (on, hn, wn))
+    if tensor == "output":  # with a fused pool, tiles of the pooled map
+        k = shape.pool
+        return [Tile(o0 * shape.pooled(shape.oh * shape.ow) + h0 // k * (shape.ow // k) + w0 // k, (on, hn // k, wn // k))
                 for o0, on in axis_tiles(shape.oc, s.oc) for h0, hn in axis_tiles(shape.oh, s.oh)
                 for w0, wn in axis_tiles(shape.ow, s.ow)]
     channel_tile = s.oc if shape.depthwise else s.ic

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -57,15 +57,20 @@ def _instruction_legal_tilings(shape: ConvShape, config: AcceleratorConfig) -> d
     return {d: g[legal] for d, g in zip(DIMS, grid)}
 
 
-def _canonical_mask(order: tuple[str, ...], trip: dict[str, np.ndarray]) -> np.ndarray:
-    """Schedules for which `order` is already canonical (single-trip loops first, in DIMS order)."""
-    ok = np.ones_like(trip["OC"], dtype=bool)
-    for p, outer in enumerate(order):
-        for inner in order[p + 1:]:
-            ok &= ~((trip[outer] > 1) & (trip[inner] == 1))
-            if DIMS.index(outer) > DIMS.index(inner):
-                ok &= ~((trip[outer] == 1) & (trip[inner] == 1))
-    return ok
+def _canonical_table() -> np.ndarray:
+    """`[p, o]`: whether `ORDERS[o]` is canonical (`canonical_order`) for the tilings whose dims
+    with more than one trip are the bits of `p` (bit i: `DIMS[i]`)."""
+    return np.array([[canonical_order(order, {d: 1 + (p >> i & 1) for i, d in enumerate(DIMS)}) == order
+                      for order in ORDERS] for p in range(1 << len(DIMS))])
+
+
+CANONICAL = _canonical_table()
+
+
+def _canonical_mask(trip: dict[str, np.ndarray]) -> np.ndarray:
+    """`[o, t]`: whether `ORDERS[o]` is canonical for tiling `t` (single-trip loops first, in DIMS order)."""
+    pattern = sum((trip[d] > 1).astype(np.int64) << i for i, d in enumerate(DIMS))
+    return CANONICAL[pattern].T
 
 
 @dataclass
@@ -80,61 +85,52 @@ class Ranking:
     macs: int
     tiles: dict[str, np.ndarray]
     footprint: tuple[np.ndarray, ...]  # `tile_bytes` of each tiling
-    totals: dict[int, cost.Totals]  # closed forms per order index
     tiling: np.ndarray  # per schedule: its tiling index
     order: np.ndarray  # ... its order index
-    accesses: cost.Accesses  # ... its accesses
-    lower: np.ndarray  # ... its cycle lower bound
-    dram_bytes: np.ndarray  # ... its DRAM bytes
+    totals: cost.Totals  # ... its closed forms
     sorted_bounds: dict[tuple, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-    exact: dict[int, tuple[Schedule, LayerCost, cost.Accesses]] = field(default_factory=dict)
+    exact: dict[int, tuple[Schedule, LayerCost]] = field(default_factory=dict)
 
     def bounds(self, objective: Objective, energy: Energy) -> tuple[np.ndarray, np.ndarray]:
         """Each schedule's closed-form bound of the objective (comparable with the first entry of
         `full_key`), and the schedule indices sorted by it (stable)."""
         key = (objective, energy if objective in (Objective.ENERGY, Objective.EDP) else None)
         if key not in self.sorted_bounds:
+            lower = self.totals.cycles_lower_bound
             if objective is Objective.LATENCY:
-                bound = self.lower
+                bound = lower
             elif objective is Objective.TRAFFIC:
-                bound = self.dram_bytes
+                bound = self.totals.dram_bytes
             else:
-                joules = self.accesses.energy_pj(energy)
-                bound = joules if objective is Objective.ENERGY else self.lower * joules
+                joules = self.totals.accesses.energy_pj(energy)
+                bound = joules if objective is Objective.ENERGY else lower * joules
             self.sorted_bounds[key] = bound, np.argsort(bound, kind="stable")
         return self.sorted_bounds[key]
 
-    def evaluated(self, shape: ConvShape, config: AcceleratorConfig, k: int) -> tuple[Schedule, LayerCost]:
-        """Schedule `k` and its exact cost on `config` (computed once; the energy per config)."""
-        if k not in self.exact:
-            ti, oi = int(self.tiling[k]), int(self.order[k])
-            schedule = Schedule(*(int(self.tiles[d][ti]) for d in DIMS), ORDERS[oi])
-            c = cost.cost_of(shape, schedule, self.config, self.macs, self.totals[oi], ti)
-            self.exact[k] = schedule, c, self.totals[oi].accesses.pick(ti)
-        schedule, c, accesses = self.exact[k]
+    def evaluated(self, shape: ConvShape, config: AcceleratorConfig, ks: np.ndarray) -> list[tuple[Schedule, LayerCost]]:
+        """Schedules `ks` and their exact costs on `config` (each computed once, those not yet
+        known together; the energy per config)."""
+        todo = [int(k) for k in ks if int(k) not in self.exact]
+        if todo:
+            schedules = [Schedule(*(int(self.tiles[d][t]) for d in DIMS), ORDERS[o])
+                         for t, o in zip(self.tiling[todo].tolist(), self.order[todo].tolist())]
+            costs = cost.costs_of(shape, schedules, self.config, self.macs, self.totals.take(todo))
+            self.exact.update(zip(todo, zip(schedules, costs)))
+        out = [self.exact[int(k)] for k in ks]
         if config.energy != self.config.energy:
-            c = replace(c, energy_pj=float(accesses.energy_pj(config.energy)))
-        return schedule, c
+            energy = self.totals.take(ks).accesses.energy_pj(config.energy).tolist()
+            out = [(schedule, replace(c, energy_pj=e)) for e, (schedule, c) in zip(energy, out)]
+        return out
 
 
 def rank_schedules(shape: ConvShape, config: AcceleratorConfig, macs: int) -> Ranking:
     """The ranking of a layer's schedules on `config` (see `Ranking`)."""
     tiles = _instruction_legal_tilings(shape, config)
     tables = cost.sum_tables(shape, config, tiles)
-    rows = []  # per order: tiling index, order index, then each closed form of those schedules
-    totals = {}
-    for oi, order in enumerate(ORDERS):
-        mask = _canonical_mask(order, tables.trip)
-        if not mask.any():
-            continue
-        t = totals[oi] = cost.layer_totals(shape, config, tables, order, macs)
-        sel = np.flatnonzero(mask)
-        per_schedule = (t.cycles_lower_bound, t.dram_bytes, *(getattr(t.accesses, f.name) for f in fields(cost.Accesses)))
-        rows.append((sel, np.full(len(sel), oi), *(np.broadcast_to(x, mask.shape)[sel] for x in per_schedule)))
-    columns = [np.concatenate(c) for c in zip(*rows)] if rows else [np.zeros(0, np.int64)] * (4 + len(fields(cost.Accesses)))
-    ti, oi, lower, dram_bytes, *accesses = columns
-    return Ranking(config, macs, tiles, tile_bytes(shape, *(tiles[d] for d in DIMS), config), totals, ti, oi,
-                   cost.Accesses(*accesses), lower, dram_bytes)
+    mask = _canonical_mask(tables.trip)
+    oi, ti = np.nonzero(mask)
+    totals = cost.layer_totals(shape, config, tables, ORDERS, macs).where(mask)
+    return Ranking(config, macs, tiles, tile_bytes(shape, *(tiles[d] for d in DIMS), config), ti, oi, totals)
 
 
 COST_SECTIONS = ("pe", "widths", "dram", "template")
@@ -157,11 +153,17 @@ def ranking(shape: ConvShape, config: AcceleratorConfig, macs: int) -> Ranking:
     return found
 
 
+FIRST_BATCH = 16
+"""Schedules whose exact costs the search computes together first."""
+
+
 def search(shape: ConvShape, config: AcceleratorConfig, macs: int, objective: Objective = Objective.LATENCY,
            name: str = "layer") -> SearchResult:
     """The best schedule for `objective` (ties broken by `rank` then `schedule_key`): the
     ranked schedules whose tiles fit the buffers, exact costs computed in bound order until
-    the bound exceeds the best exact value (branch and bound)."""
+    the bound exceeds the best exact value (branch and bound), in batches that double from
+    `FIRST_BATCH` (a batch costs little more than one schedule; it may evaluate a few
+    schedules the one-by-one search would have pruned, never skip one it would evaluate)."""
     start = time.perf_counter()
     ranked = ranking(shape, config, macs)
     fits = np.broadcast_to(fits_banks(ranked.footprint, config), ranked.tiles["OC"].shape)
@@ -169,15 +171,16 @@ def search(shape: ConvShape, config: AcceleratorConfig, macs: int, objective: Ob
     legal = order[fits[ranked.tiling[order]]]
     if not legal.size:
         raise unplannable(name, shape, config)
-    best, best_key, exact = None, None, 0
-    for k in legal:
-        if best_key is not None and bound[k] > best_key[0]:
-            break
-        schedule, c = ranked.evaluated(shape, config, int(k))
-        exact += 1
-        key = full_key(objective, schedule, c)
-        if best_key is None or key < best_key:
-            best, best_key = (schedule, c), key
+    best, best_key, exact, batch = None, None, 0, FIRST_BATCH
+    while exact < len(legal) and (best_key is None or bound[legal[exact]] <= best_key[0]):
+        ks = legal[exact:exact + batch]
+        if best_key is not None:
+            ks = ks[:np.searchsorted(bound[ks], best_key[0], side="right")]
+        for schedule, c in ranked.evaluated(shape, config, ks):
+            key = full_key(objective, schedule, c)
+            if best_key is None or key < best_key:
+                best, best_key = (schedule, c), key
+        exact, batch = exact + len(ks), 2 * batch
     return SearchResult(best[0], best[1], len(legal), exact, time.perf_counter() - start)
 
 

@@ -3,7 +3,7 @@
 A window (kernel or pooling) wider than CONVCFG's `kernel_h` / `kernel_w` fields is split:
 
 - a conv / fc layer or an average pool with one output pixel whose window covers the whole map
-  (such an average pool also when the vector unit has no `sum`) becomes a fully connected layer
+  (such an average pool with a window beyond the fields also when the vector unit has no `sum`) becomes a fully connected layer
   over the map read as one pixel of `H * W * Cp` channels (the same DRAM bytes: pixels in order,
   `Cp` channels each, padded to the SIMD lanes), its weights placed at those channels (an
   average pool's: 1 on the channel itself, 0 elsewhere). The reduction then runs over
@@ -13,6 +13,9 @@ A window (kernel or pooling) wider than CONVCFG's `kernel_h` / `kernel_w` fields
   covering the map with one output in non-overlapping steps of the largest stride, any other
   window `K` with stride `s` as a stride-1 pool of the largest window `K2` followed by a pool of
   `K - K2 + 1` with stride `s`.
+
+An average pool within the kernel fields on a vector unit without `sum` becomes a depthwise
+convolution with weights 1 (`window_sum`).
 
 A stride beyond CONVCFG's `stride` field that factors as `a * b` within it becomes the layer with
 stride `a` followed by 1x1 max pools of stride `b` (every `b`-th result, unchanged).
@@ -79,8 +82,8 @@ def split_layer(layer: Layer, config: AcceleratorConfig) -> list[Layer]:
     if stride == layer.stride[1] and stride > stride_limit():
         return stride_steps(layer, config)
     no_sum = layer.op == Op.AVGPOOL and VecOp.SUM not in vector_ops(config)
-    if max(layer.kernel) <= kernel_limit() and not no_sum:
-        return [layer]
+    if max(layer.kernel) <= kernel_limit():
+        return [window_sum(layer)] if no_sum else [layer]
     if covers_map(layer) and (layer.op in COMPUTE_OPS and layer.groups == 1 or layer.op == Op.AVGPOOL):
         return [flattened(layer, config)]
     if layer.op == Op.MAXPOOL and layer.stride[0] == layer.stride[1]:
@@ -113,6 +116,18 @@ def flattened(layer: Layer, config: AcceleratorConfig) -> Layer:
         quant = replace(quant, weights=spread.reshape(out_c, height * width * cp, 1, 1))
     return replace(layer, op=Op.FC, in_shapes=((height * width * cp, 1, 1),), kernel=(1, 1), stride=(1, 1),
                    pads=(0, 0, 0, 0), groups=1, weights=None, quant=quant)
+
+
+def window_sum(layer: Layer) -> Layer:
+    """An average pool as a depthwise convolution with weights 1 (each window's sum, padding
+    contributing 0 as the input zero point it is filled with), requantized with the pool's
+    multiplier and shift: for a vector unit without `sum`, C * KH * KW weights."""
+    channels = layer.in_shape[0]
+    quant = layer.quant
+    if quant is not None:
+        quant = replace(quant, weights=np.ones((channels, 1, *layer.kernel), np.int8), weight_scales=np.ones(channels),
+                        bias=np.zeros(channels, np.int32))
+    return replace(layer, op=Op.CONV, groups=channels, weights=None, quant=quant)
 
 
 def stride_steps(layer: Layer, config: AcceleratorConfig) -> list[Layer]:

@@ -37,7 +37,7 @@ from planner.program_model import Prediction, predict
 from planner.split import shape_only, split_layer
 from scheduler.host_profile import host_seconds
 from scheduler.problem import Problem
-from scheduler.units import Unit, UnitKind, runnable, tasks
+from scheduler.units import Unit, UnitKind, Workload, as_workload, runnable
 
 def link_seconds(data_bytes: int, baud: int, to_board: bool) -> float:
     """Seconds to WRITE (`to_board`) or READ `data_bytes` over the serial link: per exchange of
@@ -80,22 +80,27 @@ def _program_prediction(layer: Layer, config: AcceleratorConfig) -> Prediction:
     return predict(compile_network(alone, schedules, config).program, config)
 
 
-def build_problem(net: Network, units: list[Unit], cpu_cap: float | None = None) -> Problem:
-    """The problem of scheduling `net`'s tasks on `units` (exactly one of them the host)."""
+def build_problem(source: Network | Workload, units: list[Unit], cpu_cap: float | None = None, *,
+                  host_times: dict[str, float] | None = None, link: bool = True) -> Problem:
+    """The problem of scheduling a network's or a workload's tasks on `units` (exactly one of
+    them the host): the
+    host's seconds per task measured, or `host_times`; without `link` the serial link is free
+    (the input already in main memory, the outputs read from it)."""
     hosts = [p for p, u in enumerate(units) if u.kind is UnitKind.HOST]
     if len(hosts) != 1:
         raise InputError(f"units {', '.join(u.name for u in units)}: {len(hosts)} hosts; allowed: exactly one")
     host = hosts[0]
-    task_list = list(tasks(net))
+    work = as_workload(source)
+    task_list = list(work.tasks)
     n, m = len(task_list), len(units)
-    can = runnable(net, units)
-    shapes = net.tensor_shapes()
+    can = runnable(work, units)
+    shapes = work.shapes
     time = np.full((n, m), math.inf)
     dram = np.zeros((n, m))
     memory = np.zeros((n, m))
     budget = np.array([math.inf if u.kind is UnitKind.HOST else float(1 << u.config.template.dram_address_bits)
                        for u in units])
-    measured = host_seconds(task_list, shapes, units[host].threads)
+    measured = host_times if host_times is not None else host_seconds(task_list, shapes, units[host].threads)
     cache: dict = {}
     for i, task in enumerate(task_list):
         time[i, host] = measured[task.name]
@@ -104,19 +109,18 @@ def build_problem(net: Network, units: list[Unit], cpu_cap: float | None = None)
                 time[i, p], dram[i, p], memory[i, p] = _accelerator_costs(task.layer, unit, cache)
     producer = {task.output: i for i, task in enumerate(task_list)}
     edges = sorted({(producer[t], i) for i, task in enumerate(task_list) for t in task.inputs if t in producer})
-    inputs = tuple(i for i, task in enumerate(task_list) if net.input_name in task.inputs)
+    inputs = tuple(i for i, task in enumerate(task_list) if work.input_name in task.inputs)
     consumed = {t for task in task_list for t in task.inputs}
-    finals = set(net.outputs) | {tail.output for tail in net.host_tails}
-    outputs = tuple(i for i, task in enumerate(task_list) if task.output in finals or task.output not in consumed)
+    outputs = tuple(i for i, task in enumerate(task_list) if task.output in work.finals or task.output not in consumed)
     send = np.zeros((n, m, m))
     for j, task in enumerate(task_list):
         for q in range(m):
             for p in range(m):
-                if q != p and host in (q, p):
+                if link and q != p and host in (q, p):
                     board = units[q if p == host else p]
                     send[j, q, p] = link_seconds(tensor_bytes(task.shape, board.config.pe.simd), board.baud, p != host)
-    input_send = np.array([0.0 if p == host else link_seconds(tensor_bytes(net.input_shape, u.config.pe.simd), u.baud,
-                                                               True) for p, u in enumerate(units)])
+    input_send = np.array([link_seconds(tensor_bytes(work.input_shape, u.config.pe.simd), u.baud, True)
+                           if link and p != host else 0.0 for p, u in enumerate(units)])
     bandwidth = next((u.config.dram.bandwidth_bytes_per_cycle * u.clock_mhz * 1e6 for u in units
                       if u.kind is UnitKind.ACCELERATOR), math.inf)
     return Problem(tuple(t.name for t in task_list), tuple(u.name for u in units), host, time, tuple(edges), inputs,

@@ -3,12 +3,13 @@
 A layer becomes its ONNX operator (Conv with the layer's kernel, stride, padding and groups;
 a fully connected layer is the Conv whose kernel covers its map, as in the IR; MaxPool,
 AveragePool, Add, Concat) followed by its activation (Relu, Clip); a host tail becomes its
-Softmax / LogSoftmax / ArgMax. The time is the median over `RUNS` runs of the kernels' total
+Softmax / LogSoftmax / ArgMax; a host part is its own model. The time is the median over `RUNS` runs of the kernels' total
 time that onnxruntime's profiler records, after `WARMUP` runs. Measurements are cached in a
 JSON file keyed by the graph's shapes, the thread count and the onnxruntime version.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import statistics
@@ -20,6 +21,7 @@ import numpy as np
 from common.files import atomic_write_text
 from planner.ir import Activation, Layer, Op
 from scheduler.units import Task
+from sim.partitioned import value_dims
 
 RUNS = 10
 WARMUP = 3
@@ -41,6 +43,8 @@ def task_key(task: Task, threads: int) -> str:
     if task.layer is not None:
         l = task.layer
         what = (l.op, l.in_shapes, l.out_shape, l.kernel, l.stride, l.pads, l.groups, l.activation)
+    elif task.part is not None:
+        what = ("part", hashlib.sha256(task.part.model.SerializeToString()).hexdigest()[:24])
     else:
         what = (task.op, task.tail.steps[0].axis, task.inputs)
     return f"ort{onnxruntime.__version__}/t{threads}/{what}"
@@ -133,6 +137,8 @@ def host_seconds(task_list: list[Task], shapes: dict[str, tuple[int, ...]], thre
         if key not in cache:
             if task.layer is not None:
                 graph, feeds = _layer_graph(task.layer)
+            elif task.part is not None:
+                graph, feeds = task.part.model.graph, [(1, *value_dims(task.part.model, task.part.input))]
             else:
                 graph, feeds = _tail_graph(task, (1, int(np.prod(shapes[task.inputs[0]]))))
             cache[key], fresh = profile_seconds(graph, feeds, threads), True

@@ -4,9 +4,13 @@ Per image, each layer is a task on its unit and each transfer (`scheduler.proble
 task on the receiving unit; a task is ready once its inputs are on its unit. A unit runs one task
 at a time, never pre-empted, the oldest image first, then the earliest layer. Buffers between
 units hold at most `window` images in flight (image k enters once image k - window is done;
-default: two per unit, double buffering). Accelerator tasks share the main memory: while
-the running ones would together move more bytes per second than `Problem.bandwidth`, all of
-them slow down by the same factor (a fluid model of the shared port).
+default: two per unit, double buffering). Accelerator tasks share the main memory's one port:
+a running task that alone keeps the port busy a fraction `u_i` of its time (bytes per second
+over `Problem.bandwidth`) meets the others' requests in `u_i * sum(u_j)` of its cycles and loses
+each such cycle, so it runs at `1 / (1 + u_i * sum(u_j))` of its speed (the pairwise collisions
+of `planner.compile.stages.predicted_period`); and while the running tasks together would move
+more bytes per second than the bandwidth, none runs faster than the bandwidth allows (a fluid
+model of the saturated port).
 """
 from __future__ import annotations
 
@@ -103,6 +107,15 @@ def _template(problem: Problem, mapping: Mapping) -> tuple[list[_Task], list[int
     return tasks, [where[(j, problem.host)] for j in problem.outputs]
 
 
+def _speeds(problem: Problem, demands: list[float]) -> list[float]:
+    """The speed of each running task given its memory demand (bytes/s at full speed): port
+    collisions and the saturated port (module docstring)."""
+    use = [demand / problem.bandwidth for demand in demands]
+    total = sum(demands)
+    saturated = min(1.0, problem.bandwidth / total) if total > 0 else 1.0
+    return [min(saturated, 1 / (1 + u * (sum(use) - u))) if u > 0 else 1.0 for u in use]
+
+
 def simulate(problem: Problem, mapping: Mapping, images: int, release: float = 0.0, window: int | None = None) -> Run:
     """Run `images` images (image k available at `k * release` seconds, once image k - `window`
     is done)."""
@@ -146,9 +159,8 @@ def simulate(problem: Problem, mapping: Mapping, images: int, release: float = 0
                 break
             now = releases[unreleased]  # the window never blocks an idle system
             continue
-        demand = sum(template[t % size].demand for t, _ in running.values())
-        rate = min(1.0, problem.bandwidth / demand) if demand > 0 else 1.0
-        speeds = {u: (rate if template[t % size].demand > 0 else 1.0) for u, (t, _) in running.items()}
+        speeds = _speeds(problem, [template[t % size].demand for t, _ in running.values()])
+        speeds = dict(zip(running, speeds))
         step = min(work / speeds[u] for u, (_, work) in running.items())
         if unreleased < images and releases[unreleased] > now:
             step = min(step, releases[unreleased] - now)

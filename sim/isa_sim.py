@@ -104,19 +104,24 @@ class IsaSimulator:
         return _gather(raw, offsets).astype(np.int64) - (cfg["in_zero_point"] if zero_point is None else zero_point)
 
     def _write_outputs(self, bank: int, acc: np.ndarray, channels: np.ndarray, width: int, padded: int,
-                       requantize: bool, params: tuple[np.ndarray, ...], partials: int = 0) -> None:
-        """acc is [channel, row, col] (int64, bias included); written as int8, or as int32 at
-        byte offset `partials`."""
+                       requantize: bool, params: tuple[np.ndarray, ...], partials: int = 0, pool: int = 1) -> None:
+        """acc is [channel, row, col] (int64, bias included); written as int8 (max-pooled k x k / k
+        with `pool` k > 1, a map `width / k` wide), or as int32 at byte offset `partials`."""
         cfg = self.convcfg
-        rows, cols = acc.shape[1:]
-        element = acc_element(np.arange(rows).reshape(1, -1, 1), np.arange(cols).reshape(1, 1, -1),
-                              channels.reshape(-1, 1, 1), width=width, channels=padded)
         raw = self.banks[Buffer.ACC][bank]
         if requantize:
             _, multiplier, shift = params
             y = kernels.requantize(acc, multiplier, shift, cfg["out_zero_point"], cfg["act_min"], cfg["act_max"])
+            if pool > 1:
+                c, h, w = y.shape
+                y = y.reshape(c, h // pool, pool, w // pool, pool).max(axis=(2, 4))
+                width //= pool
+            element = acc_element(np.arange(y.shape[1]).reshape(1, -1, 1), np.arange(y.shape[2]).reshape(1, 1, -1),
+                                  channels.reshape(-1, 1, 1), width=width, channels=padded)
             _scatter(raw, element, y.view(np.uint8))
         else:
+            element = acc_element(np.arange(acc.shape[1]).reshape(1, -1, 1), np.arange(acc.shape[2]).reshape(1, 1, -1),
+                                  channels.reshape(-1, 1, 1), width=width, channels=padded)
             values = np.clip(acc, -(2**31), 2**31 - 1).astype(np.int32)
             _scatter(raw, partials + element[..., None] * ACC_BYTES + np.arange(ACC_BYTES),
                      values.view(np.uint8).reshape(values.shape + (4,)))
@@ -153,7 +158,8 @@ class IsaSimulator:
             block = slice(ocg * pe.rows, (ocg + 1) * pe.rows)
             acc[block] += np.rint(np.einsum("gabhwl,gabrl->rhw", x.astype(np.float64), w)).astype(np.int64)
             self.stats.macs += int(np.prod(x.shape)) * pe.rows
-        self._write_outputs(ins["out_bank"], acc, channels, cols, padded, bool(ins["requantize"]), params, partials)
+        self._write_outputs(ins["out_bank"], acc, channels, cols, padded, bool(ins["requantize"]), params, partials,
+                            max(1, ins["pool"]))
 
     def _vec(self, ins: Instruction) -> None:
         cfg = self._require_convcfg(ins)

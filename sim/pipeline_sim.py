@@ -4,7 +4,7 @@ memory shared by all, the configuration's latency and bandwidth), every instance
 cycle recorded."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,10 +50,15 @@ def pipeline_memory(layout: PipelineLayout, inputs: Sequence[np.ndarray]) -> np.
     return memory
 
 
+PROGRESS_EVERY = 1_000
+"""Simulated cycles between two calls of `run_pipeline`'s `progress`."""
+
+
 def run_pipeline(layout: PipelineLayout, inputs: Sequence[np.ndarray], max_cycles: int = 2_000_000,
-                 stall: float = 0.0, seed: int = 0) -> PipelineRun:
+                 stall: float = 0.0, seed: int = 0, progress: Callable[[int], None] | None = None) -> PipelineRun:
     """Run the int8 `(C, H, W)` inputs (as many as the layout has slots) through the instances;
-    `stall`: the memory model's probability of withholding a handshake each cycle (seeded)."""
+    `stall`: the memory model's probability of withholding a handshake each cycle (seeded);
+    `progress` is called with the cycles so far every `PROGRESS_EVERY` cycles."""
     assert len(inputs) == layout.images
     config = layout.stages[0].compilation.compiled.config
     memory = pipeline_memory(layout, inputs)
@@ -83,6 +88,8 @@ def run_pipeline(layout: PipelineLayout, inputs: Sequence[np.ndarray], max_cycle
             if ctx.get(dut.done):
                 result["cycles"] = cycle
                 return
+            if progress is not None and cycle % PROGRESS_EVERY == 0:
+                progress(cycle)
             await ctx.tick()
         raise SimulationTimeout(f"the pipeline did not finish {len(inputs)} images in {max_cycles} cycles")
 

@@ -266,7 +266,7 @@ def test_options_are_enumeration_members_and_strings_coerce():
 def test_field_specs_are_public_and_check_one_value():
     """The sweep's API: every field with its path, kind, doc and default; one value checked alone."""
     specs = {spec.path: spec for spec in config_fields()}
-    assert list(specs)[:5] == ["name", "device", "board", "clock_mhz", "pe.rows"]
+    assert list(specs)[:6] == ["name", "device", "board", "clock_mhz", "instances", "pe.rows"]
     assert {spec.section for spec in specs.values()} == {"", "pe", "widths", "buffers", "dram", "energy", "template"}
     assert all(spec.doc and "\n" not in spec.doc for spec in specs.values())
     assert field_spec("template.dma").choices == (DmaSharing.SEPARATE, DmaSharing.SHARED)

@@ -87,9 +87,24 @@ def test_closed_forms_equal_the_step_arrays(config_name):
         assert c.compute_cycles == round(steps.compute.sum())
         assert c.cycles == cost.step_cycles(steps, cost.start_cycles(config))
         tables = cost.sum_tables(shape, config, {d: np.array([sched.tile(d)]) for d in DIMS})
-        totals = cost.layer_totals(shape, config, tables, sched.order, 1)
+        totals = cost.layer_totals(shape, config, tables, [sched.order], 1)
         assert np.ravel(totals.steps)[0] == len(steps.compute)
         assert totals.cycles_lower_bound[0] <= c.cycles
+
+
+@pytest.mark.parametrize("config_name", ["setup_a", "icebreaker"])
+def test_many_schedules_at_once_equal_their_step_arrays(config_name):
+    """The grouped step model of many schedules at once (as the search batches them: mixed
+    tilings and orders, repeats) gives each schedule the cycles of its enumerated steps."""
+    config = any_config(config_name)
+    rng = np.random.default_rng(7)
+    for shape in (ConvShape(37, 19, 23, 17, 12, 9, 3, 3, 2, 2, 1, 1, False),
+                  ConvShape(24, 1, 15, 15, 15, 15, 3, 3, 1, 1, 1, 1, True)):
+        schedules = [Schedule(*(int(rng.integers(1, shape.bound(d) + 1)) for d in DIMS), ORDERS[rng.integers(24)])
+                     for _ in range(12)]
+        schedules += schedules[:3]
+        expected = [cost.step_cycles(cost.step_arrays(shape, s, config), cost.start_cycles(config)) for s in schedules]
+        assert cost.grouped_step_cycles(shape, schedules, config) == expected
 
 
 def test_load_overlap_is_one_loads_fixed_part():

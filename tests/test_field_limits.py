@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, event, given, settings
 
 from cli.main import main
 from field_cases import Case, cases, check, inside_envelope
+from onnx_factory import GraphBuilder
 from common.errors import PlanningError
 from hwgen.config import load_config
 from planner.frontend import load_network
@@ -20,6 +21,7 @@ from planner.pipeline import plan_and_compile
 from planner.plan import plan_network
 from planner.split import split_network
 from sim.golden import run_quantized
+from sim.golden.kernels import conv2d
 from sim.golden.executor import run_layer_quantized
 from sim.golden.calibration import quantize_network
 from sim.rtl_sim import run_rtl
@@ -32,6 +34,15 @@ EXAMPLES = int(os.environ.get("FIELD_EXAMPLES", "30"))
 @given(cases(max_work=2 * 10**5))
 def test_layers_across_the_envelope_run_exact_or_are_refused_at_planning(case):
     event(f"{case.kind}: {check(case, DEFAULT, promised=inside_envelope(case))}")
+
+
+@settings(max_examples=max(1, EXAMPLES // 5), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(cases(max_channels=256, max_size=64, max_work=2 * 10**4))
+def test_layers_across_the_envelope_on_icebreaker(case):
+    """No partial sums, no vector `sum`, 17 DRAM address bits, an SPRAM program memory (cycles
+    unchecked: docs/envelope.md)."""
+    event(f"{case.kind}: {check(case, load_config('icebreaker'), cycle_range=None)}")
 
 
 ISSUE_CASES = [  # failed on main (91bb51a) at compile time with "CONVCFG.kernel_h/stride ... out of range"
@@ -76,16 +87,39 @@ def as_read(x: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
     return padded.transpose(1, 2, 0).reshape(shape)
 
 
-@pytest.mark.parametrize("case", [Case("global_avg", 4, 4, 16, 16, 1, 0, 11), Case("global_max", 4, 4, 16, 16, 1, 0, 12),
-                                  Case("conv", 4, 4, 16, 3, 8, 1, 13)],
-                         ids=["global-avg-16", "global-max-16", "conv-stride-8"])
-def test_split_layers_run_exact_on_the_rtl(case):
+@pytest.mark.parametrize("case, config", [(Case("global_avg", 4, 4, 16, 16, 1, 0, 11), "default"),
+                                          (Case("global_max", 4, 4, 16, 16, 1, 0, 12), "default"),
+                                          (Case("conv", 4, 4, 16, 3, 8, 1, 13), "default"),
+                                          (Case("global_avg", 6, 6, 7, 7, 1, 0, 21), "icebreaker")],
+                         ids=["global-avg-16", "global-max-16", "conv-stride-8", "icebreaker-window-sum-7"])
+def test_split_layers_run_exact_on_the_rtl(case, config):
     net = load_network(case.model())
     qnet = quantize_network(net, np.random.default_rng(0).uniform(-1, 1, (2, *net.input_shape)))
-    flow = plan_and_compile(qnet, DEFAULT)
+    flow = plan_and_compile(qnet, load_config(config))
     x = qnet.input_quant.quantize(np.random.default_rng(1).uniform(-1, 1, qnet.input_shape))
     run = run_rtl(flow.compiled, x)
     assert np.array_equal(run.outputs[qnet.outputs[0]], run_quantized(qnet, x)[qnet.outputs[0]])
+
+
+ICEBREAKER = load_config("icebreaker")
+WINDOW_SUMS = [  # refused on main (16a4f15): global pools as a flattened FC ("no legal tile"), the others "need the
+    # vector operation sum, which configuration 'icebreaker' leaves out"
+    Case("global_avg", 16, 16, 7, 7, 1, 0, 14),
+    Case("avgpool", 8, 8, 12, 3, 1, 1, 15),
+    Case("avgpool", 5, 5, 13, 5, 2, 2, 16),
+    Case("global_avg", 3, 3, 15, 15, 1, 0, 17),
+]
+
+
+@pytest.mark.parametrize("case", WINDOW_SUMS, ids=lambda c: f"{c.kind}-{c.size}-k{c.kernel}-s{c.stride}")
+def test_average_pools_without_a_vector_sum_run_as_depthwise_window_sums(case):
+    """icebreaker's vector unit has no `sum`: an average pool within the kernel fields becomes a
+    depthwise conv with weights 1, C * K * K of them, not a flattened FC (C * H * W * Cp)."""
+    net = load_network(case.model())
+    qnet = quantize_network(net, np.random.default_rng(0).uniform(-1, 1, (2, *net.input_shape)))
+    (layer,) = split_network(qnet, ICEBREAKER).layers
+    assert layer.is_depthwise and layer.kernel == (case.kernel, case.kernel)
+    assert check(case, ICEBREAKER, promised=True) == "exact"
 
 
 @pytest.mark.parametrize("case, config, quantity", [
@@ -93,7 +127,7 @@ def test_split_layers_run_exact_on_the_rtl(case):
     (Case("conv", 2, 4, 20, 17, 1, 0, 0), "default", "kernel 17x17 exceeds the limit 15x15"),
     (Case("maxpool", 4, 4, 64, 2, 11, 0, 0), "default", "stride 11 exceeds the limit 7"),
     (Case("conv", 1, 1, 2048, 1, 1, 0, 0), "default", "input height 2048 exceeds the limit 2047"),
-    (Case("global_avg", 16, 16, 8, 8, 1, 0, 0), "icebreaker", "no legal tile"),
+    (Case("global_avg", 16, 16, 16, 16, 1, 0, 0), "icebreaker", "no legal tile"),
     (Case("conv", 4, 4, 256, 3, 1, 1, 0), "icebreaker", "exceeds the limit 131072 (template.dram_address_bits: 17)"),
 ], ids=["avg-window-16", "conv-kernel-17", "stride-11", "map-2048", "icebreaker-gap-fc", "icebreaker-dram"])
 def test_layers_beyond_the_envelope_are_refused_at_planning(case, config, quantity):
@@ -158,3 +192,36 @@ def test_calibration_in_an_accepted_form_is_read(tmp_path, shape):
     np.save(tmp_path / "cal.npy", np.random.default_rng(0).uniform(0, 1, shape).astype(np.float32))
     assert main(["infer", model, "--calibration", str(tmp_path / "cal.npy"), "--input", str(tmp_path / "x.npy"),
                  "--output", str(tmp_path / "y.npy")]) == 0
+
+
+def _tiny_weight_model(tmp_path) -> tuple[str, list[int]]:
+    """A float conv whose weights (~1e-6) are tiny beside its bias (+-1), and the shifts of its
+    requantization multipliers in_scale * weight_scale / out_scale (about 2**-40, beyond the
+    serial requantizer's 15..30), computed from the scheme of planner/quant.py's docstring."""
+    g = GraphBuilder((1, 4, 8, 8), seed=0)
+    weights = (np.random.default_rng(0).standard_normal((4, 4, 3, 3)) * 1e-6).astype(np.float32)
+    bias = np.linspace(-1, 1, 4).astype(np.float32)
+    y = g.node("Conv", [g.input_name, g.const(weights, "w"), g.const(bias, "b")], pads=[1] * 4)
+    path = tmp_path / "tiny.onnx"
+    onnx.save(g.model(y), path)
+    cal = np.random.default_rng(1).uniform(-1, 1, (4, 4, 8, 8)).astype(np.float32)
+    np.save(tmp_path / "cal.npy", cal)
+    outputs = np.concatenate([conv2d(x.astype(np.float64), weights, (1, 1), (1,) * 4) + bias[:, None, None] for x in cal])
+    scale = lambda low, high: (max(high, 0) - min(low, 0)) / 255  # noqa: E731 (asymmetric int8 over the range)
+    real = scale(cal.min(), cal.max()) * np.abs(weights).max(axis=(1, 2, 3)) / 127 / scale(outputs.min(), outputs.max())
+    return str(path), sorted({15 - int(np.floor(np.log2(m))) for m in real})
+
+
+def test_float_model_with_a_shift_the_serial_requantizer_lacks_is_refused_at_planning(tmp_path, capsys):
+    """Before, `plan` and `inspect --hw icebreaker` accepted the float model and `infer` refused it."""
+    (model, shifts), cal = _tiny_weight_model(tmp_path), str(tmp_path / "cal.npy")
+    assert main(["plan", model, "--hw", "icebreaker", "--calibration", cal, "-o", str(tmp_path / "p.yaml")]) == 2
+    error = capsys.readouterr().err
+    assert error.count("error:") == 1 and f"layer 'conv3': requantization shifts {shifts}" in error and "15..30" in error
+    assert not (tmp_path / "p.yaml").exists()
+    assert main(["infer", model, "--hw", "icebreaker", "--engine", "isa", "--calibration", cal, "--input", cal,
+                 "--output", str(tmp_path / "y.npy")]) == 2  # the same refusal where the program would run
+    assert error.split("error: ")[1] == capsys.readouterr().err.split("error: ")[1]
+    assert main(["inspect", model, "--hw", "icebreaker", "--calibration", cal, "--json"]) == 0
+    assert "requantization shifts" in json.loads(capsys.readouterr().out)["layers"][0]["problem"]
+    assert main(["plan", model, "--hw", "default", "--calibration", cal]) == 0  # its requantizer has every shift

@@ -126,3 +126,20 @@ def test_missing_and_truncated_files(tmp_path):
 def test_all_errors_share_one_base():
     for error in (ModelLoadError, QuantizationError, ShapeError, UnsupportedModelError):
         assert issubclass(error, HwgenError)
+
+
+def test_shape_inference_without_weight_data_equals_onnx_with_it():
+    """`infer_shapes` leaves the weights' data out of ONNX's inference: the shapes are ONNX's own
+    on the whole model, the weights come back in the result and the model passed in is unchanged."""
+    from planner.frontend.model_file import WEIGHT_ELEMENTS, infer_shapes
+
+    g = GraphBuilder((1, 8, 12, 12))
+    x = g.node("Relu", [g.conv("input", 8, 64, k=3)])
+    x = g.node("Resize", [x, "", g.const(np.array([1, 1, 2, 2], np.float32), "scales")], mode="nearest")
+    model = g.model(g.gemm(g.node("Flatten", [g.node("GlobalAveragePool", [x])]), 64, 96))
+    assert sum(int(np.prod(i.dims)) >= WEIGHT_ELEMENTS for i in model.graph.initializer) == 2  # conv, fc weights
+    before = model.SerializeToString()
+    inferred = infer_shapes(model)
+    assert model.SerializeToString() == before
+    reference = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+    assert inferred.SerializeToString() == reference.SerializeToString()

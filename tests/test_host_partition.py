@@ -142,3 +142,37 @@ def test_a_qdq_model_runs_with_its_own_quantization(files, capsys):
     session = onnxruntime.InferenceSession(quantized.SerializeToString(), providers=["CPUExecutionProvider"])
     expected = np.concatenate([session.run(None, {"input": x[None]})[0] for x in inputs(2)])
     np.testing.assert_allclose(np.load(files / "y.npy"), expected, rtol=0, atol=2 / 256)
+
+
+def test_plan_plans_each_segment_and_lists_the_host_parts(tmp_path, capsys):
+    """Each segment's plan equals `hwgen plan` of that segment's model alone; the Sigmoid is a
+    host part between them; --output (one network's plan) is refused in one line."""
+    model = tmp_path / "model.onnx"
+    onnx.save(host_inside_model(), model)
+    assert main(["plan", str(model), "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["host_parts"] == [{"after_segment": 0, "ops": ["Sigmoid"]}]
+    first, _, second = load_parts(host_inside_model())
+    for index, part in enumerate((first, second)):
+        alone = tmp_path / f"segment{index}.onnx"
+        onnx.save(part.model, alone)
+        assert main(["plan", str(alone), "--json"]) == 0
+        expected = json.loads(capsys.readouterr().out)
+        assert record["segments"][index]["total"]["cycles"] == expected["total"]["cycles"]
+        assert record["segments"][index]["total"]["dram_bytes"] == expected["total"]["dram_bytes"]
+    assert record["total"]["cycles"] == sum(s["total"]["cycles"] for s in record["segments"])
+    assert main(["plan", str(model), "-o", str(tmp_path / "plan.json")]) == 2
+    assert capsys.readouterr().err.count("error:") == 1 and not (tmp_path / "plan.json").exists()
+
+
+def test_inspect_shows_the_segments_layers_and_the_host_parts(tmp_path, capsys):
+    model = tmp_path / "model.onnx"
+    onnx.save(host_inside_model(), model)
+    assert main(["inspect", str(model), "--hw", "default", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    first, _, second = load_parts(host_inside_model())
+    assert [[layer["name"] for layer in segment["layers"]] for segment in record["segments"]] == [
+        [layer.name for layer in load_network(part.model).layers] for part in (first, second)]
+    assert all(layer["units"] == ["host", "ulx3s-85f"] for s in record["segments"] for layer in s["layers"])
+    assert record["host_parts"] == [{"after_segment": 0, "ops": ["Sigmoid"]}]
+    assert [tail["ops"] for tail in record["segments"][1]["host_tails"]] == [["Softmax"]]

@@ -11,7 +11,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
 
-from hwgen.config import AcceleratorConfig, config_from_dict
+from hwgen.config import AcceleratorConfig, PartialSums, config_from_dict
 from hwgen.conv_engine import ConvEngine
 from hwgen.isa import Buffer, Instruction, Opcode
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes, input_offset, partial_sums_offset, phase_row_pitch
@@ -157,7 +157,7 @@ def random_case(config: AcceleratorConfig, rng: np.random.Generator, **fixed: in
              "last_group_cols": int(rng.integers(1, C + 1)), "depthwise": int(rng.random() < 0.25),
              "init_from_acc": int(rng.random() < 0.5), "requantize": int(rng.random() < 0.5),
              "in_bank": int(rng.integers(2)), "weight_bank": int(rng.integers(2)), "out_bank": int(rng.integers(2)),
-             "extra_rows": int(rng.integers(2)), "extra_pitch": int(rng.integers(2)), **fixed}
+             "extra_rows": int(rng.integers(2)), "extra_pitch": int(rng.integers(2)), "pool": 0, **fixed}
         width = (f["ow_groups"] - 1) * C + f["last_group_cols"]
         in_rows = (f["out_rows"] - 1) * f["stride"] + f["kernel_h"] + f["extra_rows"]
         pitch = phase_row_pitch((width - 1) * f["stride"] + f["kernel_w"], f["stride"], C) + C * f["extra_pitch"]
@@ -169,7 +169,7 @@ def random_case(config: AcceleratorConfig, rng: np.random.Generator, **fixed: in
                 and in_rows < 1024 and pitch < 4096)
         conv = Instruction.make(Opcode.CONV, **{k: f[k] for k in (
             "in_bank", "weight_bank", "out_bank", "oc_groups", "out_rows", "ow_groups", "last_group_cols",
-            "ic_groups", "depthwise", "init_from_acc", "requantize")})
+            "ic_groups", "depthwise", "init_from_acc", "requantize", "pool")})
         if fits:
             break
     low, high = sorted(int(v) for v in rng.integers(-128, 128, 2))
@@ -310,3 +310,20 @@ def test_in_place_requantization_with_many_oc_groups() -> None:
     cases = [random_case(config, rng, kernel_h=1, kernel_w=1, stride=1, oc_groups=groups, ic_groups=1, out_rows=2,
                          ow_groups=2, init_from_acc=1, requantize=1, depthwise=0) for groups in (3, 8, 12, 16)]
     check(config, cases)
+
+
+@pytest.mark.parametrize("rows, cols, simd, template, pool", [
+    (2, 2, 2, {"max_fused_pool": 2, "postprocess": "serial", "partial_sums": "none"}, 2),
+    (4, 4, 4, {"max_fused_pool": 4}, 2), (2, 4, 2, {"max_fused_pool": 4}, 4)], ids=["serial", "lanes-2", "lanes-4"])
+def test_fused_pool(rows: int, cols: int, simd: int, template: dict, pool: int) -> None:
+    """CONVs with a fused k x k / k max pool (the groups run by row blocks, the running maximum
+    written once per pooled pixel): the accumulator bank equals the ISA simulator's, which pools
+    the requantized map, and the cycles are the unfused CONV's formula; unpooled CONVs between
+    them run as on an engine without the option."""
+    config = make_config(rows, cols, simd, template)
+    rng = np.random.default_rng(rows + cols + pool)
+    pooled = [random_case(config, rng, pool=pool, init_from_acc=0, requantize=1, out_rows=pool * int(rng.integers(1, 3)),
+                          last_group_cols=pool * int(rng.integers(1, cols // pool + 1))) for _ in range(4)]
+    plain = random_case(config, rng, **({} if config.template.partial_sums == PartialSums.KEPT else
+                                        {"init_from_acc": 0, "requantize": 1}))
+    check(config, pooled[:2] + [plain] + pooled[2:])

@@ -135,6 +135,16 @@ def test_shared_memory_slows_concurrent_accelerators():
     assert close(judged_period(unshared, (1, 2), images(problem)), 1.0)
 
 
+def test_port_collisions_slow_concurrent_accelerators_below_saturation():
+    """Two instances, each alone keeping the port busy half of its 1 s layer: side by side they
+    collide in a quarter of their cycles, each losing those, so an image leaves every 1.25 s
+    (1 + 0.5 * 0.5 / 1 by hand), though together they need only the whole bandwidth."""
+    problem = _chain([[math.inf, 1, 1], [math.inf, 1, 1]], dram=[[0, 2.5, 2.5], [0, 2.5, 2.5]], bandwidth=5.0)
+    assert close(judged_period(problem, (1, 2), images(problem)), 1.25)
+    alone = _chain([[math.inf, 1, 1], [math.inf, 1, 1]], dram=[[0, 2.5, 0], [0, 0, 0]], bandwidth=5.0)
+    assert close(judged_period(alone, (1, 2), images(alone)), 1.0)  # nobody to collide with
+
+
 @pytest.mark.parametrize("instance", [(5, 8, 3), (6, 7, 2)])
 def test_simulated_intervals_never_overlap_on_a_unit_and_follow_the_data(instance):
     problem = random_problem(*instance)
@@ -233,6 +243,26 @@ def test_schedule_command_puts_the_softmax_on_the_host_and_writes_the_gantt_char
     assert (tmp_path / "out" / "gantt.png").stat().st_size > 0 and (tmp_path / "out" / "gantt.svg").is_file()
     assert main(["schedule", model, "--solver", "ga", "--images", "36"]) == 0
     assert "period" in capsys.readouterr().out
+
+
+def test_schedule_maps_a_model_with_host_operators_inside(tmp_path, capsys, monkeypatch):
+    """The Sigmoid between the two segments is a host part: only the host runs it, its time is
+    its own model's profile; the segments' layers may go to the instance."""
+    from test_host_partition import host_inside_model
+
+    monkeypatch.setenv("HWGEN_HOST_TIMES", str(tmp_path / "times.json"))
+    model = tmp_path / "host_inside.onnx"
+    onnx.save(host_inside_model(), model)
+    assert main(["schedule", str(model), "--hw", "default", "--cpu-cap", "0"]) == 2
+    assert "(Sigmoid)' runs only on the host, whose CPU cap is 0" in capsys.readouterr().err
+    assert main(["schedule", str(model), "--hw", "default", "--cpu-cap", "5", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    sigmoid = next(name for name in record["mapping"] if name.endswith("(Sigmoid)"))
+    assert record["mapping"][sigmoid] == "host" and record["mapping"]["softmax14_out (Softmax)"] == "host"
+    assert set(record["mapping"]) == {"conv3", sigmoid, "conv8", "gemm13", "softmax14_out (Softmax)"}
+    times = json.loads((tmp_path / "times.json").read_text())
+    assert any("'part'" in key and 0 < value < 1 for key, value in times.items())
+    assert record["host_compute_ms"] <= 0.05 * record["period_ms"] * (1 + 1e-6)
 
 
 @pytest.mark.parametrize("argv, message", [(["--cpu-cap", "150"], "--cpu-cap 150"), (["--images", "3"], "--images 3"),

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from explore.sweep.pareto import FRONTS, pareto_front
+from explore.sweep.pareto import FRONTS, applicable, pareto_front
 
 
 def dominated(p, points) -> bool:
@@ -40,9 +40,12 @@ def test_float_costs_and_named_fronts_use_synthesis_when_measured():
         {"status": "ok", "label": "e", "latency_s": 5e-3, "est_dsp": 40, "est_lut": 5000, "area_pct": 50.0,
          "energy_pj": 5e9},
     ]
-    fronts = {front.name: [row["label"] for row in front.front(rows)] for front in FRONTS}
+    fronts = {front.name: [row["label"] for row in front.front(rows)] for front in applicable(rows)}
     # b's measured 12 DSPs (not its estimate of 20) dominate f's 15
     assert fronts == {"latency_vs_dsp": ["a", "b"], "latency_vs_lut": ["c", "a", "b"], "energy_vs_area": ["c"]}
+    rows[0]["period_s"], rows[2]["period_s"] = 1e-3, 5e-4  # pipelined instances: the period's front appears
+    period = next(front for front in applicable(rows) if front.name == "period_vs_dsp")
+    assert [row["label"] for row in period.front(rows)] == ["a", "c"]
 
 
 def test_of_equal_points_the_front_keeps_the_one_using_least_of_the_device():

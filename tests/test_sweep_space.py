@@ -99,7 +99,7 @@ def test_shipped_spaces_generate_only_valid_configurations(name, size):
 @pytest.mark.parametrize("text, culprit, allowed", [
     ("pe: {rows: [3, 0]}", "pe.rows", "an integer in [1, 256]"),
     ("pe: {simd: [2, 3]}", "pe.simd", "a power of two"),
-    ("pe: {depth: [2]}", "pe.depth", "allowed: clock_mhz, pe.rows"),
+    ("pe: {depth: [2]}", "pe.depth", "allowed: clock_mhz, instances, pe.rows"),
     ("widths: {activation: [8]}", "widths", "allowed: clock_mhz"),
     ("pe: {rows: {min: 2, max: 8}}", "pe.rows", "exactly one of step"),
     ("pe: {rows: {min: 2, max: 8, step: 2, factor: 2}}", "pe.rows", "exactly one of step"),

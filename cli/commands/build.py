@@ -7,7 +7,7 @@ from pathlib import Path
 
 from boards.build import build_board
 from boards.platforms import BOARDS, board
-from cli.commands.common import load_model, quantized
+from cli.commands.common import load_model, quantized, one_instance
 from cli.commands.synth import add_output_arguments, finish
 from cli.flow_progress import FlowProgress
 from hwgen.config import CONFIG_DIR, load_config
@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     target = board(args.board)
     shipped = (CONFIG_DIR / f"{target.name}.yaml").exists()
-    config = load_config(args.hw if args.hw is not None or not shipped else target.name)
+    config = one_instance(load_config(args.hw if args.hw is not None or not shipped else target.name), "build")
     compiled = plan_and_compile(quantized(load_model(args), args, synthetic=True), config).compiled
     out = args.output or Path("rtl_out") / f"{config.name}-{target.name}"
     with FlowProgress(f"building the {target.name} SoC") as progress:

@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from common.errors import InputError
+from common.errors import ConfigError, InputError, UnsupportedModelError
 from planner.zoo import BUILTIN_MODELS, DEFAULT_MODEL, builtin_calibration, resolve_model, synthetic_calibration
 
 if TYPE_CHECKING:
+    from hwgen.config import AcceleratorConfig
+    from planner.frontend.partition import ModelPart
     from planner.ir import Network
     from sim.partitioned import PartitionedNetwork
 
@@ -129,6 +131,18 @@ def quantized(net: Network, args: argparse.Namespace, synthetic: bool = False) -
     return quantize_network(net, samples)
 
 
+def checkable(net: Network, config: AcceleratorConfig, args: argparse.Namespace) -> Network:
+    """`net` as the envelope checks it for `config`: where the configuration bounds the
+    requantization (`planner.envelope.bounds_quantization`) a float model is calibrated first
+    (`quantized`, seeded inputs with a warning when there is no --calibration), so that a shift
+    it cannot apply is refused before a plan is printed."""
+    from planner.envelope import bounds_quantization
+
+    if net.quantized or not bounds_quantization(config):
+        return net
+    return quantized(net, args, synthetic=True)
+
+
 def load_partitioned(args: argparse.Namespace, synthetic: bool = False) -> PartitionedNetwork | None:
     """The MODEL cut into accelerator segments and host parts when it has host operators inside
     (`planner.frontend.partition`), its float segments calibrated from --calibration (or the
@@ -152,3 +166,40 @@ def load_partitioned(args: argparse.Namespace, synthetic: bool = False) -> Parti
                  f"{len(samples)} seeded N(0, 1) inputs (cycles and traffic hold, accuracy does not)")
     name = Path(args.model).stem if str(args.model).endswith(".onnx") else str(args.model)
     return partitioned_network(name, parts, None if samples is None else samples.reshape(len(samples), *dims))
+
+
+def one_instance(config: AcceleratorConfig, command: str) -> AcceleratorConfig:
+    """`config` if it describes one accelerator instance; `hwgen COMMAND` makes no more."""
+    if config.instances > 1:
+        raise ConfigError(f"configuration {config.name!r}: instances: {config.instances}; `hwgen {command}` makes one "
+                          "instance (the board SoC, the bridge and the runtime for several are not written); allowed: "
+                          "instances: 1 (`hwgen schedule` and `hwgen sweep` plan several, docs/units.md)")
+    return config
+
+
+def model_segments(args: argparse.Namespace) -> tuple[list[Network], tuple[ModelPart, ...]]:
+    """The MODEL's accelerator segments (float or quantized as stored, for commands that need
+    shapes only) and, for a model with host operators inside, its chain of parts (none when the
+    whole model runs on the accelerator: it is split only if it does not load whole)."""
+    from planner.frontend import load_network, load_parts
+
+    try:
+        return [load_model(args)], ()
+    except UnsupportedModelError as error:
+        parts = load_parts(resolve_model(args.model), args.input_shape)
+        if len(parts) == 1:
+            raise error
+    return [load_network(part.model) for part in parts if not part.on_host], parts
+
+
+def shape_segments(args: argparse.Namespace) -> tuple[list[Network], list[dict]]:
+    """`model_segments` with its host parts described: `after_segment` (the index of the segment
+    before it, -1 for none) and `ops` (its operators)."""
+    segments, parts = model_segments(args)
+    host_parts, before = [], -1
+    for part in parts:
+        if part.on_host:
+            host_parts.append({"after_segment": before, "ops": [node.op_type for node in part.model.graph.node]})
+        else:
+            before += 1
+    return segments, host_parts

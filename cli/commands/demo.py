@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 
+from cli.commands.common import one_instance
 from cli.commands.inspect import render_table
 from planner.envelope import network_problems
 from hwgen.config import load_config
@@ -39,7 +40,7 @@ def accuracy(predictions: list[int], labels: np.ndarray) -> float:
 def run(args: argparse.Namespace) -> int:
     console = make_console()
     net = load_network(DIGITS_MODEL_PATH)
-    config = load_config(args.hw)
+    config = one_instance(load_config(args.hw), "demo")
     console.print(render_table(net, network_problems(net, config), config))
     qnet = quantize_network(net, calibration_inputs())
     _, _, x_test, y_test = load_digits_split()

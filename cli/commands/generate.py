@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 
 from hwgen.accelerator import Accelerator
-from cli.commands.common import add_calibration_argument, load_model, quantized
+from cli.commands.common import add_calibration_argument, load_model, quantized, one_instance
 from hwgen.config import load_config
 from hwgen.verilog import TOP, emit
 from hwgen.program import Program
@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = load_config(args.hw)
+    config = one_instance(load_config(args.hw), "generate")
     out = check_output_folder(args.output or Path("rtl_out") / config.name, "--output")
     if args.program is not None:
         program = Program.load(args.program)

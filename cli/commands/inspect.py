@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from rich import box
 from rich.table import Table
 
-from cli.commands.common import add_model_argument, load_model
+from cli.commands.common import add_calibration_argument, add_model_argument, checkable, shape_segments
 from common.console import make_console
 from planner.ir import Layer, Network
 
@@ -26,6 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_model_argument(parser)
     parser.add_argument("--hw", default=None, metavar="CFG",
                         help="mark the layers this hardware configuration (YAML or shipped name) cannot compile")
+    add_calibration_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(func=run)
 
@@ -50,9 +51,9 @@ def layer_record(layer: Layer, problem: str | None = None, config: AcceleratorCo
     }
 
 
-def network_record(net: Network, config: AcceleratorConfig | None) -> dict:
-    """The JSON record of `net`; with `config`, each layer's `problem` on it (else null)."""
-    problems = {} if config is None else _problems(net, config)
+def network_record(net: Network, config: AcceleratorConfig | None, problems: dict[str, str]) -> dict:
+    """The JSON record of `net`; with `config`, each layer's `problem` on it (`problems`: layer
+    name -> why not; else null)."""
     return {
         "name": net.name,
         "config": None if config is None else config.name,
@@ -111,18 +112,25 @@ def render_table(net: Network, problems: dict[str, str] | None = None, config: A
 
 
 def run(args: argparse.Namespace) -> int:
-    net = load_model(args)
     config = None
     if args.hw is not None:  # (the configuration's checks import the hardware library: only when asked)
         from hwgen.config import load_config
 
         config = load_config(args.hw)
+    segments, host_parts = shape_segments(args)
+    checked = segments if host_parts or config is None else [checkable(segments[0], config, args)]  # whole: calibrated
+    problems = [{} if config is None else _problems(net, config) for net in checked]
     if args.json:
-        print(json.dumps(network_record(net, config), indent=2))
+        records = [network_record(net, config, found) for net, found in zip(segments, problems)]
+        print(json.dumps({"segments": records, "host_parts": host_parts} if host_parts else records[0], indent=2))
         return 0
-    problems = {} if config is None else _problems(net, config)
     console = make_console()
-    console.print(render_table(net, problems, config))
-    for problem in problems.values():
-        console.print(f"not compilable: {problem}", markup=False, highlight=False)
+    for index, (net, found) in enumerate(zip(segments, problems)):
+        if host_parts:
+            console.print(f"accelerator segment {index}:")
+        console.print(render_table(net, found, config))
+        for problem in found.values():
+            console.print(f"not compilable: {problem}", markup=False, highlight=False)
+        for host in (h for h in host_parts if h["after_segment"] == index):
+            console.print(f"host part after segment {index}: {', '.join(host['ops'])} (units: host, onnxruntime)")
     return 0

@@ -16,7 +16,7 @@ from boards.platforms import BOARDS, Board, board
 from boards.runtime import Inference, Runtime
 from boards.sdram.soc_transport import VerilatedSoc, power_up_noise
 from boards.transport import SerialTransport, SimulatedTransport, Transport
-from cli.commands.common import add_calibration_argument, add_model_argument, load_model, load_partitioned, quantized
+from cli.commands.common import add_calibration_argument, add_model_argument, load_model, load_partitioned, quantized, one_instance
 from cli.commands.infer import output_array, read_float_input, read_input, save_outputs
 from cli.simulation_progress import SimulationProgress, preparing
 from hwgen.config import CONFIG_DIR, AcceleratorConfig, load_config
@@ -85,7 +85,7 @@ def board_config(chosen: Board, hw: str | None):
             raise ConfigError(f"no shipped configuration for board {chosen.name!r}; give --hw CFG (the one its "
                               f"bitstream was built with)")
         hw = chosen.name
-    return load_config(hw)
+    return one_instance(load_config(hw), "run")
 
 
 def simulated_board(chosen: Board, compiled: CompiledNetwork, baud: int, load: str) -> SimulatedTransport | VerilatedSoc:

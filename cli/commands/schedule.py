@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from cli.commands.common import add_model_argument, load_model
+from cli.commands.common import add_model_argument, model_segments
 from common.errors import InputError
 
 SOLVERS = ("ilp", "ga")
@@ -14,13 +14,14 @@ SOLVERS = ("ilp", "ga")
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "schedule", description="Map a network's layers onto the host CPU (onnxruntime) and one accelerator instance "
-        "per --hw, each unit owning a stage of a pipeline over a stream of images; print each unit's share, the "
-        "period and the latency, and write a Gantt chart of the steady state (docs/schedule.md).")
+        "schedule", description="Map a network's layers onto the host CPU (onnxruntime) and the accelerator "
+        "instances of each --hw (its `instances` field), each unit owning a stage of a pipeline over a stream of "
+        "images; print each unit's share, the period and the latency, and write a Gantt chart of the steady state "
+        "(docs/schedule.md).")
     add_model_argument(parser)
     parser.add_argument("--hw", action="append", metavar="CFG",
-                        help="an accelerator instance: hardware YAML or shipped name; repeat for several instances "
-                        "(default: one instance of default)")
+                        help="accelerator instances: hardware YAML or shipped name, as many as its `instances` field "
+                        "(1 by default); repeat for more (default: one instance of default)")
     parser.add_argument("--fmax-report", action="append", metavar="DIR", default=[],
                         help="a `hwgen synth`/`build` output folder whose post-place-and-route Fmax clocks the "
                         "instance of the same position among the --hw (default: each configuration's clock)")
@@ -53,7 +54,9 @@ def _units(args: argparse.Namespace) -> list:
         if index < len(args.fmax_report):
             report = load_report(Path(args.fmax_report[index]))
             fmax = report.fmax_mhz.get("sync", min(report.fmax_mhz.values(), default=None))
-        units.append(accelerator_unit(load_config(spec), f"acc{index}", fmax))
+        config = load_config(spec)
+        for _ in range(config.instances):
+            units.append(accelerator_unit(config, f"acc{len(units) - 1}", fmax))
     return units
 
 
@@ -106,9 +109,12 @@ def run(args: argparse.Namespace) -> int:
     from scheduler.costs import build_problem
     from scheduler.simulator import evaluate
 
-    net = load_model(args)
+    from scheduler.units import network_workload, partitioned_workload
+
+    segments, parts = model_segments(args)
+    work = network_workload(segments[0]) if not parts else partitioned_workload(args.model, parts, tuple(segments))
     units = _units(args)
-    problem = build_problem(net, units, _cap(args))
+    problem = build_problem(work, units, _cap(args))
     images = args.images or 4 * (2 * problem.m + 3)
     if images < 4 * (2 * problem.m + 3):
         raise InputError(f"--images {images}: allowed: at least {4 * (2 * problem.m + 3)} for {problem.m} units "
@@ -125,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
 
         out = Path(args.output)
         out.mkdir(parents=True, exist_ok=True)
-        save_gantt(verdict.run, problem.units, verdict.period, f"{net.name}: steady state, period "
+        save_gantt(verdict.run, problem.units, verdict.period, f"{work.name}: steady state, period "
                    f"{verdict.period * 1e3:.4g} ms", out)
         atomic_write_text(out / "schedule.json", json.dumps(record, indent=1))
     if args.json:

@@ -40,6 +40,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="; ".join(f"{n}: {ENGINES[n].description}" for n in PROGRAM_ENGINES) + " (default: isa)")
     parser.add_argument("--input", type=Path, metavar="X.npy", help="input array (its first sample is used)")
     parser.add_argument("--vcd", metavar="FILE", help="write a waveform (RTL engines)")
+    parser.add_argument("--images", type=int, metavar="K",
+                        help="a configuration with several instances: images streamed through their pipeline "
+                        "(default: 4; --engine amaranth)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     add_calibration_argument(parser)
     parser.set_defaults(func=run)
@@ -92,7 +95,7 @@ def show(record: dict, config: AcceleratorConfig) -> None:
     console.print(f"`hwgen plan` sums the layers planned alone: {record['plan_cycles']:,} cycles ({-difference:+,})", style="dim")
 
 
-def run_partitioned(args: argparse.Namespace, partitioned: PartitionedNetwork) -> int:
+def run_partitioned(args: argparse.Namespace, partitioned: PartitionedNetwork, config: AcceleratorConfig) -> int:
     """Every accelerator segment on the engine (each checked against the golden model on the int8
     input the chain gives it), host parts in onnxruntime, the outputs against the float model's."""
     if args.layer is not None or args.vcd is not None:
@@ -102,7 +105,6 @@ def run_partitioned(args: argparse.Namespace, partitioned: PartitionedNetwork) -
         x = read_float_input(args.input, partitioned)[:1]
     else:
         x = np.random.default_rng(0).standard_normal((1, *partitioned.input_dims)).astype(np.float32)
-    config = load_config(args.hw)
     records = []
 
     def run_segment(net: Network, batch: np.ndarray) -> dict[str, np.ndarray]:
@@ -139,15 +141,25 @@ def check_vcd(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_vcd(args)
+    config = load_config(args.hw)
+    if config.instances == 1 and args.images is not None:
+        raise InputError(f"--images {args.images}: configuration {config.name!r} has one instance; allowed: --images "
+                         "only with several (`instances` in the configuration)")
     partitioned = load_partitioned(args, synthetic=True)
     if partitioned is not None:
-        return run_partitioned(args, partitioned)
+        if config.instances > 1:
+            raise InputError(f"{args.model} has host operators inside; configuration {config.name!r} has "
+                             f"{config.instances} instances; allowed: one instance for such a model")
+        return run_partitioned(args, partitioned, config)
     net = quantized(load_model(args), args, synthetic=True)
+    if config.instances > 1:
+        from cli.commands.simulate_instances import run_instances  # the scheduler: only for several instances
+
+        return run_instances(args, net, config)
     x = default_input(args, net)
     if args.layer is not None:
         layer_net = single_layer_network(net, args.layer)
         x, net = run_quantized(net, x)[layer_net.input_name], layer_net
-    config = load_config(args.hw)
     _, record = measured(args.engine, net, x, config, args.vcd)
     if args.json:
         print(json.dumps(record, indent=2))

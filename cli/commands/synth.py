@@ -8,7 +8,7 @@ from pathlib import Path
 from boards.devices import DEVICES, device
 from boards.report import BuildReport
 from boards.synth import synth_report
-from cli.commands.common import add_calibration_argument, load_model, quantized
+from cli.commands.common import add_calibration_argument, load_model, quantized, one_instance
 from cli.flow_progress import FlowProgress
 from hwgen.config import load_config
 from common.console import make_console
@@ -68,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     dev = device(args.device)
-    config = load_config(args.hw)
+    config = one_instance(load_config(args.hw), "synth")
     program = plan_and_compile(quantized(load_model(args), args, synthetic=True), config).compiled.program
     out = args.output or Path("rtl_out") / f"{config.name}-{dev.name}"
     with FlowProgress(f"synthesizing {config.name} on {dev.name}") as progress:

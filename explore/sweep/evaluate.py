@@ -2,6 +2,11 @@
 layer, reused across points by `explore.sweep.reuse`), estimate resources, check them against
 the device and, with synthesis, measure area and Fmax.
 
+A point of a space that sweeps `instances` (or whose configuration has several) is also
+scheduled as a pipeline on its instances (`scheduler.instances`): its latency, period and images/s
+are the pipeline's, its resources `instances` times one instance's (the memory arbiter's few
+cells left out; a synthesis measures one instance).
+
 A point ends in one of three states: `ok`; `infeasible` (the configuration is invalid or not
 generatable, the network has no legal plan on it, or the estimate exceeds the device — such a
 point is never synthesized), with the reason; `failed` (an unexpected error, a tool crash or a
@@ -10,7 +15,7 @@ timeout, recorded by `explore.sweep.runner`), with the error.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from boards.devices import Device, Resources, device as find_device
@@ -23,6 +28,7 @@ from explore.sweep.resources import estimate
 from explore.sweep.reuse import LayerMemo, NetworkTotals, network_totals
 from explore.sweep.synth_job import synthesize
 from planner.zoo import resolve_model
+from scheduler.instances import pipeline_figures
 
 OK, INFEASIBLE, FAILED = "ok", "infeasible", "failed"
 RESOURCES = ("lut", "ff", "dsp", "bram", "spram")
@@ -80,6 +86,22 @@ def timing(cycles: int, mhz: float) -> dict:
     return {"latency_s": seconds, "throughput_ips": 1 / seconds if seconds else 0.0}
 
 
+def pipelined(task: Task, config: AcceleratorConfig) -> bool:
+    """Whether the point is judged as a pipeline on its instances (module docstring)."""
+    return config.instances > 1 or "instances" in task.values
+
+
+def pipeline_timing(net: Network, config: AcceleratorConfig, mhz: float) -> dict:
+    """Latency, period and images/s of `config`'s instances pipelining `net` at `mhz`."""
+    figures = pipeline_figures(net, config, mhz)
+    return {"latency_s": figures.latency_s, "period_s": figures.period_s, "throughput_ips": 1 / figures.period_s,
+            "instances": config.instances, "stages": len(figures.stages)}
+
+
+def times(resources: Resources, count: int) -> Resources:
+    return Resources(**{name: count * getattr(resources, name) for name in RESOURCES})
+
+
 def over_device(used: Resources, device: Device) -> list[str]:
     """The resources `used` needs beyond the device's totals, e.g. `dsp 160 > 156`."""
     return [f"{name} {getattr(used, name)} > {getattr(device.totals, name)}" for name in RESOURCES
@@ -106,20 +128,28 @@ def evaluate_point(task: Task) -> dict:
         plan = network_totals(network(task.model), config, Objective(task.objective), LAYER_MEMO)
     except PlanningError as error:
         return record(task, INFEASIBLE, f"plan: {error}")
-    fields = plan_metrics(plan, config) | timing(plan.cycles, config.clock_mhz)
+    pipeline = pipelined(task, config)
+    try:
+        clocked = (pipeline_timing(network(task.model), config, config.clock_mhz) if pipeline
+                   else timing(plan.cycles, config.clock_mhz))
+    except PlanningError as error:
+        return record(task, INFEASIBLE, f"schedule: {error}")
+    fields = plan_metrics(plan, config) | clocked
     if task.device is None:
         return record(task, OK, **fields, seconds=time.perf_counter() - start)
     device = find_device(task.device)
-    used = estimate(config, device.family)
+    one = replace(config, instances=1)
+    used = times(estimate(one, device.family), config.instances)
     fields |= prefixed("est", used) | {"area_pct": area_pct(used, device)}
     excess = over_device(used, device)
     if excess:
         return record(task, INFEASIBLE, f"exceeds {device.name}: {', '.join(excess)}", **fields,
                       seconds=time.perf_counter() - start)
     if task.synth:
-        report = synthesize(task.device, config, task.workdir, task.timeout)
-        used = Resources(**{name: report["resources"][name] for name in RESOURCES})
+        report = synthesize(task.device, one, task.workdir, task.timeout)
+        used = times(Resources(**{name: report["resources"][name] for name in RESOURCES}), config.instances)
         fields |= prefixed("synth", used) | {"fmax_mhz": report["fmax_mhz"], "timing_met": report["timing_met"],
                                              "build_seconds": report["build_seconds"]}
-        fields |= timing(plan.cycles, report["fmax_mhz"]) | {"area_pct": area_pct(used, device)}
+        fields |= (pipeline_timing(network(task.model), config, report["fmax_mhz"]) if pipeline
+                   else timing(plan.cycles, report["fmax_mhz"])) | {"area_pct": area_pct(used, device)}
     return record(task, OK, **fields, seconds=time.perf_counter() - start)

@@ -10,14 +10,15 @@ from pathlib import Path
 
 from boards.devices import Device
 from common.files import atomic_write_text
-from explore.sweep.pareto import FRONTS
+from explore.sweep.pareto import applicable
 from explore.sweep.plots import plot_fronts
 from explore.sweep.summary import markdown
 
 LEADING = ("index", "label", "status")
-METRICS = ("cycles", "latency_s", "throughput_ips", "energy_pj", "dram_bytes", "utilization", "macs_per_cycle",
-           "clock_mhz", "est_lut", "est_ff", "est_dsp", "est_bram", "est_spram", "synth_lut", "synth_ff", "synth_dsp",
-           "synth_bram", "synth_spram", "fmax_mhz", "timing_met", "build_seconds", "area_pct", "seconds")
+METRICS = ("cycles", "latency_s", "period_s", "throughput_ips", "stages", "energy_pj", "dram_bytes", "utilization",
+           "macs_per_cycle", "clock_mhz", "est_lut", "est_ff", "est_dsp", "est_bram", "est_spram", "synth_lut",
+           "synth_ff", "synth_dsp", "synth_bram", "synth_spram", "fmax_mhz", "timing_met", "build_seconds", "area_pct",
+           "seconds")
 TRAILING = ("key", "reason")
 
 
@@ -40,7 +41,7 @@ def fronts_document(rows: Sequence[dict]) -> dict:
     return {front.name: {"x": front.x_label, "y": front.y_label,
                          "points": [{"index": r["index"], "label": r["label"], "key": r["key"],
                                      "x": front.x(r), "y": front.y(r)} for r in front.front(rows)]}
-            for front in FRONTS}
+            for front in applicable(rows)}
 
 
 def write_outputs(directory: Path, rows: Sequence[dict], configs: Sequence[dict], swept: Sequence[str],
@@ -53,6 +54,7 @@ def write_outputs(directory: Path, rows: Sequence[dict], configs: Sequence[dict]
                                                                  "swept": list(swept), "points": points}, indent=1)),
         atomic_write_text(directory / "fronts.json", json.dumps(fronts_document(rows), indent=1)),
     ]
-    paths += plot_fronts(FRONTS, rows, directory, title, device)
-    paths.append(atomic_write_text(directory / "summary.md", markdown(rows, FRONTS, title, context, swept)))
+    fronts = applicable(rows)
+    paths += plot_fronts(fronts, rows, directory, title, device)
+    paths.append(atomic_write_text(directory / "summary.md", markdown(rows, fronts, title, context, swept)))
     return paths

@@ -56,6 +56,7 @@ class Front:
     x: Callable[[dict], float | None]
     y: Callable[[dict], float | None]
     limit: Callable[[Resources], float]  # the device's bound on x
+    always: bool = True  # False: only in sweeps where some row has both values (`applicable`)
 
     def eligible(self, rows: Sequence[dict], status: str = OK) -> list[dict]:
         """Rows with `status` that have both values."""
@@ -71,6 +72,15 @@ FRONTS = (
           lambda row: resource(row, "dsp"), scaled("latency_s", 1e3), lambda totals: totals.dsp),
     Front("latency_vs_lut", "Latency vs LUTs", "LUTs", "latency per inference (ms)",
           lambda row: resource(row, "lut"), scaled("latency_s", 1e3), lambda totals: totals.lut),
+    Front("period_vs_dsp", "Period vs DSP blocks (pipelined instances)", "DSP blocks", "period per image (ms)",
+          lambda row: resource(row, "dsp"), scaled("period_s", 1e3), lambda totals: totals.dsp, always=False),
     Front("energy_vs_area", "Energy vs area", "area: use of the device's most used resource (%)",
           "energy per inference (mJ)", scaled("area_pct"), scaled("energy_pj", 1e-9), lambda totals: 100.0),
 )
+
+
+def applicable(rows: Sequence[dict]) -> tuple[Front, ...]:
+    """The fronts a sweep's outputs show: every front that is `always` shown, and the others
+    where some row has both values (the period only where instances are explored)."""
+    return tuple(front for front in FRONTS
+                 if front.always or any(front.x(row) is not None and front.y(row) is not None for row in rows))

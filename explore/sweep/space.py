@@ -44,13 +44,14 @@ SWEEPABLE: dict[str, tuple[str, ...]] = {
     "dram": ("bus_width_bits", "bandwidth_bytes_per_cycle", "latency_cycles", "burst_beats"),
     "template": tuple(spec.name for spec in config_fields() if spec.section == "template"),
 }
-"""Fields a space may sweep, by config section; `clock_mhz` may be swept at the top level too."""
-TOP_LEVEL = ("clock_mhz",)
+"""Fields a space may sweep, by config section; `clock_mhz` and `instances` at the top level too."""
+TOP_LEVEL = ("clock_mhz", "instances")
 RANGE_KEYS = ("min", "max", "step", "factor")
 MAX_POINTS = 1_000_000
 SHORT = {"pe.rows": "r", "pe.cols": "c", "pe.simd": "s", "buffers.input_bytes": "in", "buffers.weight_bytes": "w",
          "buffers.output_bytes": "out", "dram.bus_width_bits": "bus", "dram.bandwidth_bytes_per_cycle": "bw",
-         "dram.latency_cycles": "lat", "dram.burst_beats": "burst", "clock_mhz": "f"}
+         "dram.latency_cycles": "lat", "dram.burst_beats": "burst", "clock_mhz": "f",
+         "instances": "k"}
 """Short names of the fields in point labels (template options appear as `name=value`)."""
 Value = float | int | bool | str | tuple[str, ...]
 

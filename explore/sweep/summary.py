@@ -29,6 +29,7 @@ def _edp(row: dict) -> float | None:
 
 GOALS = (
     Goal("latency", "ms per inference", scaled("latency_s", 1e3)),
+    Goal("period", "ms per image of a stream (pipelined instances)", scaled("period_s", 1e3)),
     Goal("energy", "mJ per inference", scaled("energy_pj", 1e-9)),
     Goal("DRAM traffic", "MB per inference", scaled("dram_bytes", 1e-6)),
     Goal("energy-delay product", "mJ x ms", _edp),

@@ -25,6 +25,10 @@ class AcceleratorConfig(Section):
     device: str = setting(Text(), "the FPGA part (e.g. `LFE5U-85F`, `iCE40UP5K`)", "generic")
     board: str = setting(Text(), "the board (`boards/`)", "none")
     clock_mhz: float = setting(Number(1, 2000, integer=False), "MHz of the accelerator's clock")
+    instances: int = setting(Number(1, 8), "accelerator instances of this configuration sharing main memory, each "
+                             "running a stage of the network as a pipeline over images (`hwgen schedule`, "
+                             "`hwgen sweep`; docs/units.md); `generate`, `synth`, `build`, `run` and `demo` make one",
+                             1)
     pe: PEArray
     widths: Widths
     buffers: Buffers

@@ -118,6 +118,14 @@ def _spram_banks_fit(config: AcceleratorConfig) -> str | None:
     return None
 
 
+@rule("instances", "above 1 only with `template.program_memory` other than `spram`")
+def _instances_run_programs_from_rom(config: AcceleratorConfig) -> str | None:
+    if config.instances > 1 and config.template.program_memory == ProgramMemory.SPRAM:
+        return (f"{config.instances} instances need their programs in ROM (hwgen.pipeline); this config has "
+                "template.program_memory: spram; allowed here: 1")
+    return None
+
+
 @rule("dram.bandwidth_bytes_per_cycle", "at most `dram.bus_width_bits / 8`")
 def _bandwidth_within_bus(config: AcceleratorConfig) -> str | None:
     dram = config.dram
@@ -145,6 +153,15 @@ def _param_bank_holds_the_rows(config: AcceleratorConfig) -> str | None:
     if channels < rows:
         return (f"{channels} must be at least pe.rows ({rows}); allowed here: a power of two in "
                 f"[{max(rows, 16)}, 1024]")
+    return None
+
+
+@rule("template.max_fused_pool", "at most `pe.cols`")
+def _fused_pool_within_a_group(config: AcceleratorConfig) -> str | None:
+    pool, cols = config.template.max_fused_pool, config.pe.cols
+    if pool > cols:
+        return (f"{pool} exceeds pe.cols ({cols}): a pool window must lie within a group's {cols} output columns; "
+                f"allowed here: a power of two in [1, {1 << (cols.bit_length() - 1)}]")
     return None
 
 

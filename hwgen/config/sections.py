@@ -197,6 +197,8 @@ class Template(Section, key="template"):
     queue_kinds: QueueKinds = setting(Choice(QueueKinds), "a queue head's kind (WAIT, SIGNAL, command) `decoded` "
                                       "from its opcode, or a one-hot kind `registered` beside each entry",
                                       QueueKinds.DECODED)
+    max_fused_pool: int = setting(Number(1, 4, power_of_two=True), "the largest k of a k x k / k max pool the "
+                                  "convolution engine computes in its output path (1: none; at most `pe.cols`)", 1)
 
     @property
     def vector_unit(self) -> bool:

@@ -19,6 +19,7 @@ class ConvCommand(wiring.Component):
     - `conv`: the command's CONV payload;
     - `set_records`: records of a full pixel set (`C` pixels); `last_records`: of the last pixel
       set of a row (with `compiler_steps`, `last_group_cols <= C`: a few adders, no multiplier);
+      with a fused pool of k, of the pooled pixels (`C / k`, `last_group_cols / k`);
     - `partials`: with `partial_sums`, the word offset of the int32 partial sums (`hwgen.layout`).
     """
 
@@ -38,14 +39,19 @@ class ConvCommand(wiring.Component):
         m = Module()
         p, new = self.params, self.new
         log_c = exact_log2(p.cols)
+        pool_log = p.pool_log(new.pool)
+        set_records = new.oc_groups << log_c
+        last_cols = new.last_group_cols
+        if p.pools:  # records of pooled pixels: C / k and last_group_cols / k a set
+            set_records, last_cols = set_records >> pool_log, last_cols >> pool_log
         if p.compiler_steps:  # last_group_cols <= C: a few adders
-            last_records_product = shift_add(new.oc_groups, new.last_group_cols[:ceil_log2(p.cols + 1)])
+            last_records_product = shift_add(new.oc_groups, last_cols[:ceil_log2(p.cols + 1)])
         else:
-            last_records_product = new.last_group_cols * new.oc_groups
+            last_records_product = last_cols * new.oc_groups
         with m.If(self.start):
             m.d.sync += [
                 self.conv.eq(new),
-                self.set_records.eq(new.oc_groups << log_c),
+                self.set_records.eq(set_records),
                 self.last_records.eq(last_records_product),
             ]
         if p.partial_sums:

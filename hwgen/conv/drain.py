@@ -2,7 +2,7 @@
 channels' parameters (or partial sums) as the bias."""
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import ReadPort
 from amaranth.lib.wiring import In, Out
@@ -17,8 +17,10 @@ PARAM_RECORD = data.StructLayout({"bias": signed(32), "multiplier": unsigned(16)
 
 def beat_layout(params: ConvParams) -> data.StructLayout:
     """What follows a drain beat through the post-processing: its record and whether it is written
-    (a column of the group)."""
-    return data.StructLayout({"record": params.acc_bits, "write": 1})
+    (a column of the group; with a fused pool, the last of its pooled pixel's window), and with
+    fused pools whether it starts its window (`first`) and the window's `slot` in the group."""
+    pool = {"first": 1, "slot": range(params.cols // 2)} if params.pools else {}
+    return data.StructLayout({"record": params.acc_bits, "write": 1, **pool})
 
 
 class ConvDrain(wiring.Component):
@@ -51,6 +53,7 @@ class ConvDrain(wiring.Component):
             "ocg": In(params.group_bits),
             "record": In(params.acc_bits),
             "owg_wrap": In(1),
+            **({"top": In(1), "bottom": In(1)} if params.pools else {}),
             "conv": In(PAYLOADS[Opcode.CONV]),
             "convcfg": In(PAYLOADS[Opcode.CONVCFG]),
             "drain": drain,
@@ -65,21 +68,27 @@ class ConvDrain(wiring.Component):
         m = Module()
         p, conv, cfg, drain, post = self.params, self.conv, self.convcfg, self.drain, self.post
         R, C = p.rows, p.cols
-        group_meta = Signal(data.StructLayout({"ocg": 8, "record": p.acc_bits, "cols": range(C + 1)}))
+        rows = {"top": 1, "bottom": 1} if p.pools else {}  # the group is its row block's first, last row
+        group_meta = Signal(data.StructLayout({"ocg": 8, "record": p.acc_bits, "cols": range(C + 1), **rows}))
         m.d.comb += [group_meta.ocg.eq(self.ocg), group_meta.record.eq(self.record),
                      group_meta.cols.eq(Mux(self.owg_wrap, conv.last_group_cols, C))]
+        if p.pools:
+            m.d.comb += [group_meta.top.eq(self.top), group_meta.bottom.eq(self.bottom)]
         meta_valid, meta = delay_queue(m, group_meta, self.issue & self.last_step, p.latency, C * p.interval, "meta",
                                        valid=self.loaded)
         drain_record = Signal(p.acc_bits)
         drain_col, drain_cols = Signal(range(C + 1)), Signal(range(C + 1))
         beat = self.beat
         m.d.comb += beat.eq(drain.valid & drain.ready)
-        with m.If(beat):
-            m.d.sync += [drain_record.eq(drain_record + conv.oc_groups), drain_col.eq(drain_col + 1)]
-        with m.If(meta_valid):
-            m.d.sync += [drain_record.eq(meta.record), drain_col.eq(0), drain_cols.eq(meta.cols)]
+        record_step = conv.oc_groups
         m.d.comb += [self.param.addr.eq(meta.ocg), self.param.en.eq(meta_valid),
                      self.beat_meta.record.eq(drain_record), self.beat_meta.write.eq(drain_col < drain_cols)]
+        if p.pools:
+            record_step = self._pool_beat(m, meta_valid, meta, drain_col, drain_cols)
+        with m.If(beat):
+            m.d.sync += [drain_record.eq(drain_record + record_step), drain_col.eq(drain_col + 1)]
+        with m.If(meta_valid):
+            m.d.sync += [drain_record.eq(meta.record), drain_col.eq(0), drain_cols.eq(meta.cols)]
         params = data.View(data.ArrayLayout(PARAM_RECORD, R), self.param.data)
         layer = post.payload.layer
         m.d.comb += [
@@ -100,3 +109,19 @@ class ConvDrain(wiring.Component):
             with m.If(conv.init_from_acc):
                 m.d.comb += [post.payload.bias[r].eq(partial_sums[r]) for r in range(R)]
         return m
+
+    def _pool_beat(self, m: Module, meta_valid, meta, drain_col: Signal, drain_cols: Signal):
+        """A fused pool's beat: its window's slot, whether it starts the window (the block's top
+        row, the window's first column) and is written (bottom row, last column); the record
+        moves to the next pooled pixel after a window's last column (returned: the step)."""
+        p, conv, out = self.params, self.conv, self.beat_meta
+        pool_log = p.pool_log(conv.pool)
+        mask = (Const(1, 3) << pool_log) - 1
+        top, bottom = Signal(), Signal()
+        with m.If(meta_valid):
+            m.d.sync += [top.eq(meta.top), bottom.eq(meta.bottom)]
+        column = drain_col & mask
+        window_end = column == mask
+        m.d.comb += [out.first.eq(top & (column == 0)), out.slot.eq(drain_col >> pool_log),
+                     out.write.eq((drain_col < drain_cols) & bottom & window_end)]
+        return Mux(window_end, conv.oc_groups, 0)

@@ -21,7 +21,9 @@ class ConvLoopEnds(wiring.Component):
     - `convcfg`: the CONVCFG payload; `idle`: the engine is idle; `issue`: a step enters the array;
     - `wraps`: the loop-end flags; `last_step`: the group's last step; `done`: the command's last
       group;
-    - `kw`: the kernel column of the step; `ocg`: the group's oc group.
+    - `kw`: the kernel column of the step; `ocg`: the group's oc group;
+    - `top` (with fused pools): the group is the first row of its row block; with a CONV's
+      `pool` k > 1 the groups run as (row block of k rows, ow group, oc group, row of the block).
     """
 
     def __init__(self, params: ConvParams):
@@ -38,6 +40,7 @@ class ConvLoopEnds(wiring.Component):
             "done": Out(1),
             "kw": Out(4),
             "ocg": Out(params.group_bits),
+            **({"top": Out(1)} if params.pools else {}),
         })
 
     def elaborate(self, platform) -> Module:
@@ -46,14 +49,18 @@ class ConvLoopEnds(wiring.Component):
         rows_left, owg_left, icg_left, kh_left, phase = Signal(10), Signal(8), Signal(8), Signal(4), Signal(3)
         kw, ocg = self.kw, self.ocg
         q_wrap, phase_wrap, kh_wrap, icg_wrap = Signal(), Signal(), Signal(), Signal()
-        ocg_wrap, owg_wrap, last_row = Signal(), Signal(), Signal()
-        m.d.comb += [self.wraps.eq(Cat(q_wrap, phase_wrap, kh_wrap, icg_wrap, ocg_wrap, owg_wrap, last_row)),
+        ocg_wrap, owg_wrap, last_row, sub_wrap = Signal(), Signal(), Signal(), Signal(init=1)
+        m.d.comb += [self.wraps.eq(Cat(q_wrap, phase_wrap, kh_wrap, icg_wrap, ocg_wrap, owg_wrap, last_row, sub_wrap)),
                      self.last_step.eq(q_wrap & phase_wrap & kh_wrap & icg_wrap),
-                     self.done.eq(ocg_wrap & owg_wrap & last_row)]
+                     self.done.eq(ocg_wrap & owg_wrap & last_row & sub_wrap)]
         phase_step = issue & q_wrap       # the loops each step ends: q, then phase, kh, ...
         kh_step = phase_step & phase_wrap
         icg_step = kh_step & kh_wrap
         group_step = icg_step & icg_wrap
+        rows = new.out_rows
+        if self.params.pools:  # a fused pool's row blocks: the rows of a block innermost among the groups
+            group_step = self._block_rows(m, sub_wrap, group_step)
+            rows = new.out_rows >> self.params.pool_log(new.pool)
         owg_step = group_step & ocg_wrap
         next_kw, next_phase = Signal.like(kw), Signal.like(phase)
         m.d.comb += [next_kw.eq(kw), next_phase.eq(phase)]
@@ -68,12 +75,26 @@ class ConvLoopEnds(wiring.Component):
         _count_down(m, kh_left, kh_wrap, accept, cfg.kernel_h, kh_step)
         _count_down(m, icg_left, icg_wrap, accept, Mux(accept, new.ic_groups, conv.ic_groups), icg_step)
         _count_down(m, owg_left, owg_wrap, accept, Mux(accept, new.ow_groups, conv.ow_groups), owg_step)
-        _count_down(m, rows_left, last_row, accept, new.out_rows, owg_step & owg_wrap, restarts=False)
+        _count_down(m, rows_left, last_row, accept, rows, owg_step & owg_wrap, restarts=False)
         with m.If(accept | group_step & ocg_wrap):
             m.d.sync += [ocg.eq(0), ocg_wrap.eq(Mux(accept, new.oc_groups, conv.oc_groups) == 1)]
         with m.Elif(group_step):
             m.d.sync += [ocg.eq(ocg + 1), ocg_wrap.eq(ocg + 2 == conv.oc_groups)]
         return m
+
+    def _block_rows(self, m: Module, sub_wrap: Signal, group_step: Value) -> Value:
+        """The row within a fused pool's block (`top`: its first, `sub_wrap`: its last), counted
+        by the groups; returns the step of the oc groups (a block's last row)."""
+        p, accept, conv, new = self.params, self.start, self.conv, self.new
+        sub = Signal(range(p.max_pool))
+        pool = Mux(accept, new.pool, conv.pool)
+        single = pool <= 1
+        m.d.comb += self.top.eq(sub == 0)
+        with m.If(accept | group_step & sub_wrap):
+            m.d.sync += [sub.eq(0), sub_wrap.eq(single)]
+        with m.Elif(group_step):
+            m.d.sync += [sub.eq(sub + 1), sub_wrap.eq(sub + 2 == conv.pool)]
+        return group_step & sub_wrap
 
 
 def _count_down(m: Module, left: Signal, last: Signal, load: Value, count: Value, step: Value,

@@ -2,7 +2,7 @@
 accumulator bank."""
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.memory import WritePort
 from amaranth.lib.wiring import In
@@ -48,6 +48,8 @@ class ConvWrite(wiring.Component):
                                    valid=results.valid)
         record_bytes = Const((1 << R) - 1, ACC_BYTES * R) << (written.record[:2] * R)
         int8 = Cat(*(results.payload[r][:8] for r in range(R)))
+        if p.pools:
+            int8 = self._running_max(m, out, written, [results.payload[r][:8] for r in range(R)])
         writes = out & written.write
         m.d.comb += [acc_write.addr.eq(written.record >> 2), acc_write.en.eq(Mux(writes, record_bytes, 0)),
                      acc_write.data.eq(Cat(*[int8] * ACC_BYTES))]
@@ -57,3 +59,23 @@ class ConvWrite(wiring.Component):
                              acc_write.en.eq(Mux(writes, (1 << (ACC_BYTES * R)) - 1, 0)),
                              acc_write.data.eq(Cat(*results.payload))]
         return m
+
+    def _running_max(self, m: Module, out, written, results: list) -> Value:
+        """A fused pool's running maximum: one register of `R` int8 values per window slot of a
+        group (`C / 2`), started by a window's first beat and raised by each of its others (the
+        window's beats of the block's rows come in consecutive groups, its columns in one); the
+        result is the updated maximum."""
+        p = self.params
+        slots = [Signal(8 * p.rows, name=f"pool_max{i}") for i in range(p.cols // 2)]
+        held = slots[0]
+        for index, slot in enumerate(slots[1:], 1):
+            held = Mux(written.slot == index, slot, held)
+        maxima = []
+        for r, value in enumerate(results):
+            value, kept = value.as_signed(), held[8 * r:8 * r + 8].as_signed()
+            maxima.append(Mux(written.first | (value > kept), value, kept))
+        updated = Cat(*maxima)
+        for index, slot in enumerate(slots):
+            with m.If(out & ((written.slot == index) if len(slots) > 1 else 1)):
+                m.d.sync += slot.eq(updated)
+        return updated

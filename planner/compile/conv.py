@@ -84,6 +84,10 @@ class ConvTiling:
             raise PlanningError(f"layer {self.layer.name!r}: tiles {s.tiles} split the {self.shape.ic} input channels; "
                                 f"configuration {cfg.name!r} has no partial sums (template.partial_sums: none), "
                                 f"allowed: IC {self.shape.ic}")
+        k = self.shape.pool
+        if s.oh % k or s.ow % k:
+            raise PlanningError(f"layer {self.layer.name!r}: tiles {s.tiles} cut the fused {k}x{k} max pool's windows; "
+                                f"allowed: OH and OW tiles multiples of {k}")
         if not fits_instructions(self.shape, s.oc, s.ic, s.oh, s.ow, cfg):
             raise PlanningError(f"layer {self.layer.name!r}: tiles {s.tiles} exceed the CONV/CONVCFG field ranges (docs/isa.md)")
         for buffer, need, have in (("input", fp.input, bank_bytes(cfg, "input")), ("weight", fp.weight, bank_bytes(cfg, "weight")),
@@ -229,7 +233,8 @@ class _ConvLowering:
                 out_bank=bank, oc_groups=oc_groups, out_rows=hn, ow_groups=ceil_div(wn, pe.cols),
                 last_group_cols=wn - (ceil_div(wn, pe.cols) - 1) * pe.cols, ic_groups=self.tiling.ic_groups(inn),
                 depthwise=int(self.shape.depthwise), init_from_acc=int(done_ic.get(out_key, 0) > 0),
-                requantize=int(done_ic.get(out_key, 0) + 1 == self.n_ic))
+                requantize=int(done_ic.get(out_key, 0) + 1 == self.n_ic),
+                pool=self.shape.pool if self.shape.pool > 1 else 0)
         done_ic[out_key] = done_ic.get(out_key, 0) + 1
 
     def finish(self, n: int, bank: int) -> None:
@@ -240,9 +245,11 @@ class _ConvLowering:
         if n + 1 < len(self.steps) and self.keys(self.steps[n + 1])[2] == out_key:
             return
         o0, on, i0, inn, h0, hn, w0, wn, oc_groups, out_index = self.geometry(step)
-        if self.done_ic[out_key] == self.n_ic:
+        if self.done_ic[out_key] == self.n_ic:  # the int8 results, pooled with a fused pool
             out_c, _, out_w = self.layer.out_shape
             out_cp = padded_channels(out_c, pe.simd)
+            k = self.shape.pool
+            h0, hn, w0, wn = h0 // k, hn // k, w0 // k, wn // k
             store = Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=on,
                                dims=(Dim(wn, out_cp, oc_groups * pe.rows), Dim(hn, out_w * out_cp, wn * oc_groups * pe.rows)))
             stores = [dict(desc=em.descriptor(store), dram_offset=self.target + (h0 * out_w + w0) * out_cp + o0)]

@@ -17,6 +17,7 @@ from planner.compile.packing import activation_from_image, activation_image
 from planner.compile.vector import VecSource, check_vector_op, lower_vector, source_fill, vector_constants
 from common.errors import PlanningError
 from planner.envelope import check_network
+from planner.fusion import fuse_planned
 from planner.ir import COMPUTE_OPS, Layer, Network, Op
 from planner.split import split_network
 from planner.schedule import ConvShape, Schedule
@@ -61,10 +62,12 @@ class CompiledNetwork:
 
 def compile_network(net: Network, schedules: dict[str, Schedule], config: AcceleratorConfig,
                     keep_input: bool = False) -> CompiledNetwork:
-    """Lower every layer of a quantized network; conv/fc layers follow `schedules[name]`
-    (`keep_input`: see `planner.compile.memory_map.plan_memory`)."""
+    """Lower every layer of a quantized network; conv/fc layers follow `schedules[name]`, with
+    the max pool their schedule fuses (`planner.fusion`; `keep_input`: see
+    `planner.compile.memory_map.plan_memory`)."""
     if not net.quantized:
         raise PlanningError(f"network {net.name!r} is not quantized; quantize it before compiling")
+    net = fuse_planned(net, schedules, config)
     check_network(net, config)
     net = split_network(net, config)
     tilings, constants, scratch = {}, {}, {}

@@ -77,17 +77,26 @@ def vector_tile(layer: Layer, config: AcceleratorConfig, operands: int) -> tuple
     if out_w > field_limit(Opcode.VEC, "out_cols"):
         raise PlanningError(f"layer {layer.name!r} ({layer.op}): output width {out_w} exceeds the limit "
                             f"{field_limit(Opcode.VEC, 'out_cols')} (VEC.out_cols)")
+    max_groups, max_rows = field_limit(Opcode.VEC, "channel_groups"), field_limit(Opcode.VEC, "out_rows")
+    max_in_rows, max_pitch = field_limit(Opcode.CONVCFG, "in_rows"), field_limit(Opcode.CONVCFG, "in_row_pitch")
+    input_bank, acc_bank = bank_bytes(config, "input"), bank_bytes(config, "acc")
+
+    def fits(groups: int, rows: int) -> bool:  # monotone: a tile that fits still fits with fewer rows
+        window = vector_window(layer, config, rows)
+        if window.in_rows > max_in_rows or window.row_pitch > max_pitch:
+            return False
+        plane = groups * window.in_rows * window.stride * window.row_pitch * simd
+        return operands * align(plane) <= input_bank and rows * out_w * groups * simd <= acc_bank
+
     for groups in sorted({min(groups_total, g) for g in (groups_total, *(2**k for k in range(12)))}, reverse=True):
-        if groups * simd > param_bank_channels(config) or groups > field_limit(Opcode.VEC, "channel_groups"):
+        if groups * simd > param_bank_channels(config) or groups > max_groups:
             continue
-        for rows in range(min(out_h, field_limit(Opcode.VEC, "out_rows")), 0, -1):
-            window = vector_window(layer, config, rows)
-            if (window.in_rows > field_limit(Opcode.CONVCFG, "in_rows")
-                    or window.row_pitch > field_limit(Opcode.CONVCFG, "in_row_pitch")):
-                continue
-            plane = groups * window.in_rows * window.stride * window.row_pitch * simd
-            if operands * align(plane) <= bank_bytes(config, "input") and rows * out_w * groups * simd <= bank_bytes(config, "acc"):
-                return groups, rows
+        low, high = 0, min(out_h, max_rows)  # the most rows that fit, by bisection
+        while low < high:
+            mid = (low + high + 1) // 2
+            low, high = (mid, high) if fits(groups, mid) else (low, mid - 1)
+        if low:
+            return groups, low
     raise PlanningError(f"layer {layer.name!r} ({layer.op}, {layer.in_shape} -> {layer.out_shape}): even one output "
                         f"row of one channel group does not fit the input ({bank_bytes(config, 'input')} B) and "
                         f"accumulator ({bank_bytes(config, 'acc')} B) banks")

@@ -32,8 +32,8 @@ LUT_ACTIVATIONS = ("Sigmoid", "HardSwish", "HardSigmoid")
 """Activations the post-processing cannot compute: it applies clamps (ReLU, ReLU6) only."""
 HOST_NODE_OPS = ("Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "LRN", "Resize", "Transpose")
 """Operators computed on the host wherever they are in the graph (`planner.frontend.partition`)."""
-ON_THE_HOST = ("; hwgen infer, simulate and run compute it on the host between accelerator segments "
-               "(docs/units.md)")
+ON_THE_HOST = ("; hwgen inspect, plan, schedule, infer, simulate and run take it: the host computes it between "
+               "accelerator segments (docs/units.md)")
 
 
 def _is_silu(sigmoid: onnx.NodeProto, graph: onnx.GraphProto) -> bool:
@@ -504,8 +504,9 @@ class NetworkBuilder:
         eps = float(attributes(node).get("epsilon", 1e-5))
         factor = gamma / np.sqrt(var + eps)
         bias = np.zeros_like(mean) if layer.bias is None else layer.bias.astype(np.float64)
-        weights = layer.weights.astype(np.float64) * factor.reshape(-1, 1, 1, 1)
-        self._replace(layer, weights=weights.astype(np.float32), bias=((bias - mean) * factor + beta).astype(np.float32), output=node.output[0])
+        weights = np.empty(layer.weights.shape, np.float32)  # the float64 products rounded once, without float64 copies
+        np.multiply(layer.weights, factor.reshape(-1, 1, 1, 1), out=weights, dtype=np.float64, casting="same_kind")
+        self._replace(layer, weights=weights, bias=((bias - mean) * factor + beta).astype(np.float32), output=node.output[0])
 
     def _fold_bias_add(self, node: onnx.NodeProto, constant_name: str) -> None:
         data = next(name for name in node.input if name != constant_name)

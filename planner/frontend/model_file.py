@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import onnx
 
 from common.errors import ModelLoadError, ShapeError, UnsupportedModelError
@@ -99,10 +100,28 @@ def fix_input_shape(proto: onnx.ModelProto, input_shape: tuple[int, ...] | None)
     return shape
 
 
+WEIGHT_ELEMENTS = 4096
+"""Real-valued initializers of at least this many elements are weights: their values never decide
+a shape (scales, bounds and other values that do are small)."""
+
+
 def infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
-    """ONNX shape inference in strict mode; inconsistencies become ShapeError."""
+    """ONNX shape inference in strict mode; inconsistencies become ShapeError. Weights (`WEIGHT_ELEMENTS`)
+    are inferred without their data, which they get back after: inference serializes the model
+    and parses its result, and the megabytes of a network's weights took most of that time."""
+    weights = [(init, init.raw_data) for init in proto.graph.initializer
+               if init.data_type in REAL_INPUT_TYPES and init.raw_data and np.prod(init.dims) >= WEIGHT_ELEMENTS]
+    for init, _ in weights:
+        init.ClearField("raw_data")
     try:
-        return onnx.shape_inference.infer_shapes(proto, strict_mode=True, data_prop=True)
+        inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=True, data_prop=True)
     except Exception as error:
         first_line = str(error).strip().splitlines()[0]
         raise ShapeError(f"shape inference failed: {first_line}") from None
+    finally:
+        for init, data in weights:
+            init.raw_data = data
+    returned = {init.name: init for init in inferred.graph.initializer}
+    for init, data in weights:
+        returned[init.name].raw_data = data
+    return inferred

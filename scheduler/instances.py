@@ -1,0 +1,50 @@
+"""A configuration's instances (`instances` in the hardware YAML) running a network as a
+pipeline: the stages, period and latency the ILP and the simulator give them with the input
+already in main memory and the outputs read from it (the serial link left out), the host
+running nothing but the network's host tails, which cost nothing here.
+
+This is what `hwgen sweep` compares when it explores `instances`: one instance's time per
+image is then its latency and its period."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from hwgen.config import AcceleratorConfig
+from planner.ir import Network
+from scheduler import ilp
+from scheduler.costs import build_problem
+from scheduler.simulator import evaluate
+from scheduler.units import accelerator_unit, host_unit, tasks
+
+
+@dataclass(frozen=True)
+class PipelineFigures:
+    """Seconds between images in a saturated stream, seconds of one image through the pipeline,
+    the layers of each stage in the network's order (an instance each), and the main-memory
+    bytes per image."""
+
+    period_s: float
+    latency_s: float
+    stages: tuple[tuple[str, ...], ...]
+    dram_bytes: float
+
+
+def images_for(units: int) -> int:
+    """Images the simulator streams for `units` units: the steady state between filling and
+    draining the pipeline (`hwgen schedule`'s minimum)."""
+    return 4 * (2 * units + 3)
+
+
+def pipeline_figures(net: Network, config: AcceleratorConfig, clock_mhz: float | None = None) -> PipelineFigures:
+    """The best contiguous stages of `net` on `config.instances` instances of `config` at
+    `clock_mhz` (default: the configuration's clock), judged by the simulator."""
+    instances = [accelerator_unit(config, f"acc{index}", clock_mhz) for index in range(config.instances)]
+    free_tails = {task.name: (0.0 if task.tail else math.inf) for task in tasks(net)}  # the host computes nothing else
+    problem = build_problem(net, [host_unit(1), *instances], host_times=free_tails, link=False)
+    mapping = ilp.solve(problem).mapping
+    verdict = evaluate(problem, mapping, images_for(problem.m))
+    stages = [tuple(layer for layer, unit in zip(problem.layers, mapping) if unit == p) for p in range(1, problem.m)]
+    in_order = sorted((stage for stage in stages if stage), key=lambda stage: problem.layers.index(stage[0]))
+    dram = float(sum(problem.dram[i, p] for i, p in enumerate(mapping)))
+    return PipelineFigures(verdict.period, verdict.latency, tuple(in_order), dram)
