@@ -6,8 +6,8 @@ model, activations in on-chip memory standing for SPRAM), at 27 MHz.
 weights than the SoC's 96 KiB of SPRAM: 16x8x8 input, a 3x3 convolution to 8 channels, flatten,
 a fully connected layer 512 -> 200 (102,400 int8 weights; 512 inputs are the most whose whole
 reduction fits a weight bank, as `partial_sums: none` asks), ReLU, and 200 -> 10; few MACs, so
-the run is mostly the weights streaming from the flash. It runs with a 4 KB weight buffer
-(`WIDE_WEIGHTS`: the shipped 2 KB one needs more instructions than the program memory holds). Per network: constants and
+the run is mostly the weights streaming from the flash (1,313 instructions with the 2 KB weight
+buffer: 1 KB of weights per CONV). Per network: constants and
 SPRAM bytes, measured cycles against the program model's prediction (the configuration's single
 `dram` figure), bytes read from the flash and from SPRAM, bit-exact against the golden model,
 wall time.
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from boards.spiflash.simulation import run_on_flash  # noqa: E402
-from hwgen.config import config_from_dict, load_config  # noqa: E402
+from hwgen.config import load_config  # noqa: E402
 from onnx_factory import GraphBuilder  # noqa: E402
 from planner.frontend import load_network  # noqa: E402
 from planner.ir import Network  # noqa: E402
@@ -39,20 +39,6 @@ from sim.golden.calibration import quantize_network  # noqa: E402
 
 CONFIG = "icebreaker"
 FC_INPUT = (16, 8, 8)
-WIDE_WEIGHTS = 4096
-"""The weight buffer fc100k runs with. The shipped 2 KB one holds at most 1 KB of weights per
-CONV (a bank), about 12 instructions each with an FC layer's loads, stores and tokens, so the
-1024 instructions of its SPRAM program memory reach about 85 KB of weights: fc100k (1313
-instructions with 2 KB) does not compile for it. With 4 KB it takes 701."""
-
-
-def config_for(name: str):
-    config = load_config(CONFIG)
-    if name != "fc100k":
-        return config
-    wide = config.to_dict()
-    wide["name"], wide["buffers"]["weight_bytes"] = f"{CONFIG}-w4k", WIDE_WEIGHTS
-    return config_from_dict(wide)
 
 
 def digits() -> tuple[Network, np.ndarray]:
@@ -76,7 +62,7 @@ NETWORKS = {"digits": digits, "fc100k": fc100k}
 
 def bench(name: str) -> bool:
     net, x = NETWORKS[name]()
-    config = config_for(name)
+    config = load_config(CONFIG)
     compilation = plan_and_compile(net, config)
     compiled = compilation.compiled
     memory = compiled.memory

@@ -41,7 +41,7 @@ from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
 from hwgen.conv_steps import unread_fields
 from hwgen.timing import HALFWORDS
 
-SPRAM_INSTRUCTIONS = 1024
+SPRAM_INSTRUCTIONS = 1536
 """Instructions an SPRAM program memory holds; the DMA descriptor table fills the rest, from
 halfword `DESCRIPTOR_BASE`."""
 DESCRIPTOR_BASE = SPRAM_INSTRUCTIONS * HALFWORDS
