@@ -42,8 +42,8 @@ from hwgen.conv_steps import unread_fields
 from hwgen.timing import HALFWORDS
 
 SPRAM_INSTRUCTIONS = 1536
-"""Instructions an SPRAM program memory holds; the DMA descriptor table fills the rest, from
-halfword `DESCRIPTOR_BASE`."""
+"""Instructions an SPRAM program memory holds (three quarters of it); the DMA descriptor table
+fills the last quarter, from halfword `DESCRIPTOR_BASE`, a multiple of that quarter's size."""
 DESCRIPTOR_BASE = SPRAM_INSTRUCTIONS * HALFWORDS
 
 REGISTER_FIELDS = ("dram_reg", "y_reg", "x_reg")  # resolved (zero) once dispatched

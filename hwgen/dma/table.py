@@ -86,14 +86,14 @@ class DescriptorReader(wiring.Component):
             m.d.sync += [bits.eq(Cat(bits[SPRAM_BITS:], self.memory.data)), arrived.eq(arrived + 1)]
         # DESCRIPTOR_BASE + index * count + requested as (index * 2**k + requested) - index * (2**k
         # - count) with 2**k >= count: side by side, less shifts and adds (a constant product, kept
-        # out of the DSPs), none for a power-of-two `count`; the table lies below the next power
-        # of two above DESCRIPTOR_BASE, which is one itself
+        # out of the DSPs), none for a power-of-two `count`; DESCRIPTOR_BASE is a multiple of the
+        # power of two that holds the whole table, so the sum is an OR
         k = ceil_log2(count)
         spare = (1 << k) - count
         offset = Cat(requested[:k], index)
         if spare:
             offset = offset - sum(index << bit for bit in range(spare.bit_length()) if spare >> bit & 1)
-        assert DESCRIPTOR_BASE & (DESCRIPTOR_BASE - 1) == 0 and descriptor_capacity(self.params) * count <= DESCRIPTOR_BASE
+        assert DESCRIPTOR_BASE % (1 << ceil_log2(descriptor_capacity(self.params) * count)) == 0
         with m.FSM():
             with m.State("IDLE"):
                 for client in reversed(range(self.clients)):  # the last assignment wins: client 0 first
