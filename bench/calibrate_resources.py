@@ -102,12 +102,14 @@ def without(chosen: dict, left_out: tuple[str, ...]) -> dict:
 def variants() -> list[tuple[str, dict]]:
     """(label, template section) calibrated on each family's first shape: the compact template
     (`compact`), the compact template less each of its options (`compact-without-OPTION`), less
-    each of the `PAIRS` (`compact-without-OPTION-OPTION`) and without a vector unit
-    (`compact-without-vector_unit`: `vector_ops: []`)."""
+    each of the `PAIRS` (`compact-without-OPTION-OPTION`), without a vector unit
+    (`compact-without-vector_unit`: `vector_ops: []`) and without one but with 2x2 max pools fused
+    (`compact-without-vector_unit-fused_pool`, the shipped iCEBreaker's)."""
     chosen = compact_template()
     return ([("compact", chosen)] + [(f"compact-without-{name}", without(chosen, (name,))) for name in chosen]
             + [(f"compact-without-{'-'.join(pair)}", without(chosen, pair)) for pair in PAIRS]
-            + [("compact-without-vector_unit", {**chosen, "vector_ops": []})])
+            + [("compact-without-vector_unit", {**chosen, "vector_ops": []}),
+               ("compact-without-vector_unit-fused_pool", {**chosen, "vector_ops": [], "max_fused_pool": 2})])
 
 
 def calibration_configs(family: str) -> list[dict]:

@@ -82,7 +82,8 @@ def test_digits_cnn_fused_on_icebreaker_isa():
     on the ISA simulator, fewer DRAM bytes (the pool's round trip) and fewer cycles than unfused."""
     net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
     x = net.input_quant.quantize(load_digits_split()[2][3])
-    base = load_config("icebreaker")
+    shipped = load_config("icebreaker")  # no vector unit, pools fused: the unfused reference has MAX
+    base = replace(shipped, template=replace(shipped.template, vector_ops=(VectorOp.MAX,), max_fused_pool=1))
     plain, fused = plan_and_compile(net, base), plan_and_compile(net, fusing(base))
     assert fused_layers(plain) == {} and fused_layers(fused) == {"conv3": 2}
     outputs, _ = run_isa(fused.compiled, x)
@@ -99,7 +100,7 @@ def test_fusion_replaces_a_vector_unit_without_max():
     its pool fused: refused without `max_fused_pool`, fused (and then needing no VEC) with it."""
     net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
     base = load_config("icebreaker")
-    no_max = replace(base, template=replace(base.template, vector_ops=(VectorOp.SUM,)))
+    no_max = replace(base, template=replace(base.template, vector_ops=(VectorOp.SUM,), max_fused_pool=1))
     with pytest.raises(PlanningError, match="max"):
         plan_network(net, no_max)
     plan = plan_network(net, fusing(no_max))

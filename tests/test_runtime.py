@@ -311,30 +311,6 @@ def test_hwgen_run_refuses_a_model_larger_than_the_boards_memory(tmp_path, capsy
     assert not (tmp_path / "y.npy").exists()
 
 
-@pytest.mark.slow
-def test_hwgen_run_digits_on_the_simulated_icebreaker(tmp_path, capsys):
-    """`hwgen run --board icebreaker --port sim digits`: the board's default configuration is the
-    compact `icebreaker` one, so the runtime writes the program and the descriptor table into
-    the SPRAM program memory over the serial link; the outputs equal the golden model's."""
-    from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digits_split
-
-    np.save(tmp_path / "x.npy", load_digits_split()[2][1][None])
-    code = main(["run", "--board", "icebreaker", "--port", "sim", "digits", "--input", str(tmp_path / "x.npy"),
-                 "--output", str(tmp_path / "y.npy"), "--json"])
-    record = json.loads(capsys.readouterr().out)
-    assert code == 0 and record["config"] == "icebreaker" and record["bit_exact"]
-    net = quantize_network(load_network(DIGITS_MODEL_PATH), calibration_inputs())
-    golden = run_quantized(net, net.input_quant.quantize(load_digits_split()[2][1]))[net.outputs[0]]
-    assert np.array_equal(np.load(tmp_path / "y.npy")[0].reshape(-1), golden.reshape(-1))
-    # `template.counters: cycles`: the per-queue counters read 0. The run takes at least the
-    # compute queue's busy time and at most the timing model's total for the configured memory
-    # (latency 24, 0.5 B/cycle), slower than the SoC's SPRAM main memory.
-    counters = record["samples"][0]["counters"]
-    predicted = plan_and_compile(net, load_config("icebreaker")).prediction
-    assert predicted.busy["compute"] <= counters["cycles"] <= predicted.cycles, (counters, predicted.cycles)
-    assert not any(value for name, value in counters.items() if name != "cycles")
-
-
 def test_hwgen_run_with_a_missing_port_is_one_clear_error(tmp_path, capsys):
     np.save(tmp_path / "x.npy", np.zeros((1, 8, 8), dtype=np.float32))
     code = main(["run", "--board", "icebreaker", "--port", str(tmp_path / "ttyNONE"),

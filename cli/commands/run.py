@@ -46,7 +46,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the digits CNN takes seconds preloaded, and 5.3 million cycles, a few minutes, with --sim-load link); on "
         "the others the SoC in the Amaranth simulator with on-chip main memory holding the image. A status line "
         "on stderr shows the simulation's progress. On the iCEBreaker the constants are in the datasheet model of its SPI "
-        "flash, preloaded as `hwgen build` writes flash.bin.",
+        "flash, preloaded as `hwgen build` writes flash.bin; that model answers every clock edge in Python, so the "
+        "digits CNN takes more than 50 minutes there (a two-layer model about a minute).",
     )
     parser.add_argument("--board", required=True, metavar="BOARD", help=f"the board: {', '.join(BOARDS)}")
     parser.add_argument("--port", required=True, metavar="PORT",
