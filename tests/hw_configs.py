@@ -8,6 +8,7 @@ Neither fits the device it names; they are not shipped (`tests/test_shipped_conf
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from hwgen.config import AcceleratorConfig, load_config
@@ -28,3 +29,10 @@ def data_config(name: str) -> AcceleratorConfig:
 def any_config(name: str) -> AcceleratorConfig:
     """A test-only configuration if one is called `name`, else the shipped one."""
     return data_config(name) if data_config_path(name).exists() else load_config(name)
+
+
+def one_memory(config: AcceleratorConfig) -> AcceleratorConfig:
+    """`config` with its constants read at the `dram` figures of everything else: the memory of
+    `sim.rtl_sim.run_rtl` (the iCEBreaker's flash has figures of its own, `dram.constants_*`,
+    which `tests/test_icebreaker_flash.py` runs against the flash model)."""
+    return replace(config, dram=replace(config.dram, constants_bandwidth_bytes_per_cycle=0, constants_latency_cycles=0))

@@ -33,7 +33,7 @@ def test_main_memory_is_the_spram_on_the_up5k_and_sized_to_the_ecp5_device():
     # tests/test_ddr3_memory.py; `--port sim` simulates this)
     assert on_chip_memory_bytes(board("orangecrab"), 1000) == 16384  # 56 * 2304 / 4 = 32256
     assert memory_bytes(board("orangecrab"), 1000) == 128 << 20  # the MT41K64M16
-    assert memory_bytes(board("orangecrab"), 1000, load_config("icebreaker")) == 1 << 17  # 17-bit DRAM addresses
+    assert memory_bytes(board("orangecrab"), 1000, load_config("icebreaker")) == 1 << 18  # 18-bit DRAM addresses
     assert on_chip_memory_bytes(board("ulx3s-25f"), 1000) == 16384
     assert on_chip_memory_bytes(board("ulx3s-12f"), 1000) == 16384  # 32 * 2304 / 4 = 18432
     assert on_chip_memory_bytes(board("ulx3s-12f"), 20000) == 32768  # the image needs more

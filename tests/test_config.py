@@ -166,7 +166,7 @@ def test_vector_ops_default_to_all_four_reject_unknown_and_may_be_none():
         config_from_dict(data)
     data["template"] = {"vector_ops": []}
     none = config_from_dict(data).template
-    assert none.vector_ops == () and not none.vector_unit and load_config("icebreaker").template.vector_unit
+    assert none.vector_ops == () and not none.vector_unit and data_config("ice40up5k").template.vector_unit
 
 
 def test_dma_descriptor_reader_needs_the_shared_dma_and_the_spram_program_memory():

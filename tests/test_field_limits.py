@@ -25,6 +25,7 @@ from sim.golden.kernels import conv2d
 from sim.golden.executor import run_layer_quantized
 from sim.golden.calibration import quantize_network
 from sim.rtl_sim import run_rtl
+from hw_configs import one_memory
 
 DEFAULT = load_config("default")
 EXAMPLES = int(os.environ.get("FIELD_EXAMPLES", "30"))
@@ -95,13 +96,13 @@ def as_read(x: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
 def test_split_layers_run_exact_on_the_rtl(case, config):
     net = load_network(case.model())
     qnet = quantize_network(net, np.random.default_rng(0).uniform(-1, 1, (2, *net.input_shape)))
-    flow = plan_and_compile(qnet, load_config(config))
+    flow = plan_and_compile(qnet, one_memory(load_config(config)))
     x = qnet.input_quant.quantize(np.random.default_rng(1).uniform(-1, 1, qnet.input_shape))
     run = run_rtl(flow.compiled, x)
     assert np.array_equal(run.outputs[qnet.outputs[0]], run_quantized(qnet, x)[qnet.outputs[0]])
 
 
-ICEBREAKER = load_config("icebreaker")
+ICEBREAKER = one_memory(load_config("icebreaker"))
 WINDOW_SUMS = [  # refused on main (16a4f15): global pools as a flattened FC ("no legal tile"), the others "need the
     # vector operation sum, which configuration 'icebreaker' leaves out"
     Case("global_avg", 16, 16, 7, 7, 1, 0, 14),
@@ -128,7 +129,7 @@ def test_average_pools_without_a_vector_sum_run_as_depthwise_window_sums(case):
     (Case("maxpool", 4, 4, 64, 2, 11, 0, 0), "default", "stride 11 exceeds the limit 7"),
     (Case("conv", 1, 1, 2048, 1, 1, 0, 0), "default", "input height 2048 exceeds the limit 2047"),
     (Case("global_avg", 16, 16, 16, 16, 1, 0, 0), "icebreaker", "no legal tile"),
-    (Case("conv", 4, 4, 256, 3, 1, 1, 0), "icebreaker", "exceeds the limit 131072 (template.dram_address_bits: 17)"),
+    (Case("conv", 4, 4, 256, 3, 1, 1, 0), "icebreaker", "exceeds the limit 262144 (template.dram_address_bits: 18)"),
 ], ids=["avg-window-16", "conv-kernel-17", "stride-11", "map-2048", "icebreaker-gap-fc", "icebreaker-dram"])
 def test_layers_beyond_the_envelope_are_refused_at_planning(case, config, quantity):
     """Rows of docs/envelope.md's refusals: planning stops, naming the layer and the limit."""

@@ -27,6 +27,7 @@ from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digit
 from sim.golden import run_quantized
 from sim.golden.calibration import quantize_network
 from sim.rtl_sim import run_rtl
+from hw_configs import one_memory
 
 SMALL = config_from_dict({
     "name": "small-pool", "clock_mhz": 50, "pe": {"rows": 2, "cols": 4, "simd": 2},
@@ -113,7 +114,7 @@ def test_fused_pool_on_the_rtl(name):
     pool fused: bit-exact to the golden model of the unfused network, DRAM bytes and cycles as
     the program model predicts them."""
     net, x = pooled_network(3, 4, 6, 3, 1, 2, True, seed=5)
-    config = fusing(load_config(name))
+    config = fusing(one_memory(load_config(name)))
     flow = plan_and_compile(net, config)
     assert fused_layers(flow) == {net.layers[0].name: 2}
     run = run_rtl(flow.compiled, x)

@@ -4,8 +4,6 @@ separate load and store DMAs and with a shared one (`icebreaker`, and the defaul
 `template.dma: shared`)."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -21,7 +19,7 @@ from planner.zoo.digits import DIGITS_MODEL_PATH, calibration_inputs, load_digit
 from sim.golden import run_quantized
 from sim.rtl_sim import run_rtl
 from test_rtl_property import SMALL, conv_network
-from hw_configs import any_config, data_config
+from hw_configs import any_config, data_config, one_memory
 
 TOLERANCE = 0.05
 
@@ -62,10 +60,7 @@ def test_prediction_matches_rtl_on_the_compact_icebreaker(digits):
     simulation's memory is one memory of the configuration's `dram` figures, so the prediction
     leaves out the flash's (`tests/test_icebreaker_flash.py` runs the two memories)."""
     net, x = digits
-    shipped = load_config("icebreaker")
-    one_memory = replace(shipped, dram=replace(shipped.dram, constants_bandwidth_bytes_per_cycle=0,
-                                               constants_latency_cycles=0))
-    check_against_rtl(net, one_memory, x)
+    check_against_rtl(net, one_memory(load_config("icebreaker")), x)
 
 
 @pytest.mark.slow
