@@ -89,32 +89,32 @@ def test_digits_on_icebreaker_has_no_partial_sums():
 
 def test_spram_program_memory_layout_and_limits():
     """Instructions from halfword 0, eight each, least significant first; descriptor-table
-    entries of 21 halfwords from halfword 8192 (the 323-bit `pointer` layout of the shared DMA
-    with `dma_descriptor: copy`: load 1, DRAM address 17, buffer address 11, run 12, four
-    dimensions of count - 1 (12), DRAM step 17 and buffer step 11, per coordinate its loop (2),
-    stride and rewind (14 each), origin 2 x 14, bounds 2 x 13, fill 8); 1024 instructions and
-    390 descriptors fit the 16 K halfwords of one SB_SPRAM256KA."""
+    entries of 21 halfwords from halfword 12288 (the 328-bit `pointer` layout of the shared DMA
+    with `dma_descriptor: copy`: load 1, DRAM address 18, buffer address 11, run 12, four
+    dimensions of count - 1 (12), DRAM step 18 and buffer step 11, per coordinate its loop (2),
+    stride and rewind (14 each), origin 2 x 14, bounds 2 x 13, fill 8); 1536 instructions and
+    195 descriptors fit the 16 K halfwords of one SB_SPRAM256KA."""
     words = [Instruction.make(Opcode.STORE, dram_offset=-1 - i, buf_addr=i).encode() for i in range(3)]
     descriptors = [Descriptor(load=True, dram_addr=0, buf_addr=0, run_bytes=5 + i, dims=(Dim(3, 7, 9, 1, -2),))
                    for i in range(2)]
     (start, halfwords), (table_start, table) = program_regions(Program(words, descriptors), COPYING)
-    assert (start, len(halfwords), table_start, len(table)) == (0, 24, 8192, 2 * 21)
+    assert (start, len(halfwords), table_start, len(table)) == (0, 24, 12288, 2 * 21)
     for i, word in enumerate(words):
         assert sum(h << (16 * k) for k, h in enumerate(halfwords[8 * i:8 * i + 8])) == word
     params = descriptor_table_params(COPYING)
     layout = params.descriptor_layout()
-    assert layout.size == 1 + 17 + 11 + 12 + 4 * (12 + 17 + 11) + 2 * (2 + 14 + 14) + 2 * 14 + 2 * 13 + 8 == 323
+    assert layout.size == 1 + 18 + 11 + 12 + 4 * (12 + 18 + 11) + 2 * (2 + 14 + 14) + 2 * 14 + 2 * 13 + 8 == 328
     for i, desc in enumerate(descriptors):
         bits = sum(h << (16 * k) for k, h in enumerate(table[21 * i:21 * i + 21]))
         entry = layout.const(params.encode(desc))
         assert bits == entry.as_bits() and entry.run_bytes == 5 + i and (entry.x_step, entry.x_rewind) == (-2, 4)
     nop = Instruction.make(Opcode.NOP).encode()
-    with pytest.raises(ProgramError, match=r"1025 instructions; the SPRAM program memory of configuration "
-                                           r"'icebreaker' holds 1024"):
-        check_program(Program([nop] * 1025), COPYING)
-    many = [Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=1 + i) for i in range(391)]
-    with pytest.raises(ProgramError, match=r"391 descriptors; the SPRAM program memory of configuration "
-                                           r"'icebreaker' holds 390"):
+    with pytest.raises(ProgramError, match=r"1537 instructions; the SPRAM program memory of configuration "
+                                           r"'icebreaker' holds 1536"):
+        check_program(Program([nop] * 1537), COPYING)
+    many = [Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=1 + i) for i in range(196)]
+    with pytest.raises(ProgramError, match=r"196 descriptors; the SPRAM program memory of configuration "
+                                           r"'icebreaker' holds 195"):
         check_program(Program([nop], many), COPYING)
     assert 16384 * 16 == 256 * 1024 and 8192 + 390 * 21 <= 16384 < 8192 + 391 * 21  # one SB_SPRAM256KA: 256 Kbit
 
@@ -122,23 +122,24 @@ def test_spram_program_memory_layout_and_limits():
 def test_spram_descriptor_entries_without_the_filled_fields():
     """With `dma_descriptor: reader` and `dma_loops: 3` (the iCEBreaker's) an entry leaves out
     what the LOAD or STORE fills in (load, DRAM and buffer address, origin) and the fourth loop:
-    226 bits (run 12, three dimensions of 40, two coordinates of 30, bounds 2 x 13, fill 8),
-    15 halfwords, 546 entries after halfword 8192; a descriptor with an origin (a STORE's would be lost) or a
+    229 bits (run 12, three dimensions of 41 with 18-bit DRAM steps, two coordinates of 30,
+    bounds 2 x 13, fill 8),
+    15 halfwords, 273 entries after halfword 12288; a descriptor with an origin (a STORE's would be lost) or a
     fourth loop is refused."""
     desc = Descriptor(load=True, dram_addr=99, buf_addr=7, run_bytes=5, dims=(Dim(3, 7, 9, 1, -2), Dim(1), Dim(2, 1)),
                       height=6, width=300, fill=0xA5)
     _, (table_start, table) = program_regions(Program([], [desc, desc]), ICEBREAKER)
-    assert (table_start, len(table), table[:15]) == (8192, 30, table[15:])
+    assert (table_start, len(table), table[:15]) == (12288, 30, table[15:])
     bits = sum(h << (16 * k) for k, h in enumerate(table[:15]))
-    fields = {"run_bytes": (0, 12), "repeats0": (12, 12), "dram_step0": (24, 17), "buf_step0": (41, 11),
-              "repeats1": (52, 12), "repeats2": (92, 12), "dram_step2": (104, 17), "y_level": (132, 2),
-              "y_step": (134, 14), "y_rewind": (148, 14), "x_level": (162, 2), "x_step": (164, 14),
-              "x_rewind": (178, 14), "height": (192, 13), "width": (205, 13), "fill": (218, 8)}
+    fields = {"run_bytes": (0, 12), "repeats0": (12, 12), "dram_step0": (24, 18), "buf_step0": (42, 11),
+              "repeats1": (53, 12), "repeats2": (94, 12), "dram_step2": (106, 18), "y_level": (135, 2),
+              "y_step": (137, 14), "y_rewind": (151, 14), "x_level": (165, 2), "x_step": (167, 14),
+              "x_rewind": (181, 14), "height": (195, 13), "width": (208, 13), "fill": (221, 8)}
     got = {name: bits >> offset & ((1 << width) - 1) for name, (offset, width) in fields.items()}
     assert got == {"run_bytes": 5, "repeats0": 2, "dram_step0": 7, "buf_step0": 9, "repeats1": 0, "repeats2": 1,
-                   "dram_step2": (1 << 17) + 1 - 2 * 7, "y_level": 0, "y_step": 1, "y_rewind": (1 << 14) - 2,
+                   "dram_step2": (1 << 18) + 1 - 2 * 7, "y_level": 0, "y_step": 1, "y_rewind": (1 << 14) - 2,
                    "x_level": 0, "x_step": (1 << 14) - 2, "x_rewind": 4, "height": 6, "width": 300, "fill": 0xA5}
-    assert bits >> 226 == 0 and 8192 + 546 * 15 <= 16384 < 8192 + 547 * 15
+    assert bits >> 229 == 0 and 12288 + 273 * 15 <= 16384 < 12288 + 274 * 15
     nop = Instruction.make(Opcode.NOP).encode()
     for culprit, refused in ((r"origin \(0, 3\); .*allowed: \(0, 0\)",
                               Descriptor(load=False, dram_addr=0, buf_addr=0, run_bytes=1, x0=3)),
