@@ -124,9 +124,11 @@ def test_host_op_in_the_middle_is_refused(tmp_path, capsys):
     graph = helper.make_graph(g.nodes, "g", [helper.make_tensor_value_info("input", 1, list(INPUT))],
                               [helper.make_tensor_value_info(y, 1, [1, 4, 8, 8])], g.initializers)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "m.onnx")
-    assert main(["inspect", str(tmp_path / "m.onnx")]) == 2
+    assert main(["generate", "--model", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "out")]) == 2  # one network only
     err = capsys.readouterr().err
     assert "computed on the host" in err and "end of the graph" in err and "Traceback" not in err
+    assert main(["inspect", str(tmp_path / "m.onnx")]) == 0  # inspect shows the host part between segments
+    assert "host part after segment 0: Softmax" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("activation, named", [("silu", "SiLU (Sigmoid · Mul)"), ("Sigmoid", "Sigmoid"), ("HardSwish", "HardSwish")])
@@ -137,7 +139,7 @@ def test_lookup_activations_are_named_with_what_the_hardware_computes(tmp_path, 
     graph = helper.make_graph(g.nodes, "g", [helper.make_tensor_value_info("input", 1, list(INPUT))],
                               [helper.make_tensor_value_info(y, 1, [1, 4, 8, 8])], g.initializers)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "m.onnx")
-    assert main(["inspect", str(tmp_path / "m.onnx")]) == 2
+    assert main(["generate", "--model", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "out")]) == 2  # one network only
     err = capsys.readouterr().err
     assert f": {named} is not supported" in err and "ReLU, ReLU6" in err and len(err.strip().splitlines()) == 1
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from common.errors import ConfigError, InputError, UnsupportedModelError
+from common.errors import ConfigError, HwgenError, InputError, UnsupportedModelError
 from planner.zoo import BUILTIN_MODELS, DEFAULT_MODEL, builtin_calibration, resolve_model, synthetic_calibration
 
 if TYPE_CHECKING:
@@ -186,7 +186,10 @@ def model_segments(args: argparse.Namespace) -> tuple[list[Network], tuple[Model
     try:
         return [load_model(args)], ()
     except UnsupportedModelError as error:
-        parts = load_parts(resolve_model(args.model), args.input_shape)
+        try:
+            parts = load_parts(resolve_model(args.model), args.input_shape)
+        except HwgenError:  # it does not split either: the error of the model as a whole names the operator
+            raise error from None
         if len(parts) == 1:
             raise error
     return [load_network(part.model) for part in parts if not part.on_host], parts

@@ -14,6 +14,7 @@ planned once), through the memo.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any
@@ -44,6 +45,8 @@ class RecordingView:
         if name.startswith("__"):  # class metadata such as __dataclass_fields__
             return value
         path = f"{self._path}{name}"
+        if inspect.ismethod(value) and value.__self__ is self._target:  # its reads go through the view too
+            return value.__func__.__get__(self)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             if name not in self._children:
                 self._children[name] = RecordingView(value, f"{path}.", self._reads)
