@@ -14,6 +14,7 @@ from hwgen.config import AcceleratorConfig
 from planner.ir import Network
 from scheduler import ilp
 from scheduler.costs import build_problem
+from scheduler.problem import Problem
 from scheduler.simulator import evaluate
 from scheduler.units import accelerator_unit, host_unit, tasks
 
@@ -36,12 +37,17 @@ def images_for(units: int) -> int:
     return 4 * (2 * units + 3)
 
 
-def pipeline_figures(net: Network, config: AcceleratorConfig, clock_mhz: float | None = None) -> PipelineFigures:
-    """The best contiguous stages of `net` on `config.instances` instances of `config` at
-    `clock_mhz` (default: the configuration's clock), judged by the simulator."""
+def instances_problem(net: Network, config: AcceleratorConfig, clock_mhz: float | None = None) -> Problem:
+    """`net` on `config.instances` instances of `config` at `clock_mhz` (default: the
+    configuration's clock), the input in main memory: the host computes only the free tails."""
     instances = [accelerator_unit(config, f"acc{index}", clock_mhz) for index in range(config.instances)]
-    free_tails = {task.name: (0.0 if task.tail else math.inf) for task in tasks(net)}  # the host computes nothing else
-    problem = build_problem(net, [host_unit(1), *instances], host_times=free_tails, link=False)
+    free_tails = {task.name: (0.0 if task.tail else math.inf) for task in tasks(net)}
+    return build_problem(net, [host_unit(1), *instances], host_times=free_tails, link=False)
+
+
+def pipeline_figures(net: Network, config: AcceleratorConfig, clock_mhz: float | None = None) -> PipelineFigures:
+    """The best contiguous stages of `instances_problem`, judged by the simulator."""
+    problem = instances_problem(net, config, clock_mhz)
     mapping = ilp.solve(problem).mapping
     verdict = evaluate(problem, mapping, images_for(problem.m))
     stages = [tuple(layer for layer, unit in zip(problem.layers, mapping) if unit == p) for p in range(1, problem.m)]

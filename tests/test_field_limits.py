@@ -46,6 +46,10 @@ def test_layers_across_the_envelope_on_icebreaker(case):
     event(f"{case.kind}: {check(case, load_config('icebreaker'), cycle_range=None)}")
 
 
+def case_id(case: Case) -> str:
+    return f"{case.kind}-{case.size}-k{case.kernel}-s{case.stride}"
+
+
 ISSUE_CASES = [  # failed on main (91bb51a) at compile time with "CONVCFG.kernel_h/stride ... out of range"
     Case("global_avg", 8, 8, 16, 16, 1, 0, 1),
     Case("global_max", 4, 4, 16, 16, 1, 0, 2),
@@ -56,7 +60,7 @@ ISSUE_CASES = [  # failed on main (91bb51a) at compile time with "CONVCFG.kernel
 ]
 
 
-@pytest.mark.parametrize("case", ISSUE_CASES, ids=lambda c: f"{c.kind}-{c.size}-k{c.kernel}-s{c.stride}")
+@pytest.mark.parametrize("case", ISSUE_CASES, ids=case_id)
 def test_cases_that_failed_at_run_time_now_run_exact(case):
     assert check(case, DEFAULT, promised=True) == "exact"
 
@@ -112,10 +116,10 @@ WINDOW_SUMS = [  # refused on main (16a4f15): global pools as a flattened FC ("n
 ]
 
 
-@pytest.mark.parametrize("case", WINDOW_SUMS, ids=lambda c: f"{c.kind}-{c.size}-k{c.kernel}-s{c.stride}")
+@pytest.mark.parametrize("case", WINDOW_SUMS, ids=case_id)
 def test_average_pools_without_a_vector_sum_run_as_depthwise_window_sums(case):
-    """icebreaker's vector unit has no `sum`: an average pool within the kernel fields becomes a
-    depthwise conv with weights 1, C * K * K of them, not a flattened FC (C * H * W * Cp)."""
+    """icebreaker has no vector unit (so no `sum`): an average pool within the kernel fields becomes
+    a depthwise conv with weights 1, C * K * K of them, not a flattened FC (C * H * W * Cp)."""
     net = load_network(case.model())
     qnet = quantize_network(net, np.random.default_rng(0).uniform(-1, 1, (2, *net.input_shape)))
     (layer,) = split_network(qnet, ICEBREAKER).layers

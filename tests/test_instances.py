@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
-import math
+from dataclasses import replace
 from pathlib import Path
 
 import onnx
@@ -19,11 +19,9 @@ from hwgen.config import config_from_dict, load_config
 from planner.frontend import load_network
 from planner.ir import Network
 from planner.zoo import resolve_model
-from scheduler.costs import build_problem
 from scheduler.exhaustive import best_contiguous
-from scheduler.instances import images_for
+from scheduler.instances import images_for, instances_problem
 from scheduler.simulator import judged_period
-from scheduler.units import accelerator_unit, host_unit, tasks
 
 
 def with_instances(name: str, count: int, **pe) -> dict:
@@ -88,9 +86,7 @@ def test_the_sweep_explores_instances(tmp_path, capsys):
         if row["status"] != "ok":
             assert row["reason"].startswith("exceeds ecp5-85f:")
             continue
-        free_tails = {task.name: (0.0 if task.tail else math.inf) for task in tasks(net)}
-        units = [host_unit(1), *(accelerator_unit(one, f"acc{i}") for i in range(k))]
-        problem = build_problem(net, units, host_times=free_tails, link=False)
+        problem = instances_problem(net, replace(one, instances=k))
         mapping, _ = best_contiguous(problem)
         assert float(row["period_s"]) == pytest.approx(judged_period(problem, mapping, images_for(problem.m)))
         assert float(row["throughput_ips"]) == pytest.approx(1 / float(row["period_s"]))
@@ -123,10 +119,7 @@ def test_simulate_runs_the_scheduled_stages_on_the_instances(tmp_path, capsys):
     assert record["period_cycles"] == pytest.approx(record["predicted_period_cycles"], rel=0.05)
     assert record["period_cycles"] == pytest.approx(record["scheduler_period_cycles"], rel=0.05)
     net = quantized_like_simulate(model)
-    free_tails = {task.name: (0.0 if task.tail else math.inf) for task in tasks(net)}
-    one = config_from_dict(dict(data, instances=1))
-    problem = build_problem(net, [host_unit(1), *(accelerator_unit(one, f"acc{i}") for i in range(2))],
-                            host_times=free_tails, link=False)
+    problem = instances_problem(net, config_from_dict(data))
     mapping, _ = best_contiguous(problem)
     stages = sorted(([layer for layer, unit in zip(problem.layers, mapping) if unit == p] for p in (1, 2)),
                     key=lambda stage: problem.layers.index(stage[0]) if stage else -1)
