@@ -41,16 +41,13 @@ from planner.zoo import resolve_model  # noqa: E402
 from schedule_helpers import random_problem  # noqa: E402
 from scheduler import exhaustive, ga, ilp  # noqa: E402
 from scheduler.costs import build_problem  # noqa: E402
+from scheduler.instances import images_for  # noqa: E402
 from scheduler.simulator import evaluate, judged_period  # noqa: E402
 from scheduler.units import accelerator_unit, host_unit  # noqa: E402
 
 BOARDS = ("icebreaker", "ulx3s-85f", "orangecrab")
 NETWORKS = ("digits", "mobilenetv2", "resnet18")
 INSTANCES = (1, 2, 3, 4)
-
-
-def images(m: int) -> int:
-    return 4 * (2 * m + 3)
 
 
 def candidates(base: dict):
@@ -108,7 +105,7 @@ def design_rows(networks: tuple[str, ...], whole_device: bool) -> list[dict]:
                     for label, link in (("link", True), ("alone", False)):
                         variant = build_problem(net, units, cpu_cap=0.0, link=link)
                         solved = ilp.solve(variant)
-                        verdict = evaluate(variant, solved.mapping, images(variant.m))
+                        verdict = evaluate(variant, solved.mapping, images_for(variant.m))
                         row[f"ilp_{label}"] = solved.period
                         row[f"period_{label}"] = verdict.period
                         row[f"latency_{label}"] = verdict.latency
@@ -164,7 +161,7 @@ def solver_rows() -> None:
     units = [host_unit(1)] + [accelerator_unit(load_config("default"), f"acc{i}") for i in range(2)]
     cases.append(("digits host+2 (cap 10%)", build_problem(net, units, cpu_cap=0.1)))
     for label, problem in cases:
-        k = images(problem.m)
+        k = images_for(problem.m)
         t = time.perf_counter()
         _, brute = exhaustive.best_contiguous(problem)
         brute_s = time.perf_counter() - t

@@ -109,15 +109,17 @@ def run(args: argparse.Namespace) -> int:
     from scheduler.costs import build_problem
     from scheduler.simulator import evaluate
 
+    from scheduler.instances import images_for
     from scheduler.units import network_workload, partitioned_workload
 
     segments, parts = model_segments(args)
     work = network_workload(segments[0]) if not parts else partitioned_workload(args.model, parts, tuple(segments))
     units = _units(args)
     problem = build_problem(work, units, _cap(args))
-    images = args.images or 4 * (2 * problem.m + 3)
-    if images < 4 * (2 * problem.m + 3):
-        raise InputError(f"--images {images}: allowed: at least {4 * (2 * problem.m + 3)} for {problem.m} units "
+    least = images_for(problem.m)
+    images = args.images or least
+    if images < least:
+        raise InputError(f"--images {images}: allowed: at least {least} for {problem.m} units "
                          "(the steady state between filling and draining the pipeline)")
     if args.solver == "ilp":
         result = ilp.solve(problem)
