@@ -79,26 +79,31 @@ def network_problems(net: Network, config: AcceleratorConfig) -> dict[str, str]:
     naming the layer, the quantity, its value and the limit (and the split step it concerns)."""
     problems = {}
     for original in net.layers:
-        if original.quant is not None:
+        problem = _split_problem(original, config)
+        if problem is None and original.quant is not None:
             try:
                 check_shifts(config, original.name, original.quant.multiplier, original.quant.shift)
             except PlanningError as error:
-                problems[original.name] = str(error)
-                continue
-        shape = shape_only(original)
-        for layer in split_layer(shape, config):
-            problem = layer_problem(layer, config)
-            if not problem:
-                continue
-            if layer is shape:
-                named = problem.startswith(f"layer {layer.name!r}")  # the planner's own errors name it
-                problems[original.name] = problem if named else f"layer {original.name!r} ({original.op}): {problem}"
-            else:
-                problems[original.name] = (f"layer {original.name!r} ({original.op}), split as {layer.name!r} ({layer.op} "
-                                           f"{_shape(layer.in_shape)} -> {_shape(layer.out_shape)}, window "
-                                           f"{_shape(layer.kernel)}, stride {layer.stride[0]}): {problem}")
-            break
+                problem = str(error)
+        if problem:
+            problems[original.name] = problem
     return problems
+
+
+def _split_problem(original: Layer, config: AcceleratorConfig) -> str | None:
+    """The first reason a step of `original`'s split cannot be compiled (its shape alone), or None."""
+    shape = shape_only(original)
+    for layer in split_layer(shape, config):
+        problem = layer_problem(layer, config)
+        if not problem:
+            continue
+        if layer is shape:
+            named = problem.startswith(f"layer {layer.name!r}")  # the planner's own errors name it
+            return problem if named else f"layer {original.name!r} ({original.op}): {problem}"
+        return (f"layer {original.name!r} ({original.op}), split as {layer.name!r} ({layer.op} "
+                f"{_shape(layer.in_shape)} -> {_shape(layer.out_shape)}, window "
+                f"{_shape(layer.kernel)}, stride {layer.stride[0]}): {problem}")
+    return None
 
 
 def _shape(shape: tuple[int, ...]) -> str:
