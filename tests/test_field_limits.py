@@ -10,6 +10,7 @@ import numpy as np
 import onnx
 import pytest
 from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from cli.main import main
 from field_cases import Case, cases, check, inside_envelope
@@ -63,6 +64,20 @@ ISSUE_CASES = [  # failed on main (91bb51a) at compile time with "CONVCFG.kernel
 @pytest.mark.parametrize("case", ISSUE_CASES, ids=case_id)
 def test_cases_that_failed_at_run_time_now_run_exact(case):
     assert check(case, DEFAULT, promised=True) == "exact"
+
+
+@settings(max_examples=max(1, EXAMPLES // 5), deadline=None)
+@given(st.integers(1, 96), st.integers(16, 64), st.integers(0, 999))
+def test_global_average_pools_beyond_the_kernels_are_one_vector_sum(channels, size, seed):
+    """A global average pool over a map beyond the conv engine's kernels is the vector unit's sum
+    over the whole map (C parameter records, no flattened FC's C x H*W*Cp weights) while a map of
+    one 4-channel group fits `default`'s 16 KiB input bank (side <= 64), bit-exact in the ISA
+    simulator with the plan's DRAM bytes the program's and its cycles within 2 %."""
+    case = Case("global_avg", channels, channels, size, size, 1, 0, seed)
+    net = load_network(case.model())
+    qnet = quantize_network(net, np.random.default_rng(seed).uniform(-1, 1, (2, *net.input_shape)))
+    assert [layer.op.value for layer in split_network(qnet, DEFAULT).layers] == ["avgpool"]
+    assert check(case, DEFAULT, promised=True, cycle_range=(0.98, 1.02), always_cycles=True) == "exact"
 
 
 @pytest.mark.parametrize("case", [Case("global_max", 5, 5, 40, 40, 1, 0, 7), Case("maxpool", 3, 3, 40, 20, 3, 2, 8),
