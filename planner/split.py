@@ -3,7 +3,7 @@
 A window (kernel or pooling) wider than the conv engine's kernels (`kernel_limit`) is split:
 
 - a conv / fc layer or an average pool with one output pixel whose window covers the whole map
-  (such an average pool with a window beyond the fields also when the vector unit has no `sum`) becomes a fully connected layer
+  (such an average pool when it is not one vector `sum`, below) becomes a fully connected layer
   over the map read as one pixel of `H * W * Cp` channels (the same DRAM bytes: pixels in order,
   `Cp` channels each, padded to the SIMD lanes), its weights placed at those channels (an
   average pool's: 1 on the channel itself, 0 elsewhere). The reduction then runs over

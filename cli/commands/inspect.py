@@ -90,9 +90,9 @@ def _problems(net: Network, config: AcceleratorConfig) -> dict[str | None, str]:
     if found is None:
         return {}
     layer, error = found
-    original = next((o.name for o in net.layers if layer is not None and (layer == o.name or layer.startswith(f"{o.name}."))),
-                    None)  # a split step names its layer's steps `NAME.split0`, `NAME.stride2`
-    return {original: str(error)}
+    # a split names its steps `NAME.split0`, `NAME.stride2` (names may hold dots: the longest prefix)
+    names = [o.name for o in net.layers if layer is not None and (layer == o.name or layer.startswith(f"{o.name}."))]
+    return {max(names, key=len, default=None): str(error)}
 
 
 def _shape(shape: tuple[int, ...]) -> str:
