@@ -14,9 +14,9 @@ from hwgen.layout import PARAM_BYTES
 from hwgen.serial_post import check_shifts, is_serial
 from planner.compile.memory_map import tensor_bytes
 from planner.compile.vector import check_vector_op, vector_tile
-from planner.ir import COMPUTE_OPS, POOL_OPS, Layer, Network
+from planner.ir import COMPUTE_OPS, POOL_OPS, Layer, Network, Op
 from planner.schedule import DIMS, ConvShape, granule, legal_tiles, tile_candidates, unplannable, whole_reduction
-from planner.split import kernel_limit, shape_only, split_layer, stride_limit
+from planner.split import kernel_limit, shape_only, split_layer, stride_limit, window_limit
 
 
 def map_limit() -> int:
@@ -30,10 +30,17 @@ def _window_problem(layer: Layer) -> str | None:
         return f"stride {sh}x{sw}: the hardware needs equal strides"
     if sh > stride_limit():
         return f"stride {sh} exceeds the limit {stride_limit()} (CONVCFG.stride)"
+    if layer.op == Op.AVGPOOL:  # left as an average pool: the vector unit's sum (planner.split)
+        if max(kh, kw) > window_limit():
+            return (f"pooling window {kh}x{kw} exceeds the limit {window_limit()}x{window_limit()} (CONVCFG.kernel_h, "
+                    f"kernel_w); larger windows are split only when they cover the whole map with one output")
+        return None
     if max(kh, kw) > kernel_limit():
         kind = "pooling window" if layer.op in POOL_OPS else "kernel"
-        return (f"{kind} {kh}x{kw} exceeds the limit {kernel_limit()}x{kernel_limit()} (CONVCFG.kernel_h, kernel_w); "
-                f"larger windows are split only for max pools and for windows covering the whole map with one output")
+        return (f"{kind} {kh}x{kw} exceeds the limit {kernel_limit()}x{kernel_limit()} (the convolution engine's "
+                f"kernels); larger windows are split only for max pools, for average pools on a vector unit with sum "
+                f"(windows to {window_limit()}, CONVCFG.kernel_h, kernel_w) and for windows covering the whole map with "
+                f"one output")
     return None
 
 

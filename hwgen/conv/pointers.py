@@ -6,7 +6,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from hwgen.conv.params import WRAPS, ConvParams
+from hwgen.conv.params import KERNEL_BITS, WRAPS, ConvParams
 from hwgen.conv_steps import steps_layout
 from hwgen.isa import PAYLOADS, Opcode
 
@@ -82,7 +82,7 @@ class ConvPointers(wiring.Component):
             with m.Elif(~wraps.phase):
                 m.d.sync += [phase_ptr.eq(phase_ptr + cfg.in_row_pitch), pixel_ptr.eq(phase_ptr + cfg.in_row_pitch)]
             with m.Else():
-                m.d.sync += weight_row.eq(weight_row + cfg.kernel_w)
+                m.d.sync += weight_row.eq(weight_row + cfg.kernel_w[:KERNEL_BITS])
                 with m.If(~wraps.kh):
                     start = row_ptr + rowstep
                     m.d.sync += [row_ptr.eq(start), phase_ptr.eq(start), pixel_ptr.eq(start)]
@@ -112,4 +112,4 @@ class ConvPointers(wiring.Component):
             m.d.sync += weight_row.eq(weight_base)
         with m.Else():
             m.d.sync += [block_start.eq(next_input),
-                         weight_base.eq(Mux(wraps.ocg, 0, weight_row + self.convcfg.kernel_w))]
+                         weight_base.eq(Mux(wraps.ocg, 0, weight_row + self.convcfg.kernel_w[:KERNEL_BITS]))]
