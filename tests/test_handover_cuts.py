@@ -9,10 +9,11 @@ from functools import cache
 
 import numpy as np
 import pytest
+from onnx_factory import GraphBuilder
+from soc_helpers import TINY
 
 from common.errors import PlanningError
 from hwgen.config import config_from_dict
-from onnx_factory import GraphBuilder
 from planner.compile.stages import stage_networks
 from planner.frontend import load_network
 from planner.ir import Network
@@ -20,7 +21,6 @@ from scheduler import exhaustive, ilp
 from scheduler.instances import instances_problem
 from scheduler.problem import Mapping, Problem
 from sim.golden.calibration import quantize_network
-from soc_helpers import TINY
 
 INPUT = (2, 4, 4)
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from common.errors import PlanningError
 from hwgen.config import AcceleratorConfig
 from hwgen.pipeline import CONTROL_GAP_CYCLES, Window
@@ -65,6 +67,28 @@ class PipelineLayout:
     stages: tuple[StageLayout, ...]
     size: int
     images: int
+
+    @property
+    def config(self) -> AcceleratorConfig:
+        return self.stages[0].compilation.compiled.config
+
+    def image(self) -> np.ndarray:
+        """Main memory before a run, the slots empty: every instance's image at its base."""
+        memory = np.zeros(self.size, dtype=np.uint8)
+        for stage in self.stages:
+            image = stage.compilation.compiled.image
+            memory[stage.base:stage.base + len(image)] = image
+        return memory
+
+    def input_address(self, image: int) -> int:
+        """Where the first stage reads image `image`'s input."""
+        window = self.stages[0].input_window
+        return window.slot_base + image * window.size
+
+    def output_address(self, image: int) -> int:
+        """Where the last stage writes image `image`'s output."""
+        window = self.stages[-1].output_window
+        return window.slot_base + image * window.size
 
 
 def _slot_bytes(net: Network, tensor: str, simd: int, block: int) -> int:
