@@ -21,7 +21,7 @@ from boards.uart import FRAME_BITS, UartRx, UartTx, baud_divisor
 from hwgen.accelerator import Accelerator
 from hwgen.config import AcceleratorConfig, Counters
 from hwgen.memory_port import MemoryPort
-from hwgen.pipeline import Pipeline, Stage
+from hwgen.pipeline import Pipeline
 from planner.compile.network import CompiledNetwork
 from planner.compile.stages import PipelineLayout
 from common.errors import ConfigError
@@ -34,6 +34,11 @@ from sim.spiflash.chips import SpiFlashChip
 SocLoad = CompiledNetwork | PipelineLayout
 """What a SoC runs: one compiled network on one accelerator, or a network's stages on pipelined
 instances (`hwgen.pipeline.Pipeline`)."""
+
+
+def image_bytes(load: SocLoad) -> int:
+    """Bytes of main memory a SoC's load lays out (a pipeline's: every instance's image and the slots)."""
+    return load.size if isinstance(load, PipelineLayout) else load.memory.size
 
 
 def check_soc(config: AcceleratorConfig, compiled: SocLoad, memory_bytes: int,
@@ -164,9 +169,7 @@ class SocCore(wiring.Component):
         if not isinstance(self.compiled, PipelineLayout):
             m.submodules.accelerator = accelerator = Accelerator(self.config, self.compiled.program)
             return accelerator
-        stages = [Stage(s.compilation.compiled.program, s.base, s.input_window, s.output_window)
-                  for s in self.compiled.stages]
-        m.submodules.pipeline = pipeline = Pipeline(self.config, stages)
+        m.submodules.pipeline = pipeline = Pipeline(self.config, self.compiled.hardware_stages())
         m.d.comb += [pipeline.images.eq(self.compiled.images), self.running.eq(pipeline.running)]
         return pipeline
 

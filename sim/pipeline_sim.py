@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 from amaranth.sim import Simulator
 
-from hwgen.pipeline import Pipeline, Stage
+from hwgen.pipeline import Pipeline
 from planner.compile.memory_map import tensor_bytes
 from planner.compile.packing import activation_from_image, activation_image
 from planner.compile.stages import PipelineLayout
@@ -58,8 +58,7 @@ def run_pipeline(layout: PipelineLayout, inputs: Sequence[np.ndarray], max_cycle
     assert len(inputs) == layout.images
     config = layout.stages[0].compilation.compiled.config
     memory = pipeline_memory(layout, inputs)
-    dut = Pipeline(config, [Stage(s.compilation.compiled.program, s.base, s.input_window, s.output_window)
-                            for s in layout.stages])
+    dut = Pipeline(config, layout.hardware_stages())
     model = MemoryModel.from_config(dut.port, memory, config.dram, stall=stall, seed=seed)
     count = len(layout.stages)
     starts: list[list[int]] = [[] for _ in range(count)]

@@ -18,7 +18,7 @@ import numpy as np
 
 from common.errors import PlanningError
 from hwgen.config import AcceleratorConfig
-from hwgen.pipeline import CONTROL_GAP_CYCLES, Window
+from hwgen.pipeline import CONTROL_GAP_CYCLES, Stage, Window
 from planner.compile.memory_map import align, tensor_bytes
 from planner.ir import Network
 from planner.pipeline import Compilation, plan_and_compile
@@ -79,6 +79,11 @@ class PipelineLayout:
             image = stage.compilation.compiled.image
             memory[stage.base:stage.base + len(image)] = image
         return memory
+
+    def hardware_stages(self) -> tuple[Stage, ...]:
+        """What `hwgen.pipeline.Pipeline` takes: each instance's program, base and windows."""
+        return tuple(Stage(s.compilation.compiled.program, s.base, s.input_window, s.output_window)
+                     for s in self.stages)
 
     def input_address(self, image: int) -> int:
         """Where the first stage reads image `image`'s input."""
