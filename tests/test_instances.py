@@ -1,6 +1,6 @@
 """A configuration's `instances`: validated, scheduled as a pipeline by `hwgen schedule` and
 explored by `hwgen sweep` (against a brute-force search of the stages and the single-instance
-resource estimate), refused with one error by the commands that make one instance."""
+resource estimate), refused with one error by `hwgen demo`, which makes one instance."""
 from __future__ import annotations
 
 import csv
