@@ -27,13 +27,13 @@ from boards.implement import NAME, FlowProducts, Progress, implement
 from boards.platforms import Board
 from boards.report import BuildReport, parse_reports
 from boards.sdram.phy import SdramPhy
-from boards.soc import SocCore
+from boards.soc import SocCore, SocLoad, image_bytes
 from boards.spiflash.image import flash_image
 from boards.spiflash.memory import FLASH_OFFSET
 from boards.spiflash.phy import SpiFlashPhy
 from common.errors import ConfigError
 from hwgen.config import AcceleratorConfig, ProgramMemory
-from planner.compile.network import CompiledNetwork
+from planner.compile.stages import PipelineLayout
 
 SPRAM_BYTES = 4 * 32 * 1024
 MAIN_MEMORY_MODULE = f"{NAME}.soc.memory"
@@ -88,10 +88,16 @@ def memory_capacity(board: Board, config: AcceleratorConfig) -> tuple[int, str]:
     return 1 << (dev.bram_bytes.bit_length() - 1), f"block RAM: the {dev.part} has {dev.bram_bytes:,} bytes"
 
 
-def check_image_fits(board: Board, compiled: CompiledNetwork) -> None:
+def check_image_fits(board: Board, compiled: SocLoad) -> None:
     """A `ConfigError` naming both sizes unless `compiled`'s memory image fits `board`'s main memory
     (with a `flash`: the image less its constants, which go to the flash)."""
     capacity, what = memory_capacity(board, compiled.config)
+    if isinstance(compiled, PipelineLayout):
+        if compiled.size > capacity:
+            raise ConfigError(f"the pipeline of {len(compiled.stages)} instances over {compiled.images} images needs "
+                              f"{compiled.size:,} bytes of main memory; board {board.name} has at most {capacity:,} "
+                              f"({what}); allowed: fewer images (--images) or a smaller model")
+        return
     memory = compiled.memory
     in_flash = memory.constant_bytes if board.flash is not None else 0
     size = memory.size - in_flash
@@ -116,13 +122,13 @@ def board_clocks(board: Board, config: AcceleratorConfig) -> tuple[float, float]
     return board_clock_mhz, pll_output_mhz(board.device_info.family, board_clock_mhz, config.clock_mhz)
 
 
-def board_soc(board: Board, config: AcceleratorConfig, compiled: CompiledNetwork, baud: int | None = None) -> SocCore:
+def board_soc(board: Board, config: AcceleratorConfig, compiled: SocLoad, baud: int | None = None) -> SocCore:
     """The SoC core `hwgen build` puts on `board`: its main memory (with DDR3, LiteDRAM's core
     generated for the clock), its UART at `baud` (the board's by default) and the `sync` clock
     of `board_clocks` (70 MHz on the ULX3S-85F)."""
     clock_mhz = board_clocks(board, config)[1]
     ddr3 = generate(clock_mhz * 1e6) if board.ddr3_bytes else None
-    return SocCore(config, compiled, memory_bytes(board, compiled.memory.size, config), round(clock_mhz * 1e6),
+    return SocCore(config, compiled, memory_bytes(board, image_bytes(compiled), config), round(clock_mhz * 1e6),
                    baud or board.baud, board.sdram, ddr3, board.flash)
 
 
@@ -166,7 +172,7 @@ class BoardTop(Elaboratable):
         return m
 
 
-def build_board(board: Board, config: AcceleratorConfig, compiled: CompiledNetwork, workdir: Path,
+def build_board(board: Board, config: AcceleratorConfig, compiled: SocLoad, workdir: Path,
                 progress: Progress | None = None) -> BoardBuild:
     """Build `board`'s bitstream for `config` running `compiled`, with the build files in `workdir`
     (`progress`: see `boards.implement.implement`)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import struct
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from enum import IntEnum
 
 from amaranth.lib import data
@@ -23,6 +23,7 @@ from hwgen.config import AcceleratorConfig, ProgramMemory
 from hwgen.program import Program
 from hwgen.sequencer_layouts import COUNTERS_LAYOUT
 from common.errors import HwgenError
+from planner.compile.stages import PipelineLayout
 
 VERSION = 1
 MAGIC = b"HWGN"
@@ -137,8 +138,19 @@ def build_id(program: Program, config: AcceleratorConfig, flash_constants: bytes
     fields = {"config": config.to_dict()} if spram else {"program": program.to_dict(), "config": config.to_dict()}
     if flash_constants is not None:
         fields["flash_constants"] = REGION_CRC.compute(flash_constants)
-    text = json.dumps(fields, sort_keys=True)
-    return REGION_CRC.compute(text.encode())
+    return _fields_id(fields)
+
+
+def pipeline_build_id(layout: PipelineLayout) -> int:
+    """`build_id` of a SoC running `layout`'s instances: every stage's program, its place in main
+    memory and its slot windows, the image count and the configuration."""
+    stages = [{"program": stage.compilation.compiled.program.to_dict(), "base": stage.base,
+               "windows": [astuple(stage.input_window), astuple(stage.output_window)]} for stage in layout.stages]
+    return _fields_id({"stages": stages, "images": layout.images, "config": layout.config.to_dict()})
+
+
+def _fields_id(fields: dict) -> int:
+    return REGION_CRC.compute(json.dumps(fields, sort_keys=True).encode())
 
 
 def frame(sync: int, code: int, payload: bytes = b"", header_crc: bool = False) -> bytes:

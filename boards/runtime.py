@@ -16,11 +16,13 @@ from boards import protocol as wire
 from boards.protocol import (COUNTER_NAMES, CRC_BYTES, HEADER_BYTES, MAGIC, REPLY_SYNC, VERSION, Command,
                              DeviceInfo, DeviceMismatch, ProtocolError, ReplyChecksumError, ReplyFramingError,
                              ReplyTimeout, Status)
+from boards.soc import SocLoad
 from boards.transport import Transport
 from hwgen.accelerator import program_regions
 from hwgen.config import ProgramMemory
 from planner.compile.memory_map import ALIGNMENT, tensor_bytes
 from planner.compile.network import CompiledNetwork
+from planner.compile.stages import PipelineLayout
 from planner.compile.packing import activation_from_image, activation_image
 from common.errors import HwgenError, InputError
 
@@ -204,31 +206,43 @@ class Runtime:
         """The image address at the device memory's address 0: past the constants if they are in flash."""
         return compiled.memory.constant_bytes if self.flash_constants else 0
 
-    def check_build(self, compiled: CompiledNetwork) -> None:
-        """An error unless the device runs `compiled`'s program on its configuration (and, from
-        flash, with its constants) and has the memory for its image."""
+    def check_build(self, compiled: SocLoad) -> None:
+        """An error unless the device runs `compiled`'s program (a pipeline's programs) on its
+        configuration (and, from flash, with its constants) and has the memory for its image."""
         info = self.info
-        constants = compiled.image[:compiled.memory.constant_bytes].tobytes() if self.flash_constants else None
-        expected = wire.build_id(compiled.program, compiled.config, constants)
-        if info.build_id != expected:
+        if isinstance(compiled, PipelineLayout):
+            name, expected, what = compiled.stages[0].compilation.network.name.split(":")[0], \
+                wire.pipeline_build_id(compiled), f"as {len(compiled.stages)} instances over {compiled.images} images "
+            needed = compiled.size
+        else:
+            constants = compiled.image[:compiled.memory.constant_bytes].tobytes() if self.flash_constants else None
+            name, expected = compiled.network.name, wire.build_id(compiled.program, compiled.config, constants)
             what = "and constants " if self.flash_constants else ""
-            raise DeviceMismatch(f"the device runs build {info.build_id:#010x}, not {compiled.network.name!r} "
+            needed = compiled.memory.size - self._memory_base(compiled)
+        if info.build_id != expected:
+            raise DeviceMismatch(f"the device runs build {info.build_id:#010x}, not {name!r} "
                                  f"compiled for {compiled.config.name!r} ({expected:#010x}); build the bitstream "
                                  f"{what}for this model and configuration")
-        needed = compiled.memory.size - self._memory_base(compiled)
         if info.memory_bytes < needed:
-            raise DeviceMismatch(f"the device has {info.memory_bytes} bytes of memory; {compiled.network.name!r} "
-                                 f"needs {needed}")
+            raise DeviceMismatch(f"the device has {info.memory_bytes} bytes of memory; {name!r} needs {needed}")
 
-    def image_loaded(self, compiled: CompiledNetwork) -> bool:
-        """Whether the device memory already holds the network's constants (by CRC-32); constants
-        in flash are the build's (`check_build`)."""
-        size = compiled.memory.constant_bytes
-        if self.flash_constants or size == 0:
-            return True
-        return self.checksum(0, size) == wire.REGION_CRC.compute(compiled.image[:size].tobytes())
+    def _constant_regions(self, compiled: SocLoad) -> list[tuple[int, np.ndarray]]:
+        """(address, bytes) of each network's constants in main memory: none from flash."""
+        if isinstance(compiled, PipelineLayout):
+            return [(stage.base, stage.compilation.compiled.image[:stage.compilation.compiled.memory.constant_bytes])
+                    for stage in compiled.stages]
+        return [] if self.flash_constants else [(0, compiled.image[:compiled.memory.constant_bytes])]
 
-    def load(self, compiled: CompiledNetwork, *, force: bool = False) -> bool:
+    def image_loaded(self, compiled: SocLoad) -> bool:
+        """Whether the device memory already holds the constants (by CRC-32); constants in flash
+        are the build's (`check_build`)."""
+        for address, constants in self._constant_regions(compiled):
+            if len(constants) and (address % wire.CHECKSUM_ALIGNMENT or
+                                   self.checksum(address, len(constants)) != wire.REGION_CRC.compute(constants.tobytes())):
+                return False
+        return True
+
+    def load(self, compiled: SocLoad, *, force: bool = False) -> bool:
         """Make the device ready for `compiled`: check its program, write the instructions into
         a writable (SPRAM) program memory with its descriptor table (always: it cannot be read
         back), and write the memory
@@ -241,7 +255,11 @@ class Runtime:
                 self.write_program(2 * start, np.array(halfwords, dtype="<u2").tobytes())
         if self.flash_constants or (not force and self.image_loaded(compiled)):
             return False
-        self.write(0, compiled.image.tobytes())
+        if isinstance(compiled, PipelineLayout):  # the instances' images; the slots need nothing
+            last = compiled.stages[-1]
+            self.write(0, compiled.image()[:last.base + len(last.compilation.compiled.image)].tobytes())
+        else:
+            self.write(0, compiled.image.tobytes())
         if not self.image_loaded(compiled):
             raise ProtocolError("the memory image does not read back after loading (CRC-32 mismatch)")
         return True
@@ -263,6 +281,27 @@ class Runtime:
             data = self.read(address, tensor_bytes(shapes[name], simd))
             outputs[name] = activation_from_image(np.frombuffer(data, dtype=np.uint8), shapes[name], simd)
         return outputs
+
+    def stream(self, layout: PipelineLayout, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], dict[str, int]]:
+        """Run the int8 `(C, H, W)` inputs (the layout's image count) through a device's pipelined
+        instances: each into its input slot, one START, then each output from its slot. Returns
+        the outputs and the counters (`cycles`: the whole stream)."""
+        first, last = layout.stages[0].compilation.network, layout.stages[-1].compilation.network
+        simd = layout.config.pe.simd
+        if len(inputs) != layout.images:
+            raise InputError(f"{len(inputs)} inputs for a device built for a stream of {layout.images} images; "
+                             f"allowed: exactly {layout.images}")
+        for k, x in enumerate(inputs):
+            if not isinstance(x, np.ndarray) or x.dtype != np.int8 or tuple(x.shape) != tuple(first.input_shape):
+                raise InputError(f"input {k}: {getattr(x, 'dtype', type(x).__name__)} {getattr(x, 'shape', '')}: "
+                                 f"expected int8 of shape {first.input_shape}")
+            self.write(layout.input_address(k), activation_image(x, simd).tobytes())
+        self.start()
+        self.wait()
+        shape = last.tensor_shapes()[last.outputs[0]]
+        outputs = [activation_from_image(np.frombuffer(self.read(layout.output_address(k), tensor_bytes(shape, simd)),
+                                                       dtype=np.uint8), shape, simd) for k in range(layout.images)]
+        return outputs, self.counters()
 
     def infer(self, compiled: CompiledNetwork, x: np.ndarray) -> Inference:
         """Run the int8 `(C, H, W)` input `x` on a device loaded with `compiled`."""

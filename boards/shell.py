@@ -14,15 +14,17 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from hwgen.accelerator import Accelerator
+from hwgen.pipeline import Pipeline
 
 LFSR_BITS = 32
 LFSR_TAPS = (31, 21, 1, 0)  # x^32 + x^22 + x^2 + x + 1, a maximal-length polynomial
 
 
 class AcceleratorShell(wiring.Component):
-    """`accelerator` wrapped so that `din_bits` input pins and one output pin keep it whole."""
+    """`accelerator` (or pipelined instances) wrapped so that `din_bits` input pins and one output
+    pin keep it whole."""
 
-    def __init__(self, accelerator: Accelerator, din_bits: int):
+    def __init__(self, accelerator: Accelerator | Pipeline, din_bits: int):
         self.accelerator = accelerator
         super().__init__({"din": In(din_bits), "dout": Out(1)})
 
@@ -30,9 +32,11 @@ class AcceleratorShell(wiring.Component):
         m = Module()
         m.submodules.accelerator = acc = self.accelerator
         port = acc.port
-        inputs = Cat(port.rd_req.ready, port.rd_data.valid, port.rd_data.payload, port.wr.ready, acc.start)
+        pipelined = isinstance(acc, Pipeline)
+        inputs = Cat(port.rd_req.ready, port.rd_data.valid, port.rd_data.payload, port.wr.ready, acc.start,
+                     *((acc.images,) if pipelined else ()))
         outputs = Cat(port.rd_req.valid, port.rd_req.payload, port.rd_data.ready, port.wr.valid, port.wr.payload,
-                      acc.done, acc.busy, acc.counters)
+                      acc.done, acc.busy, acc.running if pipelined else acc.counters)
 
         lfsr = Signal(LFSR_BITS, init=1)
         feedback = Cat(*(lfsr[tap] for tap in LFSR_TAPS)).xor() ^ self.din.xor()

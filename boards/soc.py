@@ -14,14 +14,16 @@ from boards.ddr3.litedram import LiteDramDdr3
 from boards.ddr3.memory import Ddr3MainMemory
 from boards.ddr3.native import LiteDramPort
 from boards.main_memory import MainMemory, check_size, word_bytes
-from boards.protocol import FRAME_GAP_BYTE_TIMES, DeviceInfo, build_id
+from boards.protocol import FRAME_GAP_BYTE_TIMES, DeviceInfo, build_id, pipeline_build_id
 from boards.sdram.memory import SdramMainMemory, check_sdram_memory
 from boards.spiflash.memory import FLASH_OFFSET, FlashMainMemory, check_flash_memory
 from boards.uart import FRAME_BITS, UartRx, UartTx, baud_divisor
 from hwgen.accelerator import Accelerator
 from hwgen.config import AcceleratorConfig, Counters
 from hwgen.memory_port import MemoryPort
+from hwgen.pipeline import Pipeline
 from planner.compile.network import CompiledNetwork
+from planner.compile.stages import PipelineLayout
 from common.errors import ConfigError
 from sim.sdram.adapter import SDRAM_PINS
 from sim.sdram.chips import SdramChip
@@ -29,7 +31,17 @@ from sim.spiflash.adapter import SPI_FLASH_PINS
 from sim.spiflash.chips import SpiFlashChip
 
 
-def check_soc(config: AcceleratorConfig, compiled: CompiledNetwork, memory_bytes: int,
+SocLoad = CompiledNetwork | PipelineLayout
+"""What a SoC runs: one compiled network on one accelerator, or a network's stages on pipelined
+instances (`hwgen.pipeline.Pipeline`)."""
+
+
+def image_bytes(load: SocLoad) -> int:
+    """Bytes of main memory a SoC's load lays out (a pipeline's: every instance's image and the slots)."""
+    return load.size if isinstance(load, PipelineLayout) else load.memory.size
+
+
+def check_soc(config: AcceleratorConfig, compiled: SocLoad, memory_bytes: int,
               sdram: SdramChip | None = None, flash: SpiFlashChip | None = None) -> None:
     """The network must be compiled for `config` and its memory image must fit main memory
     (`memory_bytes` of the `sdram` chip, if given; with `flash`, the image less its constants,
@@ -38,6 +50,9 @@ def check_soc(config: AcceleratorConfig, compiled: CompiledNetwork, memory_bytes
         raise ConfigError(f"the network was compiled for configuration {compiled.config.name!r}, "
                           f"not for {config.name!r}; compile it for the SoC's configuration")
     check_size(MemoryPort.from_config(config.dram), memory_bytes)
+    if isinstance(compiled, PipelineLayout):
+        check_pipeline_soc(config, compiled, memory_bytes, flash)
+        return
     if memory_bytes > 1 << config.template.dram_address_bits:
         raise ConfigError(f"main memory of {memory_bytes} bytes is beyond the {config.template.dram_address_bits}-bit "
                           f"DRAM addresses of configuration {config.name!r}; allowed: at most "
@@ -50,6 +65,20 @@ def check_soc(config: AcceleratorConfig, compiled: CompiledNetwork, memory_bytes
         limits = f" (the {sdram.name} holds {sdram.bytes}; {bits}-bit DRAM addresses reach {1 << bits})" if sdram else ""
         raise ConfigError(f"the memory image of {compiled.network.name!r} needs {compiled.memory.size} bytes; "
                           f"main memory has {memory_bytes} bytes{limits}")
+
+
+def check_pipeline_soc(config: AcceleratorConfig, layout: PipelineLayout, memory_bytes: int,
+                       flash: SpiFlashChip | None) -> None:
+    """Pipelined instances need their constants in main memory and the whole layout (every
+    instance's image and the slots) within it and within the DRAM addresses."""
+    name = layout.stages[0].compilation.network.name.split(":")[0]
+    if flash is not None:
+        raise ConfigError(f"configuration {config.name!r}: {len(layout.stages)} pipelined instances cannot read their "
+                          "constants from the SPI flash; allowed: a board whose main memory holds them")
+    if layout.size > memory_bytes:
+        raise ConfigError(f"the pipeline of {name!r} ({len(layout.stages)} instances, {layout.images} images) needs "
+                          f"{layout.size:,} bytes of main memory; the SoC has {memory_bytes:,}; allowed: fewer "
+                          "images or a smaller model")
 
 
 def check_flash_image(config: AcceleratorConfig, compiled: CompiledNetwork, memory_bytes: int) -> None:
@@ -84,7 +113,7 @@ class SocCore(wiring.Component):
     served).
     """
 
-    def __init__(self, config: AcceleratorConfig, compiled: CompiledNetwork, memory_bytes: int, clk_hz: int,
+    def __init__(self, config: AcceleratorConfig, compiled: SocLoad, memory_bytes: int, clk_hz: int,
                  baud: int = 115200, sdram: SdramChip | None = None, ddr3: LiteDramDdr3 | None = None,
                  flash: SpiFlashChip | None = None):
         try:
@@ -97,10 +126,15 @@ class SocCore(wiring.Component):
             raise
         self.config, self.compiled, self.sdram_chip, self.ddr3, self.flash_chip = config, compiled, sdram, ddr3, flash
         self.memory_bytes, self.clk_hz, self.baud = memory_bytes, clk_hz, baud
-        constants = compiled.image[:compiled.memory.constant_bytes].tobytes() if flash is not None else None
-        self.info = DeviceInfo(memory_bytes=memory_bytes, clk_hz=clk_hz,
-                               build_id=build_id(compiled.program, config, constants))
+        if isinstance(compiled, PipelineLayout):
+            identity = pipeline_build_id(compiled)
+        else:
+            constants = compiled.image[:compiled.memory.constant_bytes].tobytes() if flash is not None else None
+            identity = build_id(compiled.program, config, constants)
+        self.info = DeviceInfo(memory_bytes=memory_bytes, clk_hz=clk_hz, build_id=identity)
         members = {"rx": In(1, init=1), "tx": Out(1, init=1), "leds": Out(4)}
+        if isinstance(compiled, PipelineLayout):
+            members["running"] = Out(len(compiled.stages))  # which instances run (for measurements)
         if sdram is not None:
             members["sdram"] = Out(SDRAM_PINS)
         if ddr3 is not None:
@@ -121,23 +155,34 @@ class SocCore(wiring.Component):
                                      self.clk_hz / 1e6)
             wiring.connect(m, wiring.flipped(self.flash), memory.flash)
         elif self.sdram_chip is None:
-            memory = MainMemory(port, self.memory_bytes, self.compiled.image.tobytes())
+            image = self.compiled.image() if isinstance(self.compiled, PipelineLayout) else self.compiled.image
+            memory = MainMemory(port, self.memory_bytes, image.tobytes())
         else:
             memory = SdramMainMemory(port, self.memory_bytes, self.sdram_chip, self.clk_hz / 1e6)
             wiring.connect(m, wiring.flipped(self.sdram), memory.sdram)
         m.submodules.memory = memory
         return memory
 
+    def _compute(self, m: Module) -> Accelerator | Pipeline:
+        """The accelerator, or the pipelined instances running the layout's image count per START
+        (`running` shows which run; a cycle counter stands in for the accelerator's counters)."""
+        if not isinstance(self.compiled, PipelineLayout):
+            m.submodules.accelerator = accelerator = Accelerator(self.config, self.compiled.program)
+            return accelerator
+        m.submodules.pipeline = pipeline = Pipeline(self.config, self.compiled.hardware_stages())
+        m.d.comb += [pipeline.images.eq(self.compiled.images), self.running.eq(pipeline.running)]
+        return pipeline
+
     def elaborate(self, platform) -> Module:
         m = Module()
-        m.submodules.accelerator = accelerator = Accelerator(self.config, self.compiled.program)
+        accelerator = self._compute(m)
         memory = self._main_memory(m, accelerator.port.signature)
         wiring.connect(m, accelerator.port, memory.port)
 
         m.submodules.uart_rx = uart_rx = UartRx(self.divisor)
         m.submodules.uart_tx = uart_tx = UartTx(self.divisor)
         gap_cycles = FRAME_GAP_BYTE_TIMES * FRAME_BITS * self.divisor
-        queue_counters = self.config.template.counters == Counters.ALL
+        queue_counters = self.config.template.counters == Counters.ALL and not isinstance(accelerator, Pipeline)
         m.submodules.bridge = bridge = Bridge(self.info, gap_cycles, word_bytes(accelerator.port.signature),
                                               program_memory="program_write" in accelerator.signature.members,
                                               queue_counters=queue_counters, checksum=self.flash_chip is None)
@@ -156,7 +201,12 @@ class SocCore(wiring.Component):
         # lag the accelerator by a cycle. The cycle counter alone goes straight to its 4-byte
         # multiplexer (the bridge replies 0 for the other counters).
         m.d.sync += [bridge.busy.eq(accelerator.busy), bridge.done.eq(accelerator.done)]
-        if queue_counters:
+        if isinstance(accelerator, Pipeline):
+            with m.If(accelerator.start):
+                m.d.sync += bridge.counters.cycles.eq(0)
+            with m.Elif(accelerator.busy):
+                m.d.sync += bridge.counters.cycles.eq(bridge.counters.cycles + 1)
+        elif queue_counters:
             m.d.sync += bridge.counters.eq(accelerator.counters)
         else:
             m.d.comb += bridge.counters.cycles.eq(accelerator.counters.cycles)

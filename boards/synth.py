@@ -18,8 +18,10 @@ from boards.report import BuildReport, parse_reports
 from boards.shell import AcceleratorShell
 from hwgen.accelerator import Accelerator
 from hwgen.config import AcceleratorConfig
+from hwgen.pipeline import Pipeline
 from hwgen.program import Program
 from planner.compile.network import CompiledNetwork
+from planner.compile.stages import PipelineLayout
 from sim.golden.calibration import quantize_network
 from planner.frontend import load_network
 from planner.pipeline import plan_and_compile
@@ -52,13 +54,16 @@ def default_program(config: AcceleratorConfig) -> Program:
     return default_network(config).program
 
 
-def synth_report(device: str, config: AcceleratorConfig, workdir: Path, program: Program | None = None,
+def synth_report(device: str, config: AcceleratorConfig, workdir: Path, program: Program | PipelineLayout | None = None,
                  progress: Progress | None = None) -> BuildReport:
     """Synthesize, place and route the accelerator for `config` (running `program`, by default
-    the digits CNN compiled for `config`) on the bare `device` (a `boards.devices` name), with
-    the build files in `workdir`, telling `progress` the stage; the report of the run (timing met or not)."""
+    the digits CNN compiled for `config`; or a layout's pipelined instances) on the bare `device`
+    (a `boards.devices` name), with the build files in `workdir`, telling `progress` the stage;
+    the report of the run (timing met or not)."""
     dev = find_device(device)
     program = default_program(config) if program is None else program
-    top = PinnedShell(AcceleratorShell(Accelerator(config, program), BARE_INPUTS))
+    core = Pipeline(config, program.hardware_stages()) if isinstance(program, PipelineLayout) else \
+        Accelerator(config, program)
+    top = PinnedShell(AcceleratorShell(core, BARE_INPUTS))
     products = implement(bare_platform(dev, config.clock_mhz), top, dev, Path(workdir), progress=progress)
     return parse_reports(products.report, products.stat, dev, config.clock_mhz, products.seconds)

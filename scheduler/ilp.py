@@ -1,9 +1,10 @@
 """The stage-per-unit ILP: each unit runs one contiguous run of layers in the problem's
 topological order; minimise the period (scipy.optimize.milp, HiGHS).
 
-Variables: the period T; x[p, i] = layer i on unit p; s[p, i] = unit p's run starts at i
-(at most one start per unit); y[j, q, p] >= 1 when unit p receives layer j's output from q
-(y_in[p] for the network input). Constraints: one unit per layer; per unit, its layers' time
+Variables: the period T; x[p, i] = layer i on unit p; s[p, i] = unit p's run starts at i (at
+most one start per unit; an accelerator's only at 0 or at one of `Problem.cuts`, where one
+tensor crosses); y[j, q, p] >= 1 when unit p receives layer j's output from q (y_in[p] for
+the network input). Constraints: one unit per layer; per unit, its layers' time
 plus the moves it pays for (`Problem.payer`) <= T; all accelerators' main-memory bytes / bandwidth <= T; the host's
 compute <= cap * T; per unit, its layers' memory <= its budget. Times are scaled to the
 largest finite time so that HiGHS works near 1.
@@ -69,7 +70,8 @@ def solve(problem: Problem, time_limit: float = 60.0) -> IlpResult:
     for p in range(m):
         starts = []
         for i in range(n):
-            s = model.var(("s", p, i), False)
+            barred = p != host and 0 < i and i not in problem.cuts
+            s = model.var(("s", p, i), False, 0.0 if barred else 1.0)
             starts.append(s)
             model.row({s: 1.0, x[p, i]: -1.0, **({x[p, i - 1]: 1.0} if i else {})}, 0, math.inf)
         model.row({s: 1.0 for s in starts}, -math.inf, 1)
@@ -146,4 +148,5 @@ def _culprit(problem: Problem) -> str:
         if problem.cpu_cap == 0 and units == (problem.host,):
             return (f"layer {problem.layers[i]!r} runs only on the host, whose CPU cap is 0 "
                     "(allowed: a cap above 0, or an accelerator that compiles it)")
-    return "the memory budgets and CPU cap leave no contiguous order of stages"
+    return ("the memory budgets, the CPU cap and the cut points where one tensor crosses leave no contiguous "
+            "order of stages")

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from hwgen.config import AcceleratorConfig
+from planner.compile.stages import PipelineLayout, pipeline_layout
 from planner.ir import Network
 from scheduler import ilp
 from scheduler.costs import build_problem
@@ -54,3 +55,11 @@ def pipeline_figures(net: Network, config: AcceleratorConfig, clock_mhz: float |
     in_order = sorted((stage for stage in stages if stage), key=lambda stage: problem.layers.index(stage[0]))
     dram = float(sum(problem.dram[i, p] for i, p in enumerate(mapping)))
     return PipelineFigures(verdict.period, verdict.latency, tuple(in_order), dram)
+
+
+def scheduled_layout(net: Network, config: AcceleratorConfig, images: int) -> tuple[PipelineFigures, PipelineLayout]:
+    """`pipeline_figures`' stages compiled one program per instance, main memory laid out for a
+    stream of `images` images."""
+    figures = pipeline_figures(net, config)
+    index = {layer.name: i for i, layer in enumerate(net.layers)}
+    return figures, pipeline_layout(net, [index[stage[0]] for stage in figures.stages], config, images)

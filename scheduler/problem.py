@@ -7,12 +7,15 @@ Conventions (docs/schedule.md): a tensor moved between units is moved once per (
 receiving unit) and occupies the accelerator end of the move (`payer`: the receiver, or the
 sender when the host receives), so the host's time is its compute alone; the network input
 starts on the host and every network output ends on the host; the host's CPU cap bounds its
-compute time per period.
+compute time per period. An accelerator's stage takes one tensor: it may begin only at a
+`Problem.cuts` position, where one layer's output alone crosses (the host runtime reads any
+number of tensors from a board, but an accelerator program reads one input).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -61,6 +64,18 @@ class Problem:
         """The unit a move from `source` to `target` occupies: the accelerator end."""
         return source if target == self.host else target
 
+    @cached_property
+    def cuts(self) -> frozenset[int]:
+        """The positions `c` (0 < c < n) where exactly one tensor crosses from the layers before
+        `c` to those from `c` on (a network output counts as read after the last layer), and it
+        is a layer's output, not the network input: where an accelerator's stage may begin."""
+        found = set()
+        for c in range(1, self.n):
+            crossing = {j for j, i in self.edges if j < c <= i} | {j for j in self.outputs if j < c}
+            if len(crossing) == 1 and not any(i >= c for i in self.inputs):
+                found.add(c)
+        return frozenset(found)
+
     def predecessors(self) -> list[list[int]]:
         preds: list[list[int]] = [[] for _ in range(self.n)]
         for j, i in self.edges:
@@ -90,9 +105,16 @@ def loads(problem: Problem, mapping: Mapping) -> np.ndarray:
     return busy
 
 
+def single_handovers(problem: Problem, mapping: Mapping) -> bool:
+    """Every run of layers on an accelerator begins at 0 or at one of `Problem.cuts`."""
+    return all(c in problem.cuts for c in range(1, problem.n)
+               if mapping[c] != mapping[c - 1] and mapping[c] != problem.host)
+
+
 def feasible(problem: Problem, mapping: Mapping) -> bool:
-    """Every layer on a unit that can run it, and each unit's memory within its budget."""
-    if any(p not in problem.allowed(i) for i, p in enumerate(mapping)):
+    """Every layer on a unit that can run it, each accelerator's run beginning where one tensor
+    crosses, and each unit's memory within its budget."""
+    if any(p not in problem.allowed(i) for i, p in enumerate(mapping)) or not single_handovers(problem, mapping):
         return False
     if problem.memory is None:
         return True

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 from amaranth.sim import Simulator
 
-from hwgen.pipeline import Pipeline, Stage
+from hwgen.pipeline import Pipeline
 from planner.compile.memory_map import tensor_bytes
 from planner.compile.packing import activation_from_image, activation_image
 from planner.compile.stages import PipelineLayout
@@ -38,15 +38,11 @@ class PipelineRun:
 
 def pipeline_memory(layout: PipelineLayout, inputs: Sequence[np.ndarray]) -> np.ndarray:
     """Main memory before the run: every instance's image at its base, input `k` in slot `k`."""
-    memory = np.zeros(layout.size, dtype=np.uint8)
-    for stage in layout.stages:
-        image = stage.compilation.compiled.image
-        memory[stage.base:stage.base + len(image)] = image
-    window = layout.stages[0].input_window
-    simd = layout.stages[0].compilation.compiled.config.pe.simd
+    memory = layout.image()
+    simd = layout.config.pe.simd
     for k, x in enumerate(inputs):
         data = activation_image(x, simd)
-        memory[window.slot_base + k * window.size:window.slot_base + k * window.size + len(data)] = data
+        memory[layout.input_address(k):layout.input_address(k) + len(data)] = data
     return memory
 
 
@@ -62,8 +58,7 @@ def run_pipeline(layout: PipelineLayout, inputs: Sequence[np.ndarray], max_cycle
     assert len(inputs) == layout.images
     config = layout.stages[0].compilation.compiled.config
     memory = pipeline_memory(layout, inputs)
-    dut = Pipeline(config, [Stage(s.compilation.compiled.program, s.base, s.input_window, s.output_window)
-                            for s in layout.stages])
+    dut = Pipeline(config, layout.hardware_stages())
     model = MemoryModel.from_config(dut.port, memory, config.dram, stall=stall, seed=seed)
     count = len(layout.stages)
     starts: list[list[int]] = [[] for _ in range(count)]
@@ -101,8 +96,7 @@ def run_pipeline(layout: PipelineLayout, inputs: Sequence[np.ndarray], max_cycle
     last = layout.stages[-1]
     net = last.compilation.network
     shape = net.tensor_shapes()[net.outputs[0]]
-    window = last.output_window
     size = tensor_bytes(shape, config.pe.simd)
-    outputs = [activation_from_image(memory[window.slot_base + k * window.size:][:size], shape, config.pe.simd)
+    outputs = [activation_from_image(memory[layout.output_address(k):][:size], shape, config.pe.simd)
                for k in range(len(inputs))]
     return PipelineRun(outputs, starts, ends, result["cycles"], model.stats)

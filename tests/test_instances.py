@@ -1,6 +1,6 @@
 """A configuration's `instances`: validated, scheduled as a pipeline by `hwgen schedule` and
 explored by `hwgen sweep` (against a brute-force search of the stages and the single-instance
-resource estimate), refused with one error by the commands that make one instance."""
+resource estimate), refused with one error by `hwgen demo`, which makes one instance."""
 from __future__ import annotations
 
 import csv
@@ -47,13 +47,16 @@ def test_the_field_is_checked():
         config_from_dict(with_instances("icebreaker", 2))  # its program lives in SPRAM
 
 
-@pytest.mark.parametrize("command", [["generate"], ["synth", "--device", "ecp5-85f"],
-                                     ["build", "--board", "ulx3s-85f"]])
-def test_commands_that_make_one_instance_refuse_more(command, tmp_path, capsys):
+def test_demo_makes_one_instance_and_images_need_several(tmp_path, capsys):
     path = written(tmp_path, with_instances("ulx3s-85f", 2))
-    assert main([*command, "--hw", str(path), "-o", str(tmp_path / "out")]) == 2
+    assert main(["demo", "--hw", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("error:") == 1 and "instances: 2" in err and "allowed: instances: 1" in err
+    assert main(["generate", "--hw", "ulx3s-85f", "--images", "4", "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1 and "allowed: --images with a configuration of several instances" in err
+    assert main(["generate", "--hw", str(path), "--images", "1", "-o", str(tmp_path / "out")]) == 2
+    assert "--images 1: allowed: at least 2" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 

@@ -7,12 +7,11 @@ from pathlib import Path
 
 from boards.build import build_board
 from boards.platforms import BOARDS, board
-from cli.commands.common import load_model, quantized, one_instance
+from cli.commands.common import compiled_for_soc, load_model, quantized
 from cli.commands.synth import add_output_arguments, finish
 from cli.flow_progress import FlowProgress
 from hwgen.config import CONFIG_DIR, load_config
 from common.files import atomic_write_bytes
-from planner.pipeline import plan_and_compile
 
 FLASH_FILE = "flash.bin"
 
@@ -36,8 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     target = board(args.board)
     shipped = (CONFIG_DIR / f"{target.name}.yaml").exists()
-    config = one_instance(load_config(args.hw if args.hw is not None or not shipped else target.name), "build")
-    compiled = plan_and_compile(quantized(load_model(args), args, synthetic=True), config).compiled
+    config = load_config(args.hw if args.hw is not None or not shipped else target.name)
+    compiled = compiled_for_soc(quantized(load_model(args), args, synthetic=True), config, args.images)
     out = args.output or Path("rtl_out") / f"{config.name}-{target.name}"
     with FlowProgress(f"building the {target.name} SoC") as progress:
         result = build_board(target, config, compiled, out / "build", progress)

@@ -13,6 +13,8 @@ from planner.zoo import BUILTIN_MODELS, DEFAULT_MODEL, builtin_calibration, reso
 
 if TYPE_CHECKING:
     from hwgen.config import AcceleratorConfig
+    from planner.compile.network import CompiledNetwork
+    from planner.compile.stages import PipelineLayout
     from planner.frontend.partition import ModelPart
     from planner.ir import Network
     from sim.partitioned import PartitionedNetwork
@@ -172,9 +174,36 @@ def one_instance(config: AcceleratorConfig, command: str) -> AcceleratorConfig:
     """`config` if it describes one accelerator instance; `hwgen COMMAND` makes no more."""
     if config.instances > 1:
         raise ConfigError(f"configuration {config.name!r}: instances: {config.instances}; `hwgen {command}` makes one "
-                          "instance (the board SoC, the bridge and the runtime for several are not written); allowed: "
-                          "instances: 1 (`hwgen schedule` and `hwgen sweep` plan several, docs/units.md)")
+                          "instance (the demo's board session runs one network on one accelerator); allowed: "
+                          "instances: 1 (`hwgen run --images K` streams images through several, docs/units.md)")
     return config
+
+
+DEFAULT_STREAM_IMAGES = 4
+"""Images a SoC of several instances streams per START unless --images says otherwise."""
+
+
+def add_images_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--images", type=int, metavar="K",
+                        help="with a configuration of several instances: the images the SoC streams per run (its "
+                        f"slots in main memory; default {DEFAULT_STREAM_IMAGES})")
+
+
+def compiled_for_soc(net: Network, config: AcceleratorConfig, images: int | None) -> CompiledNetwork | PipelineLayout:
+    """`net` compiled for one instance of `config`, or, for several, the scheduler's stages laid
+    out for a stream of `images` images (`scheduler.instances.scheduled_layout`)."""
+    from planner.pipeline import plan_and_compile
+    from scheduler.instances import scheduled_layout
+
+    if config.instances == 1:
+        if images is not None:
+            raise InputError(f"--images {images}: configuration {config.name!r} has one instance; allowed: --images "
+                             "with a configuration of several instances")
+        return plan_and_compile(net, config).compiled
+    count = DEFAULT_STREAM_IMAGES if images is None else images
+    if count < 2:
+        raise InputError(f"--images {count}: allowed: at least 2 (a stream through the pipelined instances)")
+    return scheduled_layout(net, config, count)[1]
 
 
 def model_segments(args: argparse.Namespace) -> tuple[list[Network], tuple[ModelPart, ...]]:

@@ -16,12 +16,12 @@ from boards.platforms import BOARDS, Board, board
 from boards.runtime import Inference, Runtime
 from boards.sdram.soc_transport import VerilatedSoc, power_up_noise
 from boards.transport import SerialTransport, SimulatedTransport, Transport
-from cli.commands.common import add_calibration_argument, add_model_argument, load_model, load_partitioned, quantized, one_instance
+from cli.commands.common import add_calibration_argument, add_model_argument, load_model, load_partitioned, quantized
 from cli.commands.infer import output_array, read_float_input, read_input, save_outputs
 from cli.simulation_progress import SimulationProgress, preparing
 from hwgen.config import CONFIG_DIR, AcceleratorConfig, load_config
 from common.console import make_console
-from common.errors import ConfigError
+from common.errors import ConfigError, InputError
 from common.files import check_output_file
 from planner.compile.network import CompiledNetwork
 from planner.ir import Network
@@ -74,6 +74,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "preload)")
     parser.add_argument("--reload", action="store_true",
                         help="write the memory image even if the board already holds it")
+    parser.add_argument("--images", type=int, metavar="K",
+                        help="with a configuration of several instances: stream the first K samples of --input "
+                        "through the pipelined instances (default: all; at least 2)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     add_calibration_argument(parser)
     parser.set_defaults(func=run)
@@ -86,7 +89,7 @@ def board_config(chosen: Board, hw: str | None):
             raise ConfigError(f"no shipped configuration for board {chosen.name!r}; give --hw CFG (the one its "
                               f"bitstream was built with)")
         hw = chosen.name
-    return one_instance(load_config(hw), "run")
+    return load_config(hw)
 
 
 def simulated_board(chosen: Board, compiled: CompiledNetwork, baud: int, load: str) -> SimulatedTransport | VerilatedSoc:
@@ -211,6 +214,13 @@ def run(args: argparse.Namespace) -> int:
     chosen = board(args.board)
     baud = args.baud or chosen.baud
     config = board_config(chosen, args.hw)
+    if config.instances > 1:
+        from cli.commands.run_instances import run_instances  # (it reads this module's timeouts)
+
+        return run_instances(args, chosen, baud, config, args.port == SIMULATED_PORT)
+    if args.images is not None:
+        raise InputError(f"--images {args.images}: configuration {config.name!r} has one instance, which runs every "
+                         "--input sample in turn; allowed: --images with a configuration of several instances")
     partitioned = load_partitioned(args)
     if partitioned is not None:
         return run_partitioned(args, chosen, baud, config, partitioned)

@@ -16,9 +16,9 @@ from cli.cycle_progress import CycleProgress
 from common.console import make_console
 from common.errors import InputError
 from hwgen.config import AcceleratorConfig
-from planner.compile.stages import pipeline_layout, predicted_period
+from planner.compile.stages import predicted_period
 from planner.ir import Network
-from scheduler.instances import pipeline_figures
+from scheduler.instances import scheduled_layout
 from sim.golden import run_quantized
 from sim.pipeline_sim import run_pipeline
 
@@ -56,14 +56,11 @@ def stream(args: argparse.Namespace, net: Network, images: int) -> list[np.ndarr
 def run_instances(args: argparse.Namespace, net: Network, config: AcceleratorConfig) -> int:
     images = check_arguments(args, config)
     inputs = stream(args, net, images)
-    figures = pipeline_figures(net, config)
-    index = {layer.name: i for i, layer in enumerate(net.layers)}
-    starts = [index[stage[0]] for stage in figures.stages]
-    layout = pipeline_layout(net, starts, config, images)
+    figures, layout = scheduled_layout(net, config, images)
     predicted = predicted_period(layout)
     clock = config.clock_mhz * 1e6
     expected = sum(s.compilation.prediction.cycles for s in layout.stages) + (images - 1) * predicted
-    with CycleProgress(f"{PIPELINE_ENGINE}: {net.name} on {len(starts)} instances", int(expected)) as progress:
+    with CycleProgress(f"{PIPELINE_ENGINE}: {net.name} on {len(layout.stages)} instances", int(expected)) as progress:
         run = run_pipeline(layout, inputs, max_cycles=max(2_000_000, int(4 * expected)), progress=progress)
     output = layout.stages[-1].compilation.network.outputs[0]
     exact = [bool(np.array_equal(y, run_quantized(net, x)[output])) for x, y in zip(inputs, run.outputs)]
@@ -79,24 +76,32 @@ def run_instances(args: argparse.Namespace, net: Network, config: AcceleratorCon
     if args.json:
         print(json.dumps(record, indent=2))
     else:
-        show(record)
+        show(record, f"{net.name} on {config.instances} instances of {config.name} ({images} images, Amaranth "
+             "simulation)")
     return 0 if record["bit_exact"] else 1
 
 
-def show(record: dict) -> None:
-    table = Table(title=f"{record['network']} on {record['instances']} instances of {record['config']} "
-                  f"({record['images']} images, Amaranth simulation)")
-    for column, justify in (("stage", "right"), ("layers", "left"), ("predicted", "right"), ("measured", "left")):
+def show(record: dict, title: str) -> None:
+    """A pipeline run's record (this command's, or `hwgen run`'s on a board): its stages, the
+    images equal to the golden model and the period, measured (where known) against the models."""
+    table = Table(title=title)
+    measured_stages = "measured_cycles" in record["stages"][0]
+    for column, justify in (("stage", "right"), ("layers", "left"), ("predicted", "right"),
+                            *((("measured", "left"),) if measured_stages else ())):
         table.add_column(column, justify=justify, overflow="fold")
     for i, stage in enumerate(record["stages"]):
         span = stage["layers"][0] if len(stage["layers"]) == 1 else f"{stage['layers'][0]} .. {stage['layers'][-1]}"
-        table.add_row(str(i), span, f"{stage['predicted_cycles']:,}",
-                      ", ".join(f"{c:,}" for c in stage["measured_cycles"]))
+        measured = [", ".join(f"{c:,}" for c in stage["measured_cycles"])] if measured_stages else []
+        table.add_row(str(i), span, f"{stage['predicted_cycles']:,}", *measured)
     console = make_console()
     console.print(table)
     measured, predicted, scheduled = (record["period_cycles"], record["predicted_period_cycles"],
                                       record["scheduler_period_cycles"])
-    console.print(f"bit-exact vs golden: {record['bit_exact_images']} of {record['images']} images")
-    console.print(f"period: measured {measured:,.1f} cycles; program model {predicted:,.1f} "
-                  f"({(measured - predicted) / predicted:+.1%}); scheduler {scheduled:,.1f} "
-                  f"({(measured - scheduled) / scheduled:+.1%})")
+    console.print(f"bit-exact vs golden: {record['bit_exact_images']} of {record['images']} images; "
+                  f"{record['cycles']:,} cycles in all")
+    if measured is None:
+        console.print(f"period: program model {predicted:,.1f} cycles; scheduler {scheduled:,.1f}")
+    else:
+        console.print(f"period: measured {measured:,.1f} cycles; program model {predicted:,.1f} "
+                      f"({(measured - predicted) / predicted:+.1%}); scheduler {scheduled:,.1f} "
+                      f"({(measured - scheduled) / scheduled:+.1%})")

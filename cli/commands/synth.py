@@ -8,12 +8,12 @@ from pathlib import Path
 from boards.devices import DEVICES, device
 from boards.report import BuildReport
 from boards.synth import synth_report
-from cli.commands.common import add_calibration_argument, load_model, quantized, one_instance
+from cli.commands.common import add_calibration_argument, add_images_argument, compiled_for_soc, load_model, quantized
 from cli.flow_progress import FlowProgress
 from hwgen.config import load_config
 from common.console import make_console
 from common.errors import HwgenError
-from planner.pipeline import plan_and_compile
+from planner.compile.stages import PipelineLayout
 from planner.zoo import DEFAULT_MODEL
 
 
@@ -33,6 +33,7 @@ def add_output_arguments(parser: argparse.ArgumentParser,
     parser.add_argument("--allow-timing-fail", action="store_true",
                         help="exit 0 even when Fmax is below the configured clock")
     parser.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
+    add_images_argument(parser)
     parser.set_defaults(input_shape=None)
 
 
@@ -68,8 +69,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     dev = device(args.device)
-    config = one_instance(load_config(args.hw), "synth")
-    program = plan_and_compile(quantized(load_model(args), args, synthetic=True), config).compiled.program
+    config = load_config(args.hw)
+    compiled = compiled_for_soc(quantized(load_model(args), args, synthetic=True), config, args.images)
+    program = compiled if isinstance(compiled, PipelineLayout) else compiled.program
     out = args.output or Path("rtl_out") / f"{config.name}-{dev.name}"
     with FlowProgress(f"synthesizing {config.name} on {dev.name}") as progress:
         report = synth_report(dev.name, config, out / "build", program, progress)

@@ -14,9 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from common.errors import PlanningError
 from hwgen.config import AcceleratorConfig
-from hwgen.pipeline import CONTROL_GAP_CYCLES, Window
+from hwgen.pipeline import CONTROL_GAP_CYCLES, Stage, Window
 from planner.compile.memory_map import align, tensor_bytes
 from planner.ir import Network
 from planner.pipeline import Compilation, plan_and_compile
@@ -65,6 +67,33 @@ class PipelineLayout:
     stages: tuple[StageLayout, ...]
     size: int
     images: int
+
+    @property
+    def config(self) -> AcceleratorConfig:
+        return self.stages[0].compilation.compiled.config
+
+    def image(self) -> np.ndarray:
+        """Main memory before a run, the slots empty: every instance's image at its base."""
+        memory = np.zeros(self.size, dtype=np.uint8)
+        for stage in self.stages:
+            image = stage.compilation.compiled.image
+            memory[stage.base:stage.base + len(image)] = image
+        return memory
+
+    def hardware_stages(self) -> tuple[Stage, ...]:
+        """What `hwgen.pipeline.Pipeline` takes: each instance's program, base and windows."""
+        return tuple(Stage(s.compilation.compiled.program, s.base, s.input_window, s.output_window)
+                     for s in self.stages)
+
+    def input_address(self, image: int) -> int:
+        """Where the first stage reads image `image`'s input."""
+        window = self.stages[0].input_window
+        return window.slot_base + image * window.size
+
+    def output_address(self, image: int) -> int:
+        """Where the last stage writes image `image`'s output."""
+        window = self.stages[-1].output_window
+        return window.slot_base + image * window.size
 
 
 def _slot_bytes(net: Network, tensor: str, simd: int, block: int) -> int:
