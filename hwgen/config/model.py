@@ -27,7 +27,8 @@ class AcceleratorConfig(Section):
     clock_mhz: float = setting(Number(1, 2000, integer=False), "MHz of the accelerator's clock")
     instances: int = setting(Number(1, 8), "accelerator instances of this configuration sharing main memory, each "
                              "running a stage of the network as a pipeline over images (`hwgen schedule`, "
-                             "`hwgen sweep`, `hwgen generate/synth/build/run --images K`; docs/units.md); `demo` takes one",
+                             "`hwgen sweep`, `hwgen generate/synth/build/run --images K`; docs/units.md); "
+                             "`demo` takes one",
                              1)
     pe: PEArray
     widths: Widths
