@@ -26,7 +26,7 @@ from hwgen.memory_port import MemoryPort
 from hwgen.program import Program
 from hwgen.sequencer import DESCRIPTOR_BASE, Sequencer, runs_in_place
 from hwgen.sequencer_layouts import COUNTERS_LAYOUT, program_write_signature
-from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
+from hwgen.spram_size import SPRAM_BITS, SPRAM_WORDS
 from hwgen.timing import HALFWORDS
 
 

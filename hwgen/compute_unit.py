@@ -21,7 +21,8 @@ from amaranth.utils import ceil_log2
 from hwgen.buffers import bank_shape
 from hwgen.config import AcceleratorConfig, AddressSteps, PartialSums
 from hwgen.conv_engine import ConvEngine
-from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Opcode
+from hwgen.isa import Opcode
+from hwgen.isa_layout import INSTRUCTION_LAYOUT, PAYLOADS
 from hwgen.serial_post import SerialPostProcess, is_serial
 from hwgen.conv_steps import ConvSteps, unread_fields
 from hwgen.timing import STEPS_LATENCY

@@ -69,7 +69,7 @@ from hwgen.conv.params import ConvParams
 from hwgen.conv.pointers import ConvPointers
 from hwgen.conv.schedule import ConvSchedule
 from hwgen.conv.write import ConvWrite
-from hwgen.isa import INSTRUCTION_LAYOUT
+from hwgen.isa_layout import INSTRUCTION_LAYOUT
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
 from hwgen.pe_array import PEArray
 from hwgen.postprocess import PostProcess

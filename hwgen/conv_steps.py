@@ -19,7 +19,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from hwgen.config import AddressSteps, Template
-from hwgen.isa import INSTRUCTION_LAYOUT
+from hwgen.isa_layout import INSTRUCTION_LAYOUT
 from hwgen.shift_add import shift_add
 
 NAMES = ("row", "oh", "plane", "flat_plane")

@@ -30,14 +30,15 @@ from amaranth.lib.wiring import In, Out
 from hwgen.config import Command, Counters, ProgramMemory, QueueFields, QueueKinds, Template
 from hwgen.dispatch import Dispatcher, QueueFormat
 from hwgen.fetch_stage import FetchStage
-from hwgen.isa import INSTRUCTION_BITS, INSTRUCTION_LAYOUT, OPCODE_BITS, PAYLOADS, Opcode
+from hwgen.isa import INSTRUCTION_BITS, OPCODE_BITS, Opcode
+from hwgen.isa_layout import INSTRUCTION_LAYOUT, PAYLOADS
 from hwgen.loop_stack import LoopStack
 from hwgen.performance_counters import PerformanceCounters
 from hwgen.program_memory import SpramProgramMemory, WordProgramMemory
 from hwgen.register_file import RegisterFile
 from hwgen.sequencer_layouts import (COUNTERS_LAYOUT, MEMORY_READ_SIGNATURE, QUEUE_OPCODES, QUEUES, command_opcodes,
                                      program_write_signature, queue_opcodes)
-from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
+from hwgen.spram_size import SPRAM_BITS, SPRAM_WORDS
 from hwgen.conv_steps import unread_fields
 from hwgen.timing import HALFWORDS
 

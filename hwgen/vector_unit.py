@@ -49,7 +49,8 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
 from hwgen.config import MULTIPLIER_BITS, AcceleratorConfig, VectorProducts
-from hwgen.isa import INSTRUCTION_LAYOUT, VecOp
+from hwgen.isa import VecOp
+from hwgen.isa_layout import INSTRUCTION_LAYOUT
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
 from hwgen.postprocess import PostProcess
 from hwgen.serial_post import is_serial, shared_signature

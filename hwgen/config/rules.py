@@ -12,7 +12,7 @@ from hwgen.config.options import (FILLED_BUFFERS, SPRAM_BUFFERS, AddressSteps, B
                                   PartialSums, ProgramMemory)
 from hwgen.isa import Opcode, field_limit
 from hwgen.layout import bank_bytes, word_bytes
-from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
+from hwgen.spram_size import SPRAM_BITS, SPRAM_WORDS
 
 if TYPE_CHECKING:
     from hwgen.config.model import AcceleratorConfig

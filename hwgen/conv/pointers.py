@@ -8,7 +8,8 @@ from amaranth.utils import exact_log2
 
 from hwgen.conv.params import WRAPS, ConvParams
 from hwgen.conv_steps import steps_layout
-from hwgen.isa import PAYLOADS, Opcode
+from hwgen.isa import Opcode
+from hwgen.isa_layout import PAYLOADS
 
 
 class ConvPointers(wiring.Component):

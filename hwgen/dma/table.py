@@ -13,7 +13,7 @@ from hwgen.dma.descriptor import Descriptor, DmaParams
 from hwgen.isa import Opcode, field_limit
 from hwgen.sequencer import DESCRIPTOR_BASE
 from hwgen.sequencer_layouts import MEMORY_READ_SIGNATURE
-from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
+from hwgen.spram_size import SPRAM_BITS, SPRAM_WORDS
 
 
 def table_params(all_params: list[DmaParams]) -> DmaParams:

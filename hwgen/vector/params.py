@@ -7,7 +7,8 @@ from amaranth.hdl import Shape, signed, unsigned
 from amaranth.lib import data
 
 from hwgen.config import MULTIPLIER_BITS
-from hwgen.isa import PAYLOADS, Opcode, VecOp
+from hwgen.isa import Opcode, VecOp
+from hwgen.isa_layout import PAYLOADS
 
 LOOPS = ("oh", "ow", "group", "kh", "kw", "operand")
 """The read loops, outermost first."""
