@@ -144,7 +144,8 @@ def _packed(shapes: dict[str, FieldShape]) -> tuple[Field, ...]:
     offsets = [0]
     for shape in shapes.values():
         offsets.append(offsets[-1] + shape.width)
-    return tuple(Field(name, shape.width, shape.signed, offset) for (name, shape), offset in zip(shapes.items(), offsets))
+    return tuple(Field(name, shape.width, shape.signed, offset)
+                 for (name, shape), offset in zip(shapes.items(), offsets))
 
 
 FIELDS: dict[Opcode, tuple[Field, ...]] = {opcode: _packed(shapes) for opcode, shapes in _SHAPES.items()}

@@ -50,11 +50,12 @@ def plan_checked(network: Network, config: AcceleratorConfig, objective: Objecti
     the LOAD / STORE `desc` field (`planner.compile.descriptor_table`, without compiling): a
     plan it returns compiles."""
     from planner.compile.descriptor_table import descriptor_problem
-    from planner.compile.network import compile_network
 
     plan = plan_network(network, config, objective, strategy)
     schedules = {layer.name: layer.schedule for layer in plan.layers if layer.schedule is not None}
     if config.template.program_memory == ProgramMemory.SPRAM or config.template.dma == DmaSharing.SHARED:
+        from planner.compile.network import compile_network  # checks the program against the HDL's tables
+
         compile_network(stand_ins(network), schedules, config)
         return plan
     problem = descriptor_problem(split_network(fuse_planned(stand_ins(network), schedules, config), config), schedules,

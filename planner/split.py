@@ -32,7 +32,7 @@ import numpy as np
 
 from hwgen.config import AcceleratorConfig
 from hwgen.isa import Opcode, VecOp, field_limit
-from hwgen.vector_unit import vector_ops
+from hwgen.vector_ops import vector_ops
 from planner.compile.packing import padded_channels
 from planner.ir import COMPUTE_OPS, Activation, Layer, LayerQuant, Network, Op, TensorQuant, ceil_div, conv_output_size
 

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from common.errors import ConfigError, HwgenError, InputError, UnsupportedModelError
-from planner.zoo import BUILTIN_MODELS, DEFAULT_MODEL, builtin_calibration, resolve_model, synthetic_calibration
+from planner.zoo import (BUILTIN_MODELS, DEFAULT_MODEL, builtin_calibration, is_builtin, resolve_model,
+                         synthetic_calibration)
 
 if TYPE_CHECKING:
     from hwgen.config import AcceleratorConfig
@@ -43,7 +44,7 @@ def load_model(args: argparse.Namespace) -> Network:
     """The (float or quantized) Network IR of the MODEL argument; absent weights are noted on stderr."""
     from planner.frontend import load_network
 
-    net = load_network(resolve_model(args.model), args.input_shape)
+    net = load_network(resolve_model(args.model), args.input_shape, check=not is_builtin(args.model))
     if net.absent_weights:
         warn(args, f"{args.model} has no weight data for {len(net.absent_weights)} tensor(s) "
              f"({net.absent_weights[0]}, ...): seeded random weights stand in")
@@ -151,7 +152,7 @@ def load_partitioned(args: argparse.Namespace, synthetic: bool = False) -> Parti
     from planner.frontend import load_parts
     from sim.partitioned import partitioned_network, value_dims
 
-    parts = load_parts(resolve_model(args.model), args.input_shape)
+    parts = load_parts(resolve_model(args.model), args.input_shape, check=not is_builtin(args.model))
     if len(parts) == 1:
         return None
     dims = value_dims(parts[0].model, parts[0].input)
@@ -187,7 +188,7 @@ def model_segments(args: argparse.Namespace) -> tuple[list[Network], tuple[Model
         return [load_model(args)], ()
     except UnsupportedModelError as error:
         try:
-            parts = load_parts(resolve_model(args.model), args.input_shape)
+            parts = load_parts(resolve_model(args.model), args.input_shape, check=not is_builtin(args.model))
         except HwgenError:  # it does not split either: the error of the model as a whole names the operator
             raise error from None
         if len(parts) == 1:

@@ -36,7 +36,8 @@ from hwgen.dma.segments import segment_queue_memories as dma_queue_memories
 from hwgen.isa import Opcode, VecOp, payload_field
 from hwgen.layout import ACC_BYTES, bank_bytes
 from hwgen.postprocess import LOW_BITS
-from hwgen.vector_unit import acc_shape, vector_ops
+from hwgen.vector_unit import acc_shape
+from hwgen.vector_ops import vector_ops
 from common.errors import HwgenError
 from hwgen.config import MULTIPLIER_BITS
 

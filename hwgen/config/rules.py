@@ -185,7 +185,7 @@ def _merged_acc_without_partial_sums(config: AcceleratorConfig) -> str | None:
 
 
 STEP_PIXELS = field_limit(Opcode.CONVCFG, "plane_step") + 1
-"""Input-bank pixels the CONVCFG step fields address (`hwgen.conv_steps.FIELD_BITS`)."""
+"""Input-bank pixels the CONVCFG step fields address (`hwgen.conv_step_fields.FIELD_BITS`)."""
 
 
 @rule("template.address_steps", f"`compiler` only with input banks of at most {STEP_PIXELS} pixels "

@@ -9,7 +9,8 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from hwgen.dma.descriptor import Descriptor, DmaParams
+from hwgen.dma.descriptor import DmaParams
+from hwgen.dma.transfer import Descriptor
 from hwgen.isa import Opcode, field_limit
 from hwgen.sequencer import DESCRIPTOR_BASE
 from hwgen.sequencer_layouts import MEMORY_READ_SIGNATURE

@@ -13,7 +13,8 @@ from amaranth.utils import ceil_log2
 
 from hwgen.buffers import bank_shape
 from hwgen.config import AcceleratorConfig, DmaDescriptor, DmaSharing, PartialSums, ProgramMemory
-from hwgen.dma.descriptor import Descriptor, DmaParams
+from hwgen.dma.descriptor import DmaParams
+from hwgen.dma.transfer import Descriptor
 from hwgen.dma.table import DESCRIPTOR_INDEX, descriptor_capacity, descriptor_rom, table_params
 from hwgen.isa import Buffer, Opcode
 from hwgen.isa_layout import INSTRUCTION_LAYOUT, PAYLOADS
