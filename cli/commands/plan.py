@@ -77,8 +77,11 @@ def run_segments(args: argparse.Namespace, segments: list, host_parts: list[dict
 def run(args: argparse.Namespace) -> int:
     if args.output:
         check_output_file(args.output, "--output")
+    from planner.envelope import bounds_quantization
+
     config = load_config(args.hw)
-    segments, host_parts = shape_segments(args)
+    # planning reads shapes; weights only where the configuration checks a calibrated network
+    segments, host_parts = shape_segments(args, weights=bounds_quantization(config))
     if host_parts:
         return run_segments(args, segments, host_parts, config)
     plan = plan_checked(checkable(segments[0], config, args), config, Objective(args.objective), Strategy(args.strategy))
