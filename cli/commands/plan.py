@@ -8,6 +8,7 @@ from cli.commands.common import add_calibration_argument, add_model_argument, ch
 from common.errors import InputError
 from common.files import check_output_file
 from hwgen.config import load_config
+from planner.envelope import bounds_quantization
 from planner.objective import Objective
 from planner.pipeline import plan_checked
 from planner.plan import Strategy, save_plan
@@ -77,8 +78,6 @@ def run_segments(args: argparse.Namespace, segments: list, host_parts: list[dict
 def run(args: argparse.Namespace) -> int:
     if args.output:
         check_output_file(args.output, "--output")
-    from planner.envelope import bounds_quantization
-
     config = load_config(args.hw)
     # planning reads shapes; weights only where the configuration checks a calibrated network
     segments, host_parts = shape_segments(args, weights=bounds_quantization(config))
