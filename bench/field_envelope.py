@@ -10,7 +10,10 @@ the golden model with the plan's DRAM bytes equal to the program's (and a split 
 within 0.8x-1.25x of the program model's unless --no-cycles), or refused at planning time with a
 clear error; prints the outcomes and time.
 
-Usage: python bench/field_envelope.py [--table] [--examples N] [--max-work W] [--no-cycles] [--hw CFG ...]
+`--rows TEXT ...` keeps the table's rows containing one of the texts; rows "as one vector sum"
+also need the layer to stay an average pool (`planner.split`: the vector unit's sum).
+
+Usage: python bench/field_envelope.py [--table [--rows TEXT ...]] [--examples N] [--max-work W] [--no-cycles] [--hw CFG ...]
 """
 from __future__ import annotations
 
@@ -28,7 +31,9 @@ from common.errors import PlanningError  # noqa: E402
 from field_cases import CYCLE_RANGE, Case, cases, check  # noqa: E402
 from hwgen.config import AcceleratorConfig, load_config  # noqa: E402
 from planner.frontend import load_network  # noqa: E402
+from planner.ir import Op  # noqa: E402
 from planner.plan import plan_network  # noqa: E402
+from planner.split import split_network, split_shapes  # noqa: E402
 
 ROWS = {  # quantity: (how the case grows with the value, the values tried in order)
     "conv kernel (3->4 channels, map = kernel)": (lambda v: Case("conv", 3, 4, v, v, 1, 0, 0), range(1, 41)),
@@ -37,6 +42,10 @@ ROWS = {  # quantity: (how the case grows with the value, the values tried in or
     "average pool window, stride 1 (16 ch, 64x64 map)": (lambda v: Case("avgpool", 16, 16, 64, v, 1, 0, 0), range(1, 65)),
     "global average pool map side (16 ch)": (lambda v: Case("global_avg", 16, 16, v, v, 1, 0, 0), (8, 15, 16, 32, 64, 128, 256, 512)),
     "global average pool map side (256 ch)": (lambda v: Case("global_avg", 256, 256, v, v, 1, 0, 0), (8, 15, 16, 32, 64, 128)),
+    "global average pool map side as one vector sum (16 ch)": (lambda v: Case("global_avg", 16, 16, v, v, 1, 0, 0),
+                                                               range(1, 129)),
+    "global average pool map side as one vector sum (256 ch)": (lambda v: Case("global_avg", 256, 256, v, v, 1, 0, 0),
+                                                                range(1, 129)),
     "global max pool map side (64 ch)": (lambda v: Case("global_max", 64, 64, v, v, 1, 0, 0), (8, 16, 32, 64, 128, 256, 512)),
     "fully connected input map side (16 ch -> 10)": (lambda v: Case("fc", 16, 10, v, v, 1, 0, 0), (4, 8, 16, 32, 64, 128)),
     "3x3 conv map side (4 -> 4 ch)": (lambda v: Case("conv", 4, 4, v, 3, 1, 1, 0), (64, 256, 512, 1024, 2047, 2048)),
@@ -45,6 +54,10 @@ ROWS = {  # quantity: (how the case grows with the value, the values tried in or
     "3x3 depthwise conv channels (8x8 map)": (lambda v: Case("depthwise", v, v, 8, 3, 1, 1, 0), (64, 512, 1024, 2048, 4096)),
 }
 STRIDES = range(1, 17)
+
+
+SUM_ROW = "as one vector sum"
+"""Rows whose layer must also stay an average pool (the vector unit's sum, not a split form)."""
 
 
 def accepted(case: Case, config: AcceleratorConfig) -> str | None:
@@ -56,23 +69,30 @@ def accepted(case: Case, config: AcceleratorConfig) -> str | None:
     return None
 
 
+def split_form(case: Case, config: AcceleratorConfig) -> str | None:
+    """None when the case's layer stays an average pool (`planner.split`), else what it becomes."""
+    ops = [layer.op for layer in split_network(split_shapes(load_network(case.model()), config), config).layers]
+    return None if ops == [Op.AVGPOOL] else f"becomes {' + '.join(op.value for op in ops)}"
+
+
 def largest(row: str, config: AcceleratorConfig) -> tuple[str, str | None]:
     """The largest value of the row's parameter that plans (values tried in order; the first
     refusal ends the row), and that refusal."""
     make, values = ROWS[row]
     best = "none"
     for value in values:
-        error = accepted(make(value), config)
+        error = (SUM_ROW in row and split_form(make(value), config)) or accepted(make(value), config)
         if error:
             return best, error
         best = str(value)
     return f">= {best}", None
 
 
-def table(configs: list[AcceleratorConfig]) -> None:
+def table(configs: list[AcceleratorConfig], rows: list[str] | None = None) -> None:
+    """The envelope table's rows (those containing one of `rows`, or all) and the strides."""
     for config in configs:
         print(f"## {config.name}")
-        for row in ROWS:
+        for row in (r for r in ROWS if rows is None or any(part in r for part in rows)):
             best, error = largest(row, config)
             print(f"| {row} | {best} |" + (f" first refusal: {error}" if error else ""))
         strides = [s for s in STRIDES if not accepted(Case("maxpool", 4, 4, 64, 1, s, 0, 0), config)]
@@ -107,10 +127,11 @@ def main() -> None:
     parser.add_argument("--no-cycles", action="store_true",
                         help="do not hold split networks' plan cycles to the program model's (0.8x-1.25x)")
     parser.add_argument("--hw", nargs="+", default=["default", "icebreaker"], help="configurations")
+    parser.add_argument("--rows", nargs="+", metavar="TEXT", help="with --table, only the rows containing a TEXT")
     args = parser.parse_args()
     configs = [load_config(name) for name in args.hw]
     if args.table:
-        table(configs)
+        table(configs, args.rows)
     for config in configs if args.examples else ():
         examples(config, args.examples, args.max_work, None if args.no_cycles else CYCLE_RANGE)
 

@@ -11,7 +11,10 @@ On iCE40 the `lone FF` column counts the flip-flops nextpnr cannot pack with a L
 block (their D input is not a LUT output used by that flip-flop alone): each takes a logic cell
 of its own, so a block costs about LUT + lone FF of the device's logic cells.
 
-Usage: python bench/resource_breakdown.py --hw icebreaker [--family ice40] [--soc] [--depth 2] [--model X.onnx]
+`--block NAME` synthesizes one block alone (`compute_unit`, `conv_engine`, `vector_unit`): a
+change to it measured in a fraction of the time.
+
+Usage: python bench/resource_breakdown.py --hw icebreaker [--family ice40] [--soc | --block NAME] [--depth 2] [--model X.onnx]
 Takes a few minutes.
 """
 from __future__ import annotations
@@ -34,6 +37,9 @@ from boards.soc import SocCore  # noqa: E402
 from boards.synth import default_network  # noqa: E402
 from boards.yosys import FAMILY_PARTS, PREPARE, SYNTH, PartPlatform, family_sources, retype_command, run  # noqa: E402
 from hwgen.accelerator import Accelerator  # noqa: E402
+from hwgen.compute_unit import ComputeUnit  # noqa: E402
+from hwgen.conv_engine import ConvEngine  # noqa: E402
+from hwgen.vector_unit import VectorUnit  # noqa: E402
 from hwgen.config import AcceleratorConfig, load_config  # noqa: E402
 from planner.compile.network import CompiledNetwork  # noqa: E402
 from planner.frontend import load_network  # noqa: E402
@@ -54,9 +60,15 @@ def compile_model(config: AcceleratorConfig, model: str | None) -> CompiledNetwo
     return plan_and_compile(quantize_network(network, synthetic_calibration(network.input_shape)), config).compiled
 
 
-def design(config_name: str, soc: bool, model: str | None):
-    """The accelerator running `model`, or the iCEBreaker/ULX3S SoC around it."""
+BLOCKS = {"compute_unit": ComputeUnit, "conv_engine": ConvEngine, "vector_unit": VectorUnit}
+"""Blocks `--block` synthesizes alone (their ports the design's top ports)."""
+
+
+def design(config_name: str, soc: bool, model: str | None, block: str | None = None):
+    """The accelerator running `model`, the iCEBreaker/ULX3S SoC around it, or one of its `BLOCKS`."""
     config = load_config(config_name)
+    if block is not None:
+        return BLOCKS[block](config)
     compiled = compile_model(config, model)
     if not soc:
         return Accelerator(config, compiled.program)
@@ -124,12 +136,13 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=2, help="instance levels below the top to keep apart")
     parser.add_argument("--model", help="ONNX file whose program the accelerator holds (default: the built-in digits "
                         "CNN, which a configuration without a vector unit cannot run)")
+    parser.add_argument("--block", choices=list(BLOCKS), help="synthesize this block of the accelerator alone")
     args = parser.parse_args()
     start = time.perf_counter()
-    blocks = block_cells(args.family, design(args.hw, args.soc, args.model), args.depth)
+    blocks = block_cells(args.family, design(args.hw, args.soc, args.model, args.block), args.depth)
     rows = sorted(((name, row(args.family, cells)) for name, cells in blocks.items()), key=lambda r: -r[1][0])
     header = ["LUT", "FF", *COLUMNS]
-    print(f"{args.hw} {'SoC' if args.soc else 'accelerator'} on {args.family} ({FAMILY_PARTS[args.family]}), "
+    print(f"{args.hw} {args.block or ('SoC' if args.soc else 'accelerator')} on {args.family} ({FAMILY_PARTS[args.family]}), "
           f"{time.perf_counter() - start:.0f} s")
     print(f"{'block':48s}" + "".join(f"{h:>8s}" for h in header))
     for name, values in rows:

@@ -121,7 +121,7 @@ _SHAPES: dict[Opcode, dict[str, FieldShape]] = {
     },
     Opcode.CONVCFG: {
         "in_zero_point": signed(8), "out_zero_point": signed(8), "act_min": signed(8), "act_max": signed(8),
-        "kernel_h": unsigned(4), "kernel_w": unsigned(4), "stride": unsigned(3),
+        "kernel_h": unsigned(7), "kernel_w": unsigned(7), "stride": unsigned(3),
         "in_rows": unsigned(10), "in_row_pitch": unsigned(12),
         "plane_step": unsigned(16), "flat_plane_step": unsigned(16),
     },

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from hwgen.config import AcceleratorConfig, DmaSharing, PartialSums, ProgramMemory
+from hwgen.conv.kernel_size import KERNEL_LIMIT
 from hwgen.dma import Descriptor, DescriptorError
 from hwgen.dma.table import descriptor_capacity
 from hwgen.dma.units import descriptor_table_params
@@ -51,10 +52,12 @@ def check_program(program: Program, config: AcceleratorConfig) -> None:
     `template.dma: shared` every descriptor must fit the table's compact layout
     (`hwgen.dma.DmaParams.encode_entry`); no semaphore may exceed `2**template.semaphore_bits - 1`
     in any order of the queues (`hwgen.semaphores`); with `template.partial_sums: none` it may not use partial sums
-    (`check_no_partial_sums`); a CONV's fused pool must suit the engine (`check_fused_pools`)."""
+    (`check_no_partial_sums`); a CONV's fused pool and kernel must suit the engine
+    (`check_fused_pools`, `check_conv_kernels`)."""
     if config.template.partial_sums == PartialSums.NONE:
         check_no_partial_sums(program, config)
     check_fused_pools(program, config)
+    check_conv_kernels(program)
     if config.template.dma == DmaSharing.SHARED:  # the compact descriptor layout bounds counts and coordinates
         table = descriptor_table_params(config)
         for index, desc in enumerate(program.descriptors):
@@ -135,6 +138,21 @@ def check_fused_pools(program: Program, config: AcceleratorConfig) -> None:
         else:
             continue
         raise ProgramError(f"instruction {pc} ({ins}): {culprit}")
+
+
+def check_conv_kernels(program: Program) -> None:
+    """A CONV runs kernels up to `KERNEL_LIMIT` (the engine's counters; CONVCFG's kernel fields
+    are wider for the vector unit's windows): the CONVCFG before a CONV in the program text must
+    hold no larger kernel."""
+    kernel = (0, 0)
+    for pc, word in enumerate(program.instructions):
+        ins = Instruction.decode(word)
+        if ins.opcode == Opcode.CONVCFG:
+            kernel = (ins["kernel_h"], ins["kernel_w"])
+        elif ins.opcode == Opcode.CONV and max(kernel) > KERNEL_LIMIT:
+            raise ProgramError(f"instruction {pc} ({ins}): a CONV under a CONVCFG of kernel {kernel[0]}x{kernel[1]}; "
+                               f"the convolution engine runs kernels up to {KERNEL_LIMIT}x{KERNEL_LIMIT} (larger "
+                               f"windows are the vector unit's)")
 
 
 def wrap(value: int, bits: int, signed: bool = False) -> int:

@@ -49,7 +49,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
 from hwgen.config import MULTIPLIER_BITS, AcceleratorConfig, VectorProducts
-from hwgen.isa import VecOp
+from hwgen.isa import Opcode, VecOp, field_limit
 from hwgen.isa_layout import INSTRUCTION_LAYOUT
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
 from hwgen.postprocess import PostProcess
@@ -66,9 +66,10 @@ from hwgen.vector.read_loops import VecReadAddress, VecReadLoops
 from hwgen.vector.write_back import VecWriteBack
 
 
-MAX_KERNEL = 15
+MAX_WINDOW = field_limit(Opcode.CONVCFG, "kernel_h")
+"""The largest window side of MAX and SUM (CONVCFG's kernel fields)."""
 MAX_DIFF = 255  # |x - zero point| for int8 x and zero point
-OP_BOUNDS = {VecOp.MAX: MAX_DIFF, VecOp.SUM: MAX_KERNEL * MAX_KERNEL * MAX_DIFF,
+OP_BOUNDS = {VecOp.MAX: MAX_DIFF, VecOp.SUM: MAX_WINDOW * MAX_WINDOW * MAX_DIFF,
              VecOp.ADD: 2 * MAX_DIFF * (2**MULTIPLIER_BITS - 1), VecOp.COPY: MAX_DIFF * (2**MULTIPLIER_BITS - 1)}
 """The largest |accumulated value| of each operation."""
 

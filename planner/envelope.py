@@ -14,9 +14,9 @@ from hwgen.layout import PARAM_BYTES
 from hwgen.serial_shifts import check_shifts, is_serial
 from planner.compile.memory_map import tensor_bytes
 from planner.compile.vector import check_vector_op, vector_tile
-from planner.ir import COMPUTE_OPS, POOL_OPS, Layer, Network
+from planner.ir import COMPUTE_OPS, POOL_OPS, Layer, Network, Op
 from planner.schedule import DIMS, ConvShape, granule, legal_tiles, tile_candidates, unplannable, whole_reduction
-from planner.split import kernel_limit, shape_only, split_layer, stride_limit
+from planner.split import kernel_limit, shape_only, split_layer, stride_limit, window_limit
 
 
 def map_limit() -> int:
@@ -30,10 +30,17 @@ def _window_problem(layer: Layer) -> str | None:
         return f"stride {sh}x{sw}: the hardware needs equal strides"
     if sh > stride_limit():
         return f"stride {sh} exceeds the limit {stride_limit()} (CONVCFG.stride)"
+    if layer.op == Op.AVGPOOL:  # left as an average pool: the vector unit's sum (planner.split)
+        if max(kh, kw) > window_limit():
+            return (f"pooling window {kh}x{kw} exceeds the limit {window_limit()}x{window_limit()} (CONVCFG.kernel_h, "
+                    f"kernel_w); larger windows are split only when they cover the whole map with one output")
+        return None
     if max(kh, kw) > kernel_limit():
         kind = "pooling window" if layer.op in POOL_OPS else "kernel"
-        return (f"{kind} {kh}x{kw} exceeds the limit {kernel_limit()}x{kernel_limit()} (CONVCFG.kernel_h, kernel_w); "
-                f"larger windows are split only for max pools and for windows covering the whole map with one output")
+        return (f"{kind} {kh}x{kw} exceeds the limit {kernel_limit()}x{kernel_limit()} (the convolution engine's "
+                f"kernels); larger windows are split only for max pools, for average pools on a vector unit with sum "
+                f"(windows to {window_limit()}, CONVCFG.kernel_h, kernel_w) and for windows covering the whole map with "
+                f"one output")
     return None
 
 
@@ -79,26 +86,31 @@ def network_problems(net: Network, config: AcceleratorConfig) -> dict[str, str]:
     naming the layer, the quantity, its value and the limit (and the split step it concerns)."""
     problems = {}
     for original in net.layers:
-        if original.quant is not None:
+        problem = _split_problem(original, config)
+        if problem is None and original.quant is not None:
             try:
                 check_shifts(config, original.name, original.quant.multiplier, original.quant.shift)
             except PlanningError as error:
-                problems[original.name] = str(error)
-                continue
-        shape = shape_only(original)
-        for layer in split_layer(shape, config):
-            problem = layer_problem(layer, config)
-            if not problem:
-                continue
-            if layer is shape:
-                named = problem.startswith(f"layer {layer.name!r}")  # the planner's own errors name it
-                problems[original.name] = problem if named else f"layer {original.name!r} ({original.op}): {problem}"
-            else:
-                problems[original.name] = (f"layer {original.name!r} ({original.op}), split as {layer.name!r} ({layer.op} "
-                                           f"{_shape(layer.in_shape)} -> {_shape(layer.out_shape)}, window "
-                                           f"{_shape(layer.kernel)}, stride {layer.stride[0]}): {problem}")
-            break
+                problem = str(error)
+        if problem:
+            problems[original.name] = problem
     return problems
+
+
+def _split_problem(original: Layer, config: AcceleratorConfig) -> str | None:
+    """The first reason a step of `original`'s split cannot be compiled (its shape alone), or None."""
+    shape = shape_only(original)
+    for layer in split_layer(shape, config):
+        problem = layer_problem(layer, config)
+        if not problem:
+            continue
+        if layer is shape:
+            named = problem.startswith(f"layer {layer.name!r}")  # the planner's own errors name it
+            return problem if named else f"layer {original.name!r} ({original.op}): {problem}"
+        return (f"layer {original.name!r} ({original.op}), split as {layer.name!r} ({layer.op} "
+                f"{_shape(layer.in_shape)} -> {_shape(layer.out_shape)}, window "
+                f"{_shape(layer.kernel)}, stride {layer.stride[0]}): {problem}")
+    return None
 
 
 def _shape(shape: tuple[int, ...]) -> str:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hwgen.config import AcceleratorConfig, DmaSharing, ProgramMemory
-from common.errors import PlanningError
+from common.errors import HwgenError, PlanningError
 from planner.ir import COMPUTE_OPS, Activation, Layer, LayerQuant, Network, Op, TensorQuant
 from planner.fusion import fuse_planned
 from planner.quant import INT8_MIN
@@ -44,25 +44,40 @@ def plan_and_compile(network: Network, config: AcceleratorConfig, objective: Obj
 
 def plan_checked(network: Network, config: AcceleratorConfig, objective: Objective = Objective.LATENCY,
                  strategy: Strategy = Strategy.SEARCH) -> NetworkPlan:
-    """`plan_network`, then what only the program shows, for `stand_ins(network)`: where the
-    configuration bounds the program (an SPRAM program memory, the shared DMA's compact
-    descriptors) the plan compiled, elsewhere its descriptor table against
-    the LOAD / STORE `desc` field (`planner.compile.descriptor_table`, without compiling): a
-    plan it returns compiles."""
+    """`plan_network`, then what only the program shows (`program_problem`), raised: a plan it
+    returns compiles."""
+    plan = plan_network(network, config, objective, strategy)
+    problem = program_problem(network, plan, config)
+    if problem:
+        raise problem[1]
+    return plan
+
+
+def program_problem(network: Network, plan: NetworkPlan, config: AcceleratorConfig) -> tuple[str | None, HwgenError] | None:
+    """What only the program of `plan` shows, for `stand_ins(network)`: where the configuration
+    bounds the program (an SPRAM program memory, the shared DMA's compact descriptors) the plan
+    compiled, elsewhere its descriptor table against the LOAD / STORE `desc` field
+    (`planner.compile.descriptor_table`, without compiling). The layer at fault (None: the whole
+    program) and the error `hwgen plan` stops with; None when the program fits."""
     from planner.compile.descriptor_table import descriptor_problem
 
-    plan = plan_network(network, config, objective, strategy)
     schedules = {layer.name: layer.schedule for layer in plan.layers if layer.schedule is not None}
     if config.template.program_memory == ProgramMemory.SPRAM or config.template.dma == DmaSharing.SHARED:
-        from planner.compile.network import compile_network  # checks the program against the HDL's tables
+        # the compiler checks the program against the HDL's tables: imported for these configurations alone
+        from hwgen.program_walk import ProgramDoesNotFit
+        from planner.compile.network import compile_network
 
-        compile_network(stand_ins(network), schedules, config)
-        return plan
-    problem = descriptor_problem(split_network(fuse_planned(stand_ins(network), schedules, config), config), schedules,
-                                 config)
-    if problem:
-        raise PlanningError(f"{problem} (configuration {config.name!r}; docs/envelope.md)")
-    return plan
+        try:
+            compile_network(stand_ins(network), schedules, config)
+        except ProgramDoesNotFit as error:
+            return None, error
+        return None
+    found = descriptor_problem(split_network(fuse_planned(stand_ins(network), schedules, config), config), schedules,
+                               config)
+    if found is None:
+        return None
+    layer, words = found
+    return layer, PlanningError(f"{words} (configuration {config.name!r}; docs/envelope.md)")
 
 
 def stand_ins(network: Network) -> Network:

@@ -1,9 +1,9 @@
 """Layers rewritten to fit the instruction fields, exactly as the golden model computes them.
 
-A window (kernel or pooling) wider than CONVCFG's `kernel_h` / `kernel_w` fields is split:
+A window (kernel or pooling) wider than the conv engine's kernels (`kernel_limit`) is split:
 
 - a conv / fc layer or an average pool with one output pixel whose window covers the whole map
-  (such an average pool with a window beyond the fields also when the vector unit has no `sum`) becomes a fully connected layer
+  (such an average pool when it is not one vector `sum`, below) becomes a fully connected layer
   over the map read as one pixel of `H * W * Cp` channels (the same DRAM bytes: pixels in order,
   `Cp` channels each, padded to the SIMD lanes), its weights placed at those channels (an
   average pool's: 1 on the channel itself, 0 elsewhere). The reduction then runs over
@@ -14,8 +14,11 @@ A window (kernel or pooling) wider than CONVCFG's `kernel_h` / `kernel_w` fields
   window `K` with stride `s` as a stride-1 pool of the largest window `K2` followed by a pool of
   `K - K2 + 1` with stride `s`.
 
-An average pool within the kernel fields on a vector unit without `sum` becomes a depthwise
-convolution with weights 1 (`window_sum`).
+An average pool runs on the vector unit's `sum` as it is while its window is within CONVCFG's
+kernel fields (wider than the conv engine's kernels: `window_limit`) and its tile fits the banks
+(`vector_fits`); only beyond that is a window covering the map flattened. Without `sum`, an
+average pool within the conv engine's kernels becomes a depthwise convolution with weights 1
+(`window_sum`).
 
 A stride beyond CONVCFG's `stride` field that factors as `a * b` within it becomes the layer with
 stride `a` followed by 1x1 max pools of stride `b` (every `b`-th result, unchanged).
@@ -30,10 +33,13 @@ from dataclasses import replace
 
 import numpy as np
 
+from common.errors import PlanningError
 from hwgen.config import AcceleratorConfig
+from hwgen.conv.kernel_size import KERNEL_LIMIT
 from hwgen.isa import Opcode, VecOp, field_limit
 from hwgen.vector_ops import vector_ops
 from planner.compile.packing import padded_channels
+from planner.compile.vector import vector_tile
 from planner.ir import COMPUTE_OPS, Activation, Layer, LayerQuant, Network, Op, TensorQuant, ceil_div, conv_output_size
 
 IDENTITY = (1 << 15, 15)
@@ -41,7 +47,12 @@ IDENTITY = (1 << 15, 15)
 
 
 def kernel_limit() -> int:
-    """Largest kernel or window side one CONVCFG holds."""
+    """Largest kernel side the conv engine runs (and window side of a max pool before it is split)."""
+    return KERNEL_LIMIT
+
+
+def window_limit() -> int:
+    """Largest window side one CONVCFG holds: the vector unit's `sum` windows."""
     return field_limit(Opcode.CONVCFG, "kernel_h")
 
 
@@ -84,11 +95,24 @@ def split_layer(layer: Layer, config: AcceleratorConfig) -> list[Layer]:
     no_sum = layer.op == Op.AVGPOOL and VecOp.SUM not in vector_ops(config)
     if max(layer.kernel) <= kernel_limit():
         return [window_sum(layer)] if no_sum else [layer]
+    if layer.op == Op.AVGPOOL and not no_sum and vector_fits(layer, config):
+        return [layer]
     if covers_map(layer) and (layer.op in COMPUTE_OPS and layer.groups == 1 or layer.op == Op.AVGPOOL):
         return [flattened(layer, config)]
     if layer.op == Op.MAXPOOL and layer.stride[0] == layer.stride[1]:
         return max_cascade(layer)
     return [layer]
+
+
+def vector_fits(layer: Layer, config: AcceleratorConfig) -> bool:
+    """A pool's window is within CONVCFG's kernel fields and a tile of it fits the banks."""
+    if max(layer.kernel) > window_limit() or layer.stride[0] != layer.stride[1]:
+        return False
+    try:
+        vector_tile(layer, config, 1)
+    except PlanningError:
+        return False
+    return True
 
 
 def covers_map(layer: Layer) -> bool:

@@ -26,6 +26,7 @@ from planner.frontend import load_network
 from planner.plan import plan_network
 from planner.program_model import predict
 from planner.vector_cost import stream_cost
+from planner.split import split_layer
 from planner.schedule import DIMS, ORDERS, ConvShape, Schedule, granule, is_legal, tile_candidates
 from test_rtl_property import conv_network
 from hw_configs import any_config
@@ -77,10 +78,17 @@ def test_cost_model_with_a_shared_dma_near_the_program(spec, config, data):
                                data)
 
 
+def planned_layer(net, config):
+    """`net`'s one layer as the planner plans it (`planner.split`: e.g. a window covering the
+    whole map with one output pixel has stride 1)."""
+    (layer,) = split_layer(net.layers[0], config)
+    return layer
+
+
 def check_cost_against_program(spec, config, data) -> None:
     """Bytes per direction equal and cycles in `CYCLE_RANGE` for a drawn legal schedule."""
     net, _ = conv_network(spec)
-    shape = ConvShape.of(net.layers[0])
+    shape = ConvShape.of(planned_layer(net, config))
     tiles = [data.draw(st.sampled_from(tile_candidates(shape.bound(d), granule(d, shape, config)))) for d in DIMS]
     schedule = Schedule(*tiles, data.draw(st.sampled_from(ORDERS)))
     if is_legal(shape, schedule, config):
@@ -92,7 +100,7 @@ def check_cost_against_program(spec, config, data) -> None:
 
 def check_schedule_against_program(net, schedule: Schedule, config) -> None:
     """Bytes per direction equal and cycles in `CYCLE_RANGE` for one schedule of `net`'s layer."""
-    layer = net.layers[0]
+    layer = planned_layer(net, config)
     shape = ConvShape.of(layer)
     c = cost.evaluate(shape, schedule, config, layer.macs)
     program = predict(compile_network(net, {layer.name: schedule}, config).program, config)
@@ -112,7 +120,7 @@ def test_issue_counts_the_programs_instructions(spec, config, data):
     `fetch_cycles` each from the ROM) are the compiled program's from the first CONV on, but the
     closing SIGNALs that release the banks and the WAIT STOREDs beyond one per partial-sum reload."""
     net, _ = conv_network(spec)
-    shape = ConvShape.of(net.layers[0])
+    shape = ConvShape.of(planned_layer(net, config))
     tiles = [data.draw(st.sampled_from(tile_candidates(shape.bound(d), granule(d, shape, config)))) for d in DIMS]
     schedule = Schedule(*tiles, data.draw(st.sampled_from(ORDERS)))
     if not is_legal(shape, schedule, config):

@@ -1,8 +1,10 @@
 """The descriptor table counted at planning time (planner.compile.descriptor_table) is the
 compiled program's: per layer, the table of the network compiled up to that layer; and a plan
-whose program would pass the LOAD / STORE `desc` field is refused by `hwgen plan` (issue #25)."""
+whose program would pass the LOAD / STORE `desc` field is refused by `hwgen plan` and marked by
+`hwgen inspect --hw` in the same words (issue #25)."""
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -52,7 +54,8 @@ def test_counted_table_is_the_compiled_programs(name):
 
 def test_plan_stops_where_the_table_passes_the_desc_field(tmp_path, capsys, monkeypatch):
     """With the limit lowered to 10, the layer named is the first whose compiled prefix (of the
-    float model's stand-in, as `plan` checks it) holds more than 10 descriptors."""
+    float model's stand-in, as `plan` checks it) holds more than 10 descriptors; `inspect --hw`
+    marks that layer with the error `plan` stops with."""
     model = tmp_path / "m.onnx"
     model.write_bytes(MODELS["residual_add"].SerializeToString())
     net = load_network(str(model))
@@ -66,3 +69,10 @@ def test_plan_stops_where_the_table_passes_the_desc_field(tmp_path, capsys, monk
     assert (f"layer {first!r}: the program's DMA descriptors (distinct transfer shapes) reach {tables[first]} at this "
             f"layer and {tables[net.layers[-1].name]} in all, which exceeds the limit 10") in error
     assert not (tmp_path / "p.yaml").exists()
+    words = error.split("error: ", 1)[1].strip()
+    assert main(["inspect", str(model), "--hw", "default", "--json"]) == 0  # inspect marks it in the same words
+    record = json.loads(capsys.readouterr().out)
+    assert [layer["problem"] for layer in record["layers"]] == [words if layer.name == first else None for layer in net.layers]
+    assert main(["inspect", str(model), "--hw", "default"]) == 0
+    out = capsys.readouterr().out
+    assert "not compilable: layer " + repr(first) in out and f"{len(net.layers) - 1}/{len(net.layers)}" in out

@@ -10,12 +10,13 @@ import numpy as np
 import onnx
 import pytest
 from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from cli.main import main
 from field_cases import Case, cases, check, inside_envelope
 from onnx_factory import GraphBuilder
 from common.errors import PlanningError
-from hwgen.config import load_config
+from hwgen.config import config_from_dict, load_config
 from planner.frontend import load_network
 from planner.pipeline import plan_and_compile
 from planner.plan import plan_network
@@ -65,8 +66,22 @@ def test_cases_that_failed_at_run_time_now_run_exact(case):
     assert check(case, DEFAULT, promised=True) == "exact"
 
 
+@settings(max_examples=max(1, EXAMPLES // 5), deadline=None)
+@given(st.integers(1, 96), st.integers(16, 64), st.integers(0, 999))
+def test_global_average_pools_beyond_the_kernels_are_one_vector_sum(channels, size, seed):
+    """A global average pool over a map beyond the conv engine's kernels is the vector unit's sum
+    over the whole map (C parameter records, no flattened FC's C x H*W*Cp weights) while a map of
+    one 4-channel group fits `default`'s 16 KiB input bank (side <= 64), bit-exact in the ISA
+    simulator with the plan's DRAM bytes the program's and its cycles within 2 %."""
+    case = Case("global_avg", channels, channels, size, size, 1, 0, seed)
+    net = load_network(case.model())
+    qnet = quantize_network(net, np.random.default_rng(seed).uniform(-1, 1, (2, *net.input_shape)))
+    assert [layer.op.value for layer in split_network(qnet, DEFAULT).layers] == ["avgpool"]
+    assert check(case, DEFAULT, promised=True, cycle_range=(0.98, 1.02), always_cycles=True) == "exact"
+
+
 @pytest.mark.parametrize("case", [Case("global_max", 5, 5, 40, 40, 1, 0, 7), Case("maxpool", 3, 3, 40, 20, 3, 2, 8),
-                                  Case("global_avg", 5, 5, 20, 20, 1, 0, 9), Case("conv", 3, 3, 24, 3, 9, 1, 10)])
+                                  Case("global_avg", 5, 5, 70, 70, 1, 0, 9), Case("conv", 3, 3, 24, 3, 9, 1, 10)])
 def test_split_networks_compute_what_the_golden_model_computes(case):
     """The rewrite alone, in the golden model: the split network's outputs equal the original's."""
     net = load_network(case.model())
@@ -92,15 +107,22 @@ def as_read(x: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
     return padded.transpose(1, 2, 0).reshape(shape)
 
 
-@pytest.mark.parametrize("case, config", [(Case("global_avg", 4, 4, 16, 16, 1, 0, 11), "default"),
-                                          (Case("global_max", 4, 4, 16, 16, 1, 0, 12), "default"),
-                                          (Case("conv", 4, 4, 16, 3, 8, 1, 13), "default"),
-                                          (Case("global_avg", 6, 6, 7, 7, 1, 0, 21), "icebreaker")],
-                         ids=["global-avg-16", "global-max-16", "conv-stride-8", "icebreaker-window-sum-7"])
+SMALL_INPUT = config_from_dict({**DEFAULT.to_dict(), "buffers": {**DEFAULT.to_dict()["buffers"], "input_bytes": 2048}})
+"""`default` with 1 KiB input banks: a 16x16 map of 4 channels fills one only without the spare word."""
+
+
+@pytest.mark.parametrize("case, config", [(Case("global_avg", 4, 4, 16, 16, 1, 0, 11), SMALL_INPUT),
+                                          (Case("global_max", 4, 4, 16, 16, 1, 0, 12), DEFAULT),
+                                          (Case("conv", 4, 4, 16, 3, 8, 1, 13), DEFAULT),
+                                          (Case("global_avg", 6, 6, 7, 7, 1, 0, 21), load_config("icebreaker"))],
+                         ids=["global-avg-16-vector-sum", "global-max-16", "conv-stride-8", "icebreaker-window-sum-7"])
 def test_split_layers_run_exact_on_the_rtl(case, config):
+    """Split layers, and a global average pool over a map beyond the conv engine's kernels as one
+    16x16 window of the vector unit's sum (filling the input bank, rows without the spare word),
+    bit-exact on the RTL in the Amaranth simulator."""
     net = load_network(case.model())
     qnet = quantize_network(net, np.random.default_rng(0).uniform(-1, 1, (2, *net.input_shape)))
-    flow = plan_and_compile(qnet, one_memory(load_config(config)))
+    flow = plan_and_compile(qnet, one_memory(config))
     x = qnet.input_quant.quantize(np.random.default_rng(1).uniform(-1, 1, qnet.input_shape))
     run = run_rtl(flow.compiled, x)
     assert np.array_equal(run.outputs[qnet.outputs[0]], run_quantized(qnet, x)[qnet.outputs[0]])
@@ -128,13 +150,14 @@ def test_average_pools_without_a_vector_sum_run_as_depthwise_window_sums(case):
 
 
 @pytest.mark.parametrize("case, config, quantity", [
-    (Case("avgpool", 4, 4, 32, 16, 1, 0, 0), "default", "pooling window 16x16 exceeds the limit 15x15"),
+    (Case("avgpool", 4, 4, 130, 128, 1, 0, 0), "default", "pooling window 128x128 exceeds the limit 127x127"),
+    (Case("avgpool", 4, 4, 110, 100, 1, 0, 0), "default", "does not fit the input (16384 B)"),
     (Case("conv", 2, 4, 20, 17, 1, 0, 0), "default", "kernel 17x17 exceeds the limit 15x15"),
     (Case("maxpool", 4, 4, 64, 2, 11, 0, 0), "default", "stride 11 exceeds the limit 7"),
     (Case("conv", 1, 1, 2048, 1, 1, 0, 0), "default", "input height 2048 exceeds the limit 2047"),
     (Case("global_avg", 16, 16, 16, 16, 1, 0, 0), "icebreaker", "no legal tile"),
     (Case("conv", 4, 4, 256, 3, 1, 1, 0), "icebreaker", "exceeds the limit 262144 (template.dram_address_bits: 18)"),
-], ids=["avg-window-16", "conv-kernel-17", "stride-11", "map-2048", "icebreaker-gap-fc", "icebreaker-dram"])
+], ids=["avg-window-128", "avg-window-bank", "conv-kernel-17", "stride-11", "map-2048", "icebreaker-gap-fc", "icebreaker-dram"])
 def test_layers_beyond_the_envelope_are_refused_at_planning(case, config, quantity):
     """Rows of docs/envelope.md's refusals: planning stops, naming the layer and the limit."""
     net = load_network(case.model())

@@ -13,7 +13,7 @@ from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
 
 from hwgen.config import AcceleratorConfig, config_from_dict
-from hwgen.isa import Buffer, Instruction, Opcode, VecOp
+from hwgen.isa import Buffer, Instruction, Opcode, VecOp, field_limit
 from hwgen.layout import PARAM_BYTES, bank_bytes, phase_row_pitch
 from hwgen.program import Program
 from hwgen.serial_post import SerialPostProcess
@@ -26,12 +26,12 @@ from planner.quant import MAX_SHIFT
 from sim.isa_sim import IsaSimulator
 
 
-def make_config(rows: int, cols: int, simd: int, template: dict | None = None) -> AcceleratorConfig:
-    """A small configuration: 2 KB input banks, 1 KB accumulator banks."""
+def make_config(rows: int, cols: int, simd: int, template: dict | None = None, input_bytes: int = 4096) -> AcceleratorConfig:
+    """A small configuration: 2 KB input banks (unless `input_bytes` says), 1 KB accumulator banks."""
     return config_from_dict({
         "clock_mhz": 10, "pe": {"rows": rows, "cols": cols, "simd": simd},
         "widths": {"activation": 8, "weight": 8, "accumulator": 32},
-        "buffers": {"input_bytes": 4096, "weight_bytes": 64, "output_bytes": 2048},
+        "buffers": {"input_bytes": input_bytes, "weight_bytes": 64, "output_bytes": 2048},
         "dram": {"bus_width_bits": 8, "bandwidth_bytes_per_cycle": 1, "latency_cycles": 1, "burst_beats": 1},
         "template": template or {}})
 
@@ -202,7 +202,7 @@ def test_matches_isa_simulator(rows: int, cols: int, simd: int, seed: int, templ
 @pytest.mark.parametrize("x, zero_point", [(-128, 127), (127, -128)])
 def test_extreme_sums(x: int, zero_point: int, template: dict) -> None:
     """The widest accumulator values: ADD of two `x - zp = -+255` tensors with multipliers of
-    2**16 - 1, and a 15 x 15 SUM window of them (the largest kernel CONVCFG encodes)."""
+    2**16 - 1 (the full unit's widest), and a 15 x 15 SUM window of them."""
     config = make_config(4, 2, 4, template)
     rng = np.random.default_rng(4)
     base = {"in_zero_point": zero_point, "out_zero_point": 0, "act_min": -128, "act_max": 127, "stride": 1}
@@ -215,6 +215,21 @@ def test_extreme_sums(x: int, zero_point: int, template: dict) -> None:
                   random_params(config, rng, vec, convcfg), rng.integers(0, 256, bank_bytes(config, "acc"), dtype=np.uint8))
              for convcfg, vec in (add, total)]
     check(config, cases)
+
+
+def test_widest_window_sum(x: int = 127, zero_point: int = -128) -> None:
+    """SUM alone, whose accumulator is as wide as its widest sum needs: a 127 x 127 window (the
+    largest CONVCFG encodes, in an input bank that holds it) of `x - zp = 255` (the bound is
+    symmetric)."""
+    window = field_limit(Opcode.CONVCFG, "kernel_h")
+    config = make_config(4, 2, 4, {"vector_ops": ["sum"]}, input_bytes=2 * 4 * (window + 1) ** 2)
+    convcfg = Instruction.make(Opcode.CONVCFG, in_zero_point=zero_point, out_zero_point=0, act_min=-128, act_max=127,
+                               stride=1, kernel_h=window, kernel_w=window, in_rows=window, in_row_pitch=window + 1)
+    vec = Instruction.make(Opcode.VEC, op=VecOp.SUM, channel_groups=1, out_rows=1, out_cols=1)
+    rng = np.random.default_rng(6)
+    check(config, [Case(convcfg, vec, np.full(bank_bytes(config, "input"), x & 0xFF, np.uint8),
+                        random_params(config, rng, vec, convcfg),
+                        rng.integers(0, 256, bank_bytes(config, "acc"), dtype=np.uint8))])
 
 
 @pytest.mark.parametrize("x, zero_point", [(-128, 127), (127, -128)])

@@ -94,6 +94,20 @@ def test_a_layer_that_needs_a_vec_is_refused_at_planning_time():
         plan_and_compile(net, NO_VEC)
 
 
+def test_a_residual_add_is_refused_for_the_missing_vector_unit_not_its_multiplier():
+    """The quantized add's multiplier of 1 would also fail the serial requantizer's range: the
+    error names what the layer needs (the vector unit's add), not the multiplier."""
+    g = GraphBuilder((1, *INPUT), seed=3)
+    x = g.node("Relu", [g.conv(g.input_name, 2, 2, k=3, pad=1)])
+    y = g.node("Add", [g.input_name, x])
+    samples = np.random.default_rng(0).standard_normal((4, *INPUT)).astype(np.float32)
+    net = quantize_network(load_network(g.model(y)), samples)
+    (add,) = [layer for layer in net.layers if layer.op == "add"]
+    assert network_problems(net, NO_VEC) == {
+        add.name: f"layer {add.name!r} (add) needs the vector operation add, and configuration 'tiny-vec-none' has "
+                  f"no vector unit (template.vector_ops lists none); list add in template.vector_ops"}
+
+
 def test_the_serial_lane_takes_only_normalized_multipliers():
     """No vector unit: no ADD or COPY, whose multiplier is 1, so a multiplier below 2**15 is refused."""
     check_shifts(NO_VEC, "conv", [2**15, 0], [20, 20])

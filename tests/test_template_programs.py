@@ -74,6 +74,19 @@ def test_partial_sum_instructions_are_refused_without_partial_sums(text, culprit
     check_program(program, data_config("ice40up5k"))
 
 
+def test_a_conv_beyond_the_engines_kernels_is_refused():
+    """CONVCFG's kernel fields hold the vector unit's windows to 127; a CONV under one above 15 is
+    one clear error from the ISA simulator, the timing model and hardware generation, and a VEC
+    under it runs."""
+    config = "CONVCFG kernel_h={} kernel_w=3 in_rows=16 in_row_pitch=16"
+    program = Program(assemble([config.format(16), "CONV oc_groups=1 out_rows=1 ow_groups=1 last_group_cols=1 "
+                                "ic_groups=1 requantize=1", "END"]))
+    assert_refused_on_icebreaker(program, r"instruction 1 \(CONV .*\): a CONV under a CONVCFG of kernel 16x3; the "
+                                          r"convolution engine runs kernels up to 15x15")
+    check_program(Program(assemble([config.format(15), "CONV requantize=1", "END"])), ICEBREAKER)
+    check_program(Program(assemble([config.format(127), "VEC op=sum", "END"])), ICEBREAKER)
+
+
 def test_digits_on_icebreaker_has_no_partial_sums():
     """The compiled digits CNN on the iCEBreaker, read from its program text: every CONV starts
     from its bias and requantizes (no `init_from_acc`, no raw `requantize = 0` results, so no

@@ -25,7 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_model_argument(parser)
     parser.add_argument("--hw", default=None, metavar="CFG",
-                        help="mark the layers this hardware configuration (YAML or shipped name) cannot compile")
+                        help="mark the layers this hardware configuration (YAML or shipped name) cannot compile; "
+                        "when it can compile each, the model is planned (seconds for large networks) and its "
+                        "program checked as `hwgen plan` checks it (DMA descriptors, program memory)")
     add_calibration_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(func=run)
@@ -51,15 +53,16 @@ def layer_record(layer: Layer, problem: str | None = None, config: AcceleratorCo
     }
 
 
-def network_record(net: Network, config: AcceleratorConfig | None, problems: dict[str, str]) -> dict:
+def network_record(net: Network, config: AcceleratorConfig | None, problems: dict[str | None, str]) -> dict:
     """The JSON record of `net`; with `config`, each layer's `problem` on it (`problems`: layer
-    name -> why not; else null)."""
+    name -> why not; else null) and the `program_problem` of the whole network (key None)."""
     return {
         "name": net.name,
         "config": None if config is None else config.name,
         "input_shape": list(net.input_shape),
         "quantized": net.quantized,
         "layers": [layer_record(layer, problems.get(layer.name), config) for layer in net.layers],
+        "program_problem": problems.get(None),
         "host_tails": [{"output": tail.output, "source": tail.source, "ops": [str(s.op) for s in tail.steps],
                         "units": ["host"]} for tail in net.host_tails],
         "total_macs": net.total_macs,
@@ -67,17 +70,36 @@ def network_record(net: Network, config: AcceleratorConfig | None, problems: dic
     }
 
 
-def _problems(net: Network, config: AcceleratorConfig) -> dict[str, str]:
+def _problems(net: Network, config: AcceleratorConfig) -> dict[str | None, str]:
+    """Per layer `config` cannot compile, why (`planner.envelope`); when it can compile each,
+    what planning and the plan's program show (the network planned: the DRAM it needs, the DMA
+    descriptor table, the program memory; `planner.pipeline.program_problem`) in the words
+    `hwgen plan` stops with, under the layer at fault (None: the whole network)."""
+    from common.errors import PlanningError
     from planner.envelope import network_problems
+    from planner.pipeline import program_problem
+    from planner.plan import plan_network
 
-    return network_problems(net, config)
+    problems: dict[str | None, str] = dict(network_problems(net, config))
+    if problems:
+        return problems
+    try:
+        found = program_problem(net, plan_network(net, config), config)
+    except PlanningError as error:
+        return {None: str(error)}
+    if found is None:
+        return {}
+    layer, error = found
+    # a split names its steps `NAME.split0`, `NAME.stride2` (names may hold dots: the longest prefix)
+    names = [o.name for o in net.layers if layer is not None and (layer == o.name or layer.startswith(f"{o.name}."))]
+    return {max(names, key=len, default=None): str(error)}
 
 
 def _shape(shape: tuple[int, ...]) -> str:
     return "x".join(map(str, shape))
 
 
-def render_table(net: Network, problems: dict[str, str] | None = None, config: AcceleratorConfig | None = None) -> Table:
+def render_table(net: Network, problems: dict[str | None, str] | None = None, config: AcceleratorConfig | None = None) -> Table:
     """The layer table, 80 columns wide at most (the activation follows the op); with `config`, a
     last column marks whether it compiles each layer (`problems`: layer name -> why not)."""
     table = Table(title=f"{net.name}: input {_shape(net.input_shape)}, {'int8' if net.quantized else 'float'}",
@@ -107,7 +129,7 @@ def render_table(net: Network, problems: dict[str, str] | None = None, config: A
                       "0", "0", *(["host"] if marked else []))
     table.add_section()
     table.add_row("total", "", "", "", "", f"{net.total_macs:,}", f"{net.total_params:,}",
-                  *([f"{len(net.layers) - len(problems)}/{len(net.layers)}"] if marked else []))
+                  *([f"{sum(layer.name not in problems for layer in net.layers)}/{len(net.layers)}"] if marked else []))
     return table
 
 

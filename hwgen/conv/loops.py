@@ -6,6 +6,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from hwgen.conv.params import WRAPS, ConvParams
+from hwgen.conv.kernel_size import KERNEL_BITS
 from hwgen.isa import Opcode
 from hwgen.isa_layout import PAYLOADS
 
@@ -39,7 +40,7 @@ class ConvLoopEnds(wiring.Component):
             "wraps": Out(WRAPS),
             "last_step": Out(1),
             "done": Out(1),
-            "kw": Out(4),
+            "kw": Out(KERNEL_BITS),
             "ocg": Out(params.group_bits),
             **({"top": Out(1)} if params.pools else {}),
         })
@@ -47,7 +48,7 @@ class ConvLoopEnds(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         accept, idle, issue, cfg, conv, new = self.start, self.idle, self.issue, self.convcfg, self.conv, self.new
-        rows_left, owg_left, icg_left, kh_left, phase = Signal(10), Signal(8), Signal(8), Signal(4), Signal(3)
+        rows_left, owg_left, icg_left, kh_left, phase = Signal(10), Signal(8), Signal(8), Signal(KERNEL_BITS), Signal(3)
         kw, ocg = self.kw, self.ocg
         q_wrap, phase_wrap, kh_wrap, icg_wrap = Signal(), Signal(), Signal(), Signal()
         ocg_wrap, owg_wrap, last_row, sub_wrap = Signal(), Signal(), Signal(), Signal(init=1)
@@ -71,9 +72,10 @@ class ConvLoopEnds(wiring.Component):
             m.d.comb += [next_kw.eq(phase + 1), next_phase.eq(phase + 1)]
         with m.Elif(issue):
             m.d.comb += next_kw.eq(kw + cfg.stride)
-        m.d.sync += [kw.eq(next_kw), phase.eq(next_phase), q_wrap.eq(next_kw + cfg.stride >= cfg.kernel_w),
-                     phase_wrap.eq((next_phase + 1 >= cfg.stride) | (next_phase + 1 >= cfg.kernel_w))]
-        _count_down(m, kh_left, kh_wrap, accept, cfg.kernel_h, kh_step)
+        kernel_h, kernel_w = cfg.kernel_h[:KERNEL_BITS], cfg.kernel_w[:KERNEL_BITS]
+        m.d.sync += [kw.eq(next_kw), phase.eq(next_phase), q_wrap.eq(next_kw + cfg.stride >= kernel_w),
+                     phase_wrap.eq((next_phase + 1 >= cfg.stride) | (next_phase + 1 >= kernel_w))]
+        _count_down(m, kh_left, kh_wrap, accept, kernel_h, kh_step)
         _count_down(m, icg_left, icg_wrap, accept, Mux(accept, new.ic_groups, conv.ic_groups), icg_step)
         _count_down(m, owg_left, owg_wrap, accept, Mux(accept, new.ow_groups, conv.ow_groups), owg_step)
         _count_down(m, rows_left, last_row, accept, rows, owg_step & owg_wrap, restarts=False)

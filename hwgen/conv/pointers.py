@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
 from hwgen.conv.params import WRAPS, ConvParams
+from hwgen.conv.kernel_size import KERNEL_BITS
 from hwgen.conv_steps import steps_layout
 from hwgen.isa import Opcode
 from hwgen.isa_layout import PAYLOADS
@@ -83,7 +84,7 @@ class ConvPointers(wiring.Component):
             with m.Elif(~wraps.phase):
                 m.d.sync += [phase_ptr.eq(phase_ptr + cfg.in_row_pitch), pixel_ptr.eq(phase_ptr + cfg.in_row_pitch)]
             with m.Else():
-                m.d.sync += weight_row.eq(weight_row + cfg.kernel_w)
+                m.d.sync += weight_row.eq(weight_row + cfg.kernel_w[:KERNEL_BITS])
                 with m.If(~wraps.kh):
                     start = row_ptr + rowstep
                     m.d.sync += [row_ptr.eq(start), phase_ptr.eq(start), pixel_ptr.eq(start)]
@@ -113,4 +114,4 @@ class ConvPointers(wiring.Component):
             m.d.sync += weight_row.eq(weight_base)
         with m.Else():
             m.d.sync += [block_start.eq(next_input),
-                         weight_base.eq(Mux(wraps.ocg, 0, weight_row + self.convcfg.kernel_w))]
+                         weight_base.eq(Mux(wraps.ocg, 0, weight_row + self.convcfg.kernel_w[:KERNEL_BITS]))]

@@ -75,7 +75,8 @@ class VectorParams:
     def bounds(self) -> dict[str, int]:
         """The bits of each loop's count. `ow` steps a pixel per iteration: a VEC reading inside
         the bank has at most as many columns as the bank has pixels."""
-        return {"oh": 10, "ow": min(12, self.pixel_bits), "group": 8, "kh": 4, "kw": 4, "operand": 1}
+        window = PAYLOADS[Opcode.CONVCFG]["kernel_h"].shape.width
+        return {"oh": 10, "ow": min(12, self.pixel_bits), "group": 8, "kh": window, "kw": window, "operand": 1}
 
     def last_layout(self) -> data.StructLayout:
         """Per loop but the outermost (which counts down to 0), the count of its last iteration."""

@@ -60,14 +60,15 @@ def descriptor_counts(net: Network, schedules: dict[str, Schedule], config: Acce
     return counts
 
 
-def descriptor_problem(net: Network, schedules: dict[str, Schedule], config: AcceleratorConfig) -> str | None:
+def descriptor_problem(net: Network, schedules: dict[str, Schedule], config: AcceleratorConfig) -> tuple[str, str] | None:
     """Why the program of the split, quantized `net` cannot name its descriptors: the layer at
-    which the table passes `descriptor_limit`, the table's size, the limit; or None."""
+    which the table passes `descriptor_limit`, and the words naming it, the table's size and the
+    limit; or None."""
     counts = descriptor_counts(net, schedules, config)
     limit = descriptor_limit()
     first = next((name for name, count in counts.items() if count > limit), None)
     if first is None:
         return None
     total = list(counts.values())[-1]
-    return (f"layer {first!r}: the program's DMA descriptors (distinct transfer shapes) reach {counts[first]} at this "
-            f"layer and {total} in all, which exceeds the limit {limit} (LOAD.desc, STORE.desc)")
+    return first, (f"layer {first!r}: the program's DMA descriptors (distinct transfer shapes) reach {counts[first]} "
+                   f"at this layer and {total} in all, which exceeds the limit {limit} (LOAD.desc, STORE.desc)")

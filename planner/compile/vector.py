@@ -59,14 +59,19 @@ def check_vector_op(layer: Layer, config: AcceleratorConfig) -> None:
 
 
 def vector_window(layer: Layer, config: AcceleratorConfig, out_rows: int) -> InputWindow:
-    """The input window of a tile of `out_rows` output rows (all columns)."""
+    """The input window of a tile of `out_rows` output rows (all columns). Its phase rows are laid
+    out as the conv engine's, whole PE-column words and a spare word (`phase_row_pitch`), unless
+    then not even one output row of one channel group fits the input bank: the vector unit reads
+    a pixel at a time and needs no spare word, so such a pool's rows end with their last word."""
     if layer.stride[0] != layer.stride[1]:
         raise PlanningError(f"layer {layer.name!r}: strides {layer.stride} differ; the hardware needs equal strides")
-    s = layer.stride[0]
+    s, simd = layer.stride[0], config.pe.simd
     kernel = layer.kernel if layer.op in (Op.MAXPOOL, Op.AVGPOOL) else (1, 1)
     cols = (layer.out_shape[2] - 1) * s + kernel[1]
-    return InputWindow(kernel, s, (layer.pads[0], layer.pads[1]), (out_rows - 1) * s + kernel[0],
-                       phase_row_pitch(cols, s, config.pe.cols))
+    pitch = phase_row_pitch(cols, s, config.pe.cols)
+    if len(layer.inputs) * align(kernel[0] * s * pitch * simd) > bank_bytes(config, "input"):
+        pitch -= config.pe.cols
+    return InputWindow(kernel, s, (layer.pads[0], layer.pads[1]), (out_rows - 1) * s + kernel[0], pitch)
 
 
 def vector_tile(layer: Layer, config: AcceleratorConfig, operands: int) -> tuple[int, int]:
