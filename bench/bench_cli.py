@@ -3,9 +3,12 @@
     python bench/bench_cli.py                      # baseline: the commit before the lazy command line
     python bench/bench_cli.py --baseline REV --repeat 5
 
-The baseline is exported with `git archive` into a temporary folder; every command runs in a
-fresh interpreter with PYTHONPATH set to its tree. CPU is user + system of the child, the best
-of `--repeat` runs (the least disturbed by other work on the machine); wall likewise.
+The baseline is exported with `git archive` into a temporary folder; both trees' modules are
+compiled to bytecode first (`compiled`: as an installed package has them; this machine sets
+PYTHONDONTWRITEBYTECODE, so without it every run would compile the project's sources again).
+Every command runs in a fresh interpreter with PYTHONPATH set to its tree. CPU is user + system
+of the child, the best of `--repeat` runs (the least disturbed by other work on the machine);
+wall likewise.
 """
 from __future__ import annotations
 
@@ -66,6 +69,14 @@ def export(rev: str, into: Path) -> Path:
     return into
 
 
+def compiled(tree: Path) -> Path:
+    """`tree` with its modules' bytecode written beside them (`__pycache__`, ignored by git)."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "-x", r"[/\\](tests|rtl_out)[/\\]", str(tree)],
+                   env=env, check=True, capture_output=True)
+    return tree
+
+
 def figure(cpu: float, wall: float) -> str:
     return "  failed / absent" if cpu != cpu else f"{cpu:6.2f} s CPU {wall:6.2f} s wall"
 
@@ -76,7 +87,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure, the best is kept (default 3)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        trees = {f"baseline {args.baseline}": export(args.baseline, Path(tmp)), "this tree": ROOT}
+        trees = {f"baseline {args.baseline}": compiled(export(args.baseline, Path(tmp))), "this tree": compiled(ROOT)}
         print(f"{'':24s}" + "".join(f"{label:>32s}" for label in trees))
         for label, argv in COMMANDS:
             row = [figure(*best(tree, argv, args.repeat)[:2]) for tree in trees.values()]

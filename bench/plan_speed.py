@@ -1,15 +1,17 @@
-"""Planning speed, this tree against a baseline commit, in one run; optionally every plan compared.
+"""Planning speed, this tree against baseline commits, in one run; optionally every plan compared.
 
-    python bench/plan_speed.py                     # baseline: main before the planner's speed-up
-    python bench/plan_speed.py --baseline REV --repeat 5 --plans
+    python bench/plan_speed.py                     # baselines: before the planner's speed-up, and main before the plan path's imports
+    python bench/plan_speed.py --baseline REV [REV ...] --repeat 5 --plans
 
-Both trees run the same scripts in fresh interpreters (`bench_cli`: the baseline exported with
-`git archive`, PYTHONPATH set to each tree; best of `--repeat` runs). Figures: CPU seconds of
-`plan_network` alone for ResNet-50 and ResNet-18 on the default configuration (the network
-built and loaded first, not timed), and the wall and CPU time of the whole `hwgen plan
-resnet18` command. `--plans` also plans every built-in network on every shipped configuration
-for every objective in both trees and reports whether each layer's tiles, loop order, costs and
-candidate count are the same.
+All trees run the same scripts in fresh interpreters (`bench_cli`: each baseline exported with
+`git archive`, every tree's modules compiled to bytecode first, PYTHONPATH set to each tree;
+best of `--repeat` runs). Figures: CPU seconds of `plan_network` alone for ResNet-50 and
+ResNet-18 on the default configuration (the network built and loaded first, not timed), and the
+wall and CPU time of the whole `hwgen plan resnet18` command. `--plans` also plans every
+built-in network on every shipped configuration for every objective in every tree (a tree whose
+`resolve_model` takes `weights` plans the reference networks from their shapes alone, as
+`hwgen plan` does) and reports whether each layer's tiles, loop order, costs and candidate count
+are the same as this tree's.
 """
 from __future__ import annotations
 
@@ -18,10 +20,11 @@ import json
 import tempfile
 from pathlib import Path
 
-from bench_cli import ROOT, best, export
+from bench_cli import ROOT, best, compiled, export
 
-BASELINE = "16a4f15"
-"""main before the planner's speed-up (issue #22 item 4)."""
+BASELINES = ("16a4f15", "1fe7cb3")
+"""main before the planner's speed-up, and main before `hwgen plan` dropped its HDL imports, the
+ONNX checker for built-in models and the reference networks' random weights (issue #22 item 4)."""
 
 PLAN_CPU = """
 import sys, time
@@ -36,7 +39,7 @@ print(time.process_time() - start)
 """
 
 ALL_PLANS = """
-import json, sys
+import inspect, json, sys
 from dataclasses import asdict
 from common.errors import HwgenError
 from hwgen.config import load_config
@@ -45,7 +48,9 @@ from planner.frontend import load_network
 from planner.objective import Objective
 from planner.plan import plan_network
 from planner.zoo import BUILTIN_MODELS, resolve_model
-nets = {name: load_network(resolve_model(name)) for name in BUILTIN_MODELS}
+shapes_only = "weights" in inspect.signature(resolve_model).parameters
+nets = {name: load_network(resolve_model(name, weights=False), check=False) if shapes_only
+        else load_network(resolve_model(name)) for name in BUILTIN_MODELS}
 plans = {}
 for config_name in sorted(p.stem for p in CONFIG_DIR.glob("*.yaml")):
     config = load_config(config_name)
@@ -76,30 +81,42 @@ def all_plans(tree: Path, into: Path) -> dict:
 
 
 def compare_plans(trees: dict[str, Path], tmp: Path) -> None:
-    (before, after) = (all_plans(tree, tmp / f"plans{i}.json") for i, tree in enumerate(trees.values()))
-    differ = sorted(key for key in before.keys() | after.keys() if before.get(key) != after.get(key))
+    """Every baseline's plans against this tree's (the last of `trees`)."""
+    plans = {label: all_plans(tree, tmp / f"plans{i}.json") for i, (label, tree) in enumerate(trees.items())}
+    *baselines, (label, after) = plans.items()
     refused = sum(isinstance(plan, str) for plan in after.values())
     print(f"plans of every built-in network x shipped configuration x objective: {len(after)} "
-          f"({refused} of them refused with an error), {len(after) - len(differ)} identical, {len(differ)} differ"
-          + (f": {', '.join(differ[:8])}" if differ else ""))
+          f"({refused} of them refused with an error)")
+    for name, before in baselines:
+        differ = sorted(key for key in before.keys() | after.keys() if before.get(key) != after.get(key))
+        print(f"  {name} against {label}: {len(after) - len(differ)} identical, {len(differ)} differ"
+              + (f": {', '.join(differ[:8])}" if differ else ""))
+
+
+def row(label: str, values: list[float], unit: str, digits: int) -> str:
+    """One line of the table: each tree's figure, then each baseline's ratio to this tree's."""
+    cells = "".join(f"{value:{20 - len(unit)}.{digits}f}{unit}" for value in values)
+    ratios = "".join(f"{value / values[-1]:11.2f}x" for value in values[:-1])
+    return f"{label:30s}{cells}{ratios}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", default=BASELINE, help=f"git revision to compare with (default {BASELINE})")
+    parser.add_argument("--baseline", nargs="+", default=list(BASELINES),
+                        help=f"git revisions to compare with (default {' '.join(BASELINES)})")
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure, the best is kept (default 5)")
-    parser.add_argument("--plans", action="store_true", help="also compare every plan of both trees (about a minute)")
+    parser.add_argument("--plans", action="store_true", help="also compare every plan of all trees (about a minute each)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        trees = {f"baseline {args.baseline}": export(args.baseline, Path(tmp) / "baseline"), "this tree": ROOT}
-        print(f"{'':30s}" + "".join(f"{label:>26s}" for label in trees) + f"{'ratio':>10s}")
+        trees = {rev: compiled(export(rev, Path(tmp) / rev)) for rev in args.baseline} | {"this tree": compiled(ROOT)}
+        print(f"{'':30s}" + "".join(f"{label:>20s}" for label in trees)
+              + "".join(f"{'vs ' + rev:>12s}" for rev in args.baseline))
         for network in ("resnet50", "resnet18"):
-            before, after = (plan_seconds(tree, network, args.repeat) for tree in trees.values())
-            print(f"{network + ' plan_network CPU':30s}{before:24.3f} s{after:24.3f} s{before / after:9.2f}x")
-        (cpu0, wall0, _), (cpu1, wall1, _) = (best(tree, ["-m", "cli", "plan", "resnet18"], args.repeat)
-                                              for tree in trees.values())
-        print(f"{'hwgen plan resnet18 wall':30s}{wall0:24.2f} s{wall1:24.2f} s{wall0 / wall1:9.2f}x")
-        print(f"{'hwgen plan resnet18 CPU':30s}{cpu0:24.2f} s{cpu1:24.2f} s{cpu0 / cpu1:9.2f}x")
+            seconds = [plan_seconds(tree, network, args.repeat) for tree in trees.values()]
+            print(row(f"{network} plan_network CPU", seconds, " s", 3))
+        command = [best(tree, ["-m", "cli", "plan", "resnet18"], args.repeat) for tree in trees.values()]
+        print(row("hwgen plan resnet18 wall", [wall for _, wall, _ in command], " s", 2))
+        print(row("hwgen plan resnet18 CPU", [cpu for cpu, _, _ in command], " s", 2))
         if args.plans:
             compare_plans(trees, Path(tmp))
 

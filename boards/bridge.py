@@ -26,7 +26,7 @@ from boards.protocol import (CHECKSUM_ALIGNMENT, CHECKSUM_REQUEST, FRAME_CRC, MA
                              WRITE_ADDRESS, Command, DeviceInfo, Status)
 from hwgen.buffers import block_ram, block_ram_read_port
 from hwgen.sequencer_layouts import COUNTERS_LAYOUT, program_write_signature
-from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
+from hwgen.spram_size import SPRAM_BITS, SPRAM_WORDS
 
 ARGUMENT_BYTES = CHECKSUM_REQUEST.size  # the longest fixed part of a request payload
 REPLY_INDEX_BITS = (max(REPLY_BYTES.values()) - 1).bit_length()

@@ -24,7 +24,8 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
 from hwgen.memory_port import MemoryPort
-from hwgen.spram import SPRAM_BITS, SPRAM_WORDS, SinglePortBank, is_ice40up
+from hwgen.spram import SinglePortBank, is_ice40up
+from hwgen.spram_size import SPRAM_BITS, SPRAM_WORDS
 from common.errors import ConfigError
 
 UP5K_SPRAMS = 4

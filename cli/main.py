@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from importlib.metadata import PackageNotFoundError, version
 
 from common.errors import HwgenError
 
@@ -31,10 +30,24 @@ class _Subcommands:
 
 
 def package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # read for --version alone
+
     try:
         return version("hwgen")
     except PackageNotFoundError:
         return "unknown (not installed)"
+
+
+class _VersionAction(argparse.Action):
+    """`--version`: prints `hwgen VERSION` and exits, the version read only then."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show the program's version number and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(f"hwgen {package_version()}")
+        parser.exit()
 
 
 def build_parser(command: str | None = ALL) -> argparse.ArgumentParser:
@@ -44,7 +57,7 @@ def build_parser(command: str | None = ALL) -> argparse.ArgumentParser:
         description="CNN accelerator generator: plan, generate, simulate and build "
         "an FPGA accelerator for an ONNX CNN.",
     )
-    parser.add_argument("--version", action="version", version=f"hwgen {package_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, summary in COMMANDS.items():
         if command in (ALL, name):

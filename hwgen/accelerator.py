@@ -16,7 +16,8 @@ from amaranth.utils import exact_log2
 from hwgen.buffers import DoubleBuffer
 from hwgen.compute_unit import ComputeUnit
 from hwgen.config import AcceleratorConfig, DmaSharing, ProgramMemory
-from hwgen.dma import Dma, DmaParams
+from hwgen.dma.descriptor import DmaParams
+from hwgen.dma.controller import Dma
 from hwgen.dma.shared import DmaArbiter
 from hwgen.dma.table import DescriptorReader, descriptor_halfwords
 from hwgen.dma.units import TransferUnit, assign_descriptor, descriptor_table_params, dma_params, load_targets, read_field_bits
@@ -24,9 +25,10 @@ from hwgen.program_walk import check_program
 from hwgen.isa import Opcode
 from hwgen.memory_port import MemoryPort
 from hwgen.program import Program
-from hwgen.sequencer import DESCRIPTOR_BASE, Sequencer, runs_in_place
+from hwgen.sequencer import DESCRIPTOR_BASE, Sequencer
+from hwgen.queue_options import runs_in_place
 from hwgen.sequencer_layouts import COUNTERS_LAYOUT, program_write_signature
-from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
+from hwgen.spram_size import SPRAM_BITS, SPRAM_WORDS
 from hwgen.timing import HALFWORDS
 
 

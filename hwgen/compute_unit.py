@@ -21,9 +21,12 @@ from amaranth.utils import ceil_log2
 from hwgen.buffers import bank_shape
 from hwgen.config import AcceleratorConfig, AddressSteps, PartialSums
 from hwgen.conv_engine import ConvEngine
-from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Opcode
-from hwgen.serial_post import SerialPostProcess, is_serial
-from hwgen.conv_steps import ConvSteps, unread_fields
+from hwgen.isa import Opcode
+from hwgen.isa_layout import INSTRUCTION_LAYOUT, PAYLOADS
+from hwgen.serial_post import SerialPostProcess
+from hwgen.serial_shifts import is_serial
+from hwgen.conv_steps import ConvSteps
+from hwgen.conv_step_fields import unread_fields
 from hwgen.timing import STEPS_LATENCY
 from hwgen.vector_unit import VectorUnit
 
@@ -140,7 +143,7 @@ class ComputeUnit(wiring.Component):
                          self.acc_write.en.eq(conv.acc_write.en)]
 
     def _latch_convcfg(self, convcfg: data.View) -> list:
-        """Assignments copying the CONVCFG fields the hardware reads (`hwgen.conv_steps.unread_fields`)
+        """Assignments copying the CONVCFG fields the hardware reads (`hwgen.conv_step_fields.unread_fields`)
         from the command into `convcfg`; its other bits stay 0."""
         new, kept = self.cmd.payload.payload.convcfg, convcfg.payload.convcfg
         skipped = unread_fields(self.config.template)

@@ -69,11 +69,12 @@ from hwgen.conv.params import ConvParams
 from hwgen.conv.pointers import ConvPointers
 from hwgen.conv.schedule import ConvSchedule
 from hwgen.conv.write import ConvWrite
-from hwgen.isa import INSTRUCTION_LAYOUT
+from hwgen.isa_layout import INSTRUCTION_LAYOUT
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
 from hwgen.pe_array import PEArray
 from hwgen.postprocess import PostProcess
-from hwgen.serial_post import is_serial, post_result_shape, shared_signature
+from hwgen.serial_post import post_result_shape, shared_signature
+from hwgen.serial_shifts import is_serial
 from hwgen.conv_steps import steps_layout
 from hwgen.timing import beat_interval, beat_latency
 

@@ -9,7 +9,7 @@ of one multiplier each, so no path chains two multipliers; the compute unit hold
 command back until they are ready (`hwgen.timing.CONVCFG_CYCLES`).
 
 With `template.address_steps: compiler` the compiler writes the two long products into the
-CONVCFG word (`plane_step`, `flat_plane_step`, modulo `2**16`: `compiler_fields`) and the
+CONVCFG word (`plane_step`, `flat_plane_step`, modulo `2**16`: `hwgen.conv_step_fields.compiler_fields`) and the
 short ones, by the 3-bit stride, are shift-add (`hwgen.shift_add`): no multiplier at all.
 """
 from __future__ import annotations
@@ -18,28 +18,10 @@ from amaranth.hdl import Module, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hwgen.config import AddressSteps, Template
-from hwgen.isa import INSTRUCTION_LAYOUT
+from hwgen.isa_layout import INSTRUCTION_LAYOUT
 from hwgen.shift_add import shift_add
 
 NAMES = ("row", "oh", "plane", "flat_plane")
-FIELD_BITS = 16
-"""Width of the CONVCFG step fields: pixel addresses up to 16 bits."""
-
-
-def compiler_fields(template: Template, stride: int, in_rows: int, in_row_pitch: int) -> dict[str, int]:
-    """The CONVCFG step fields the compiler emits: the products with `address_steps: compiler`,
-    none (zero) otherwise."""
-    if template.address_steps != AddressSteps.COMPILER:
-        return {}
-    mask = (1 << FIELD_BITS) - 1
-    return {"plane_step": in_rows * stride * in_row_pitch & mask, "flat_plane_step": in_rows * in_row_pitch & mask}
-
-
-def unread_fields(template: Template) -> frozenset[str]:
-    """CONVCFG fields the hardware of `template` never reads."""
-    compiler = template.address_steps == AddressSteps.COMPILER
-    return frozenset({"in_rows"} if compiler else {"plane_step", "flat_plane_step"})
 
 
 def steps_layout(bits: int) -> data.StructLayout:

@@ -12,7 +12,8 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hwgen.dispatch_queue import DispatchQueue
-from hwgen.isa import INSTRUCTION_LAYOUT, SEMAPHORES, Opcode
+from hwgen.isa import SEMAPHORES, Opcode
+from hwgen.isa_layout import INSTRUCTION_LAYOUT
 from hwgen.semaphore_bank import SemaphoreBank
 from hwgen.sequencer_layouts import QUEUE_WRITE, QUEUES, Kind
 

@@ -1,5 +1,6 @@
-"""The instruction set: defined once, used by the assembler, the disassembler, the ISA
-simulator and the RTL decoder (`INSTRUCTION_LAYOUT` is an `amaranth.lib.data` layout).
+"""The instruction set: defined once (`FIELDS`), used by the assembler, the disassembler, the
+ISA simulator, the planner and, as `amaranth.lib.data` layouts built from it
+(`hwgen.isa_layout`), the RTL decoder. No HDL import: planning reads field widths from here.
 
 Every instruction is `INSTRUCTION_BITS` wide: a 5-bit opcode in the low bits, then the
 operation's fields (a union member named after the opcode). Field-by-field documentation:
@@ -11,9 +12,7 @@ import re
 from dataclasses import dataclass, field
 from enum import IntEnum
 from types import MappingProxyType
-
-from amaranth import signed, unsigned
-from amaranth.lib import data
+from typing import NamedTuple
 
 from common.errors import HwgenError
 
@@ -69,64 +68,105 @@ class VecOp(IntEnum):
 
 OPCODE_BITS = 5
 
-PAYLOADS: dict[Opcode, data.StructLayout] = {
-    Opcode.NOP: data.StructLayout({}),
-    Opcode.END: data.StructLayout({}),
-    Opcode.LOOP: data.StructLayout({"count": unsigned(16), "body": unsigned(12)}),
-    Opcode.SETR: data.StructLayout({"rd": unsigned(4), "imm": signed(32)}),
-    Opcode.ADDR: data.StructLayout({"rd": unsigned(4), "imm": signed(32)}),
-    Opcode.WAIT: data.StructLayout({"queue": unsigned(2), "sem": unsigned(3)}),
-    Opcode.SIGNAL: data.StructLayout({"queue": unsigned(2), "sem": unsigned(3)}),
-    Opcode.LOAD: data.StructLayout({
+
+class FieldShape(NamedTuple):
+    """A field's width in bits and whether it is two's complement."""
+
+    width: int
+    signed: bool
+
+
+def unsigned(width: int) -> FieldShape:
+    return FieldShape(width, False)
+
+
+def signed(width: int) -> FieldShape:
+    return FieldShape(width, True)
+
+
+@dataclass(frozen=True)
+class Field:
+    """One payload field: `offset` is its lowest bit in the payload (the instruction's bit
+    `OPCODE_BITS + offset`); fields follow each other in their listed order."""
+
+    name: str
+    width: int
+    signed: bool
+    offset: int
+
+    @property
+    def range(self) -> tuple[int, int]:
+        """The least and greatest value the field holds."""
+        if self.signed:
+            return -(1 << (self.width - 1)), (1 << (self.width - 1)) - 1
+        return 0, (1 << self.width) - 1
+
+
+_SHAPES: dict[Opcode, dict[str, FieldShape]] = {
+    Opcode.NOP: {},
+    Opcode.END: {},
+    Opcode.LOOP: {"count": unsigned(16), "body": unsigned(12)},
+    Opcode.SETR: {"rd": unsigned(4), "imm": signed(32)},
+    Opcode.ADDR: {"rd": unsigned(4), "imm": signed(32)},
+    Opcode.WAIT: {"queue": unsigned(2), "sem": unsigned(3)},
+    Opcode.SIGNAL: {"queue": unsigned(2), "sem": unsigned(3)},
+    Opcode.LOAD: {
         "buffer": unsigned(2), "bank": unsigned(1), "desc": unsigned(10),
         "dram_reg": unsigned(4), "dram_offset": signed(32), "buf_addr": unsigned(16),
         "y_reg": unsigned(4), "y_offset": signed(12), "x_reg": unsigned(4), "x_offset": signed(12),
-    }),
-    Opcode.STORE: data.StructLayout({
+    },
+    Opcode.STORE: {
         "bank": unsigned(1), "desc": unsigned(10), "dram_reg": unsigned(4), "dram_offset": signed(32),
         "buf_addr": unsigned(16),
-    }),
-    Opcode.CONVCFG: data.StructLayout({
+    },
+    Opcode.CONVCFG: {
         "in_zero_point": signed(8), "out_zero_point": signed(8), "act_min": signed(8), "act_max": signed(8),
         "kernel_h": unsigned(7), "kernel_w": unsigned(7), "stride": unsigned(3),
         "in_rows": unsigned(10), "in_row_pitch": unsigned(12),
         "plane_step": unsigned(16), "flat_plane_step": unsigned(16),
-    }),
-    Opcode.CONV: data.StructLayout({
+    },
+    Opcode.CONV: {
         "in_bank": unsigned(1), "weight_bank": unsigned(1), "out_bank": unsigned(1),
         "oc_groups": unsigned(8), "out_rows": unsigned(10), "ow_groups": unsigned(8),
         "last_group_cols": unsigned(8), "ic_groups": unsigned(8), "depthwise": unsigned(1),
         "init_from_acc": unsigned(1), "requantize": unsigned(1), "pool": unsigned(3),
-    }),
-    Opcode.VEC: data.StructLayout({
+    },
+    Opcode.VEC: {
         "op": unsigned(2), "in_bank": unsigned(1), "out_bank": unsigned(1), "in2_addr": unsigned(16),
         "in2_zero_point": signed(8), "channel_groups": unsigned(8), "out_rows": unsigned(10),
         "out_cols": unsigned(12), "multiplier_a": unsigned(16), "multiplier_b": unsigned(16),
         "param_bank": unsigned(1),
-    }),
+    },
 }
 
-_PAYLOAD_UNION = data.UnionLayout({op.name.lower(): layout for op, layout in PAYLOADS.items()})
-INSTRUCTION_LAYOUT = data.StructLayout({
-    "opcode": unsigned(OPCODE_BITS),
-    "payload": _PAYLOAD_UNION,
-    "reserved": unsigned(INSTRUCTION_BITS - OPCODE_BITS - _PAYLOAD_UNION.size),
-})
+
+def _packed(shapes: dict[str, FieldShape]) -> tuple[Field, ...]:
+    offsets = [0]
+    for shape in shapes.values():
+        offsets.append(offsets[-1] + shape.width)
+    return tuple(Field(name, shape.width, shape.signed, offset)
+                 for (name, shape), offset in zip(shapes.items(), offsets))
+
+
+FIELDS: dict[Opcode, tuple[Field, ...]] = {opcode: _packed(shapes) for opcode, shapes in _SHAPES.items()}
+"""Each opcode's payload fields, least significant first."""
+PAYLOAD_BITS = max(sum(f.width for f in fields) for fields in FIELDS.values())
+"""The widest payload: the payload union's width."""
+assert OPCODE_BITS + PAYLOAD_BITS <= INSTRUCTION_BITS
+
+
+def payload_field(opcode: Opcode, name: str) -> Field:
+    """The field `name` of `opcode`'s payload."""
+    return next(f for f in FIELDS[opcode] if f.name == name)
+
 
 def field_limit(opcode: Opcode, name: str) -> int:
     """The largest value a field can hold."""
-    shape = dict(PAYLOADS[opcode])[name].shape
-    return (1 << (shape.width - shape.signed)) - 1
+    return payload_field(opcode, name).range[1]
 
 
 ENUM_FIELDS: dict[str, type[IntEnum]] = {"queue": Queue, "buffer": Buffer, "op": VecOp}
 """Fields whose values have names in the assembly text."""
-
-
-def _field_range(shape) -> tuple[int, int]:
-    if shape.signed:
-        return -(1 << (shape.width - 1)), (1 << (shape.width - 1)) - 1
-    return 0, (1 << shape.width) - 1
 
 
 @dataclass(frozen=True)
@@ -138,15 +178,14 @@ class Instruction:
 
     @classmethod
     def make(cls, opcode: Opcode, **values: int) -> "Instruction":
-        layout = PAYLOADS[opcode]
-        names = [name for name, _ in layout]
+        names = [f.name for f in FIELDS[opcode]]
         unknown = set(values) - set(names)
         if unknown:
             raise AssemblyError(f"{opcode.name}: unknown field {sorted(unknown)[0]!r}; fields: {', '.join(names) or 'none'}")
         complete = {}
-        for name, member in layout:
-            value = int(values.get(name, 0))
-            low, high = _field_range(member.shape)
+        for f in FIELDS[opcode]:
+            name, value = f.name, int(values.get(f.name, 0))
+            low, high = f.range
             if not low <= value <= high:
                 raise AssemblyError(f"{opcode.name}.{name}: {value} is out of range [{low}, {high}]")
             enum = ENUM_FIELDS.get(name)
@@ -169,9 +208,8 @@ class Instruction:
 
     def encode(self) -> int:
         word = int(self.opcode)
-        for name, member in PAYLOADS[self.opcode]:
-            value = self.fields[name] & ((1 << member.shape.width) - 1)
-            word |= value << (OPCODE_BITS + member.offset)
+        for f in FIELDS[self.opcode]:
+            word |= (self.fields[f.name] & ((1 << f.width) - 1)) << (OPCODE_BITS + f.offset)
         return word
 
     @classmethod
@@ -181,11 +219,11 @@ class Instruction:
         except ValueError:
             raise AssemblyError(f"word {word:#x}: unknown opcode {word & ((1 << OPCODE_BITS) - 1)}") from None
         values = {}
-        for name, member in PAYLOADS[opcode]:
-            raw = (word >> (OPCODE_BITS + member.offset)) & ((1 << member.shape.width) - 1)
-            if member.shape.signed and raw >> (member.shape.width - 1):
-                raw -= 1 << member.shape.width
-            values[name] = raw
+        for f in FIELDS[opcode]:
+            raw = (word >> (OPCODE_BITS + f.offset)) & ((1 << f.width) - 1)
+            if f.signed and raw >> (f.width - 1):
+                raw -= 1 << f.width
+            values[f.name] = raw
         return cls.make(opcode, **values)
 
     def __str__(self) -> str:

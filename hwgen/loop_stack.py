@@ -5,7 +5,8 @@ from amaranth import Array, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hwgen.isa import PAYLOADS, Opcode
+from hwgen.isa import Opcode
+from hwgen.isa_layout import PAYLOADS
 
 LOOP_DEPTH = 4
 

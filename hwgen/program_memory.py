@@ -11,9 +11,11 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
 from hwgen.config import Template
-from hwgen.isa import INSTRUCTION_BITS, INSTRUCTION_LAYOUT, OPCODE_BITS, PAYLOADS, Opcode
+from hwgen.isa import INSTRUCTION_BITS, OPCODE_BITS, Opcode
+from hwgen.isa_layout import INSTRUCTION_LAYOUT, PAYLOADS
 from hwgen.sequencer_layouts import MEMORY_READ_SIGNATURE, QUEUES, command_opcodes, program_write_signature
-from hwgen.spram import SPRAM_BITS, SPRAM_WORDS, SinglePortBank
+from hwgen.spram import SinglePortBank
+from hwgen.spram_size import SPRAM_BITS, SPRAM_WORDS
 
 
 def dispatch_target(word: Value, template: Template) -> Value:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from hwgen.config import AcceleratorConfig, DmaSharing, PartialSums, ProgramMemory
-from hwgen.conv.params import KERNEL_LIMIT
+from hwgen.conv.kernel_size import KERNEL_LIMIT
 from hwgen.dma import Descriptor, DescriptorError
 from hwgen.dma.table import descriptor_capacity
 from hwgen.dma.units import descriptor_table_params

@@ -5,7 +5,8 @@ from amaranth import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hwgen.isa import INSTRUCTION_LAYOUT, REGISTERS, Opcode
+from hwgen.isa import REGISTERS, Opcode
+from hwgen.isa_layout import INSTRUCTION_LAYOUT
 
 
 class RegisterFile(wiring.Component):

@@ -27,19 +27,21 @@ from amaranth import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hwgen.config import Command, Counters, ProgramMemory, QueueFields, QueueKinds, Template
+from hwgen.config import Counters, ProgramMemory, QueueFields, QueueKinds, Template
 from hwgen.dispatch import Dispatcher, QueueFormat
 from hwgen.fetch_stage import FetchStage
-from hwgen.isa import INSTRUCTION_BITS, INSTRUCTION_LAYOUT, OPCODE_BITS, PAYLOADS, Opcode
+from hwgen.isa import INSTRUCTION_BITS, OPCODE_BITS, Opcode
+from hwgen.isa_layout import INSTRUCTION_LAYOUT, PAYLOADS
 from hwgen.loop_stack import LoopStack
 from hwgen.performance_counters import PerformanceCounters
 from hwgen.program_memory import SpramProgramMemory, WordProgramMemory
 from hwgen.register_file import RegisterFile
 from hwgen.sequencer_layouts import (COUNTERS_LAYOUT, MEMORY_READ_SIGNATURE, QUEUE_OPCODES, QUEUES, command_opcodes,
                                      program_write_signature, queue_opcodes)
-from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
-from hwgen.conv_steps import unread_fields
+from hwgen.spram_size import SPRAM_BITS, SPRAM_WORDS
+from hwgen.conv_step_fields import unread_fields
 from hwgen.timing import HALFWORDS
+from hwgen.queue_options import queue_depth, runs_in_place
 
 SPRAM_INSTRUCTIONS = 1536
 """Instructions an SPRAM program memory holds (three quarters of it); the DMA descriptor table
@@ -47,19 +49,6 @@ fills the last quarter, from halfword `DESCRIPTOR_BASE`, a multiple of that quar
 DESCRIPTOR_BASE = SPRAM_INSTRUCTIONS * HALFWORDS
 
 REGISTER_FIELDS = ("dram_reg", "y_reg", "x_reg")  # resolved (zero) once dispatched
-
-
-def queue_depth(template: Template, queue: str) -> int:
-    """Entries of one dispatch queue: `template.queue_depth`, or for the compute (store) queue
-    `template.compute_queue_depth` (`store_queue_depth`) when set."""
-    own = {"compute": template.compute_queue_depth, "store": template.store_queue_depth}.get(queue, 0)
-    return own or template.queue_depth
-
-
-def runs_in_place(template: Template, queue: str) -> bool:
-    """Whether a queue's unit runs the command at the queue's head in place, popping it when done
-    (`template.load_command` / `template.store_command: queue`), instead of keeping a copy."""
-    return {"load": template.load_command, "store": template.store_command}.get(queue) == Command.QUEUE
 
 
 def registered_kinds(template: Template) -> bool:
@@ -82,7 +71,7 @@ def used_bits(queue: str, template: Template = Template(),
     """The instruction bit ranges `[start, stop)` a queue's entries need: the opcode bits that
     tell its opcodes apart (`opcode_constants`: the rest) and the fields its opcodes' unit and
     head logic read (WAIT/SIGNAL: the semaphore only; CONVCFG: the fields `template`'s pointer
-    steps read, `hwgen.conv_steps.unread_fields`; CONV: `pool` only with `template.max_fused_pool`; a LOAD or STORE field named in `field_bits`: only
+    steps read, `hwgen.conv_step_fields.unread_fields`; CONV: `pool` only with `template.max_fused_pool`; a LOAD or STORE field named in `field_bits`: only
     its low bits, all its unit reads)."""
     bits = set(range(OPCODE_BITS)) - set(opcode_constants(queue, template))
     for opcode in queue_opcodes(queue, template):

@@ -11,7 +11,7 @@ from amaranth.lib.wiring import In, Out
 
 from hwgen.config import Template
 from hwgen.isa import INSTRUCTION_BITS, Opcode, Queue
-from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
+from hwgen.spram_size import SPRAM_BITS, SPRAM_WORDS
 
 COUNTER_BITS = 32
 QUEUES = tuple(q.name.lower() for q in Queue)

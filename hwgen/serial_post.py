@@ -34,65 +34,22 @@ multiplies only the sum's low `NORMALIZED_SUM_BITS` bits and clamps such a sum b
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value, signed
 from amaranth.lib import data, wiring
 from amaranth.utils import ceil_log2, exact_log2
 
 from hwgen.accumulator import accumulator_shape
-from hwgen.config import AcceleratorConfig, PartialSums, Postprocess, VectorOp
+from hwgen.config import AcceleratorConfig, PartialSums
 from hwgen.pe import register
 from hwgen.postprocess import LAYER, NARROW_BITS, PostProcess, clamp, postprocess_signature
-from common.errors import PlanningError
 from hwgen.config import MULTIPLIER_BITS
+from hwgen.serial_shifts import SHIFT_SPAN_BITS, SHIFTS, normalized_multipliers
 from hwgen.timing import DIGIT_BITS, DIGITS, serial_interval, serial_latency
 
-SHIFT_SPAN_BITS = 4
-SHIFTS = range(15, 15 + 2**SHIFT_SPAN_BITS)
-"""The requantization shifts the lane implements, real multipliers in [2**-15, 2) (the multiplier
-in [2**15, 2**16), `planner.quant.fixed_point`; 15: a pooling's 1; the digits CNN, the test
-patterns and random convolutions use 15 to 26): `shift - 15` in `SHIFT_SPAN_BITS` bits shifts
-the product without its low 15 bits."""
-NORMALIZED_MULTIPLIERS = range(2 ** (MULTIPLIER_BITS - 1), 2**MULTIPLIER_BITS)
-"""The nonzero multipliers of a lane with `normalized_multipliers`."""
 NORMALIZED_SUM_BITS = NARROW_BITS + SHIFTS[-1] - (MULTIPLIER_BITS - 1)
 """The `acc + bias` bits a lane with normalized multipliers multiplies: `|sum| >= 2**23` with
 `m >= 2**15` and a shift of at most 30 gives `|quotient| >= 2**8`, beyond the int8 clamp
 whatever the zero point."""
-UNNORMALIZED_OPS = frozenset({VectorOp.ADD, VectorOp.COPY})
-"""The vector operations whose requantization multiplier is 1 (`planner.quant.layer_quant`)."""
-
-
-def is_serial(config: AcceleratorConfig) -> bool:
-    """Whether the engines share one serial lane (`template.postprocess: serial`)."""
-    return config.template.postprocess == Postprocess.SERIAL
-
-
-def normalized_multipliers(config: AcceleratorConfig) -> bool:
-    """Whether the serial lane of `config` only meets normalized multipliers
-    (`NORMALIZED_MULTIPLIERS`): its vector unit, if any, has no operation requantized with
-    multiplier 1."""
-    return is_serial(config) and not UNNORMALIZED_OPS & set(config.template.vector_ops)
-
-
-def check_shifts(config: AcceleratorConfig, layer: str, multipliers: Sequence[int], shifts: Sequence[int]) -> None:
-    """Refuse a layer whose requantization (per channel: `multipliers`, `shifts`) has a nonzero
-    multiplier with a shift the serial lane of `config` does not implement (`SHIFTS`), or one
-    outside `NORMALIZED_MULTIPLIERS` when the lane has `normalized_multipliers`."""
-    if not is_serial(config):
-        return
-    where = f"the serial requantizer of configuration {config.name!r} (template.postprocess: serial)"
-    bad = sorted({int(s) for m, s in zip(multipliers, shifts) if m and s not in SHIFTS})
-    if bad:
-        raise PlanningError(f"layer {layer!r}: requantization shifts {bad} (real multipliers of 2 or more, or below "
-                            f"2**-15); {where} implements shifts {SHIFTS.start}..{SHIFTS.stop - 1}")
-    low = sorted({int(m) for m in multipliers if m and m not in NORMALIZED_MULTIPLIERS})
-    if low and normalized_multipliers(config):
-        why = ("its vector unit has none of " if config.template.vector_unit else "it has no vector unit: none of ")
-        raise PlanningError(f"layer {layer!r}: requantization multipliers {low[:4]}; {where} takes 0 or "
-                            f"{NORMALIZED_MULTIPLIERS.start}..{NORMALIZED_MULTIPLIERS.stop - 1} ({why}"
-                            f"{', '.join(sorted(UNNORMALIZED_OPS))}, whose multiplier is 1)")
 
 
 def shared_acc_shape(config: AcceleratorConfig) -> Shape:

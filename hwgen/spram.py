@@ -12,8 +12,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-SPRAM_WORDS = 16384
-SPRAM_BITS = 16
+from hwgen.spram_size import SPRAM_BITS, SPRAM_WORDS
 
 
 def is_ice40up(platform) -> bool:

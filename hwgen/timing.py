@@ -13,7 +13,7 @@ import numpy as np
 
 from hwgen.config import MULTIPLIER_BITS, AcceleratorConfig, Postprocess, ProgramMemory, VectorOp, VectorProducts
 from hwgen.isa import INSTRUCTION_BITS, Instruction, VecOp
-from hwgen.spram import SPRAM_BITS
+from hwgen.spram_size import SPRAM_BITS
 
 # ---------------------------------------------------------------- PE array and requantization
 

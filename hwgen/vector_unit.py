@@ -49,12 +49,15 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
 from hwgen.config import MULTIPLIER_BITS, AcceleratorConfig, VectorProducts
-from hwgen.isa import INSTRUCTION_LAYOUT, Opcode, VecOp, field_limit
+from hwgen.isa import Opcode, VecOp, field_limit
+from hwgen.isa_layout import INSTRUCTION_LAYOUT
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes
 from hwgen.postprocess import PostProcess
-from hwgen.serial_post import is_serial, shared_signature
+from hwgen.serial_post import shared_signature
+from hwgen.serial_shifts import is_serial
 from hwgen.conv_steps import steps_layout
 from hwgen.timing import DIGITS, accumulate_latency, address_latency, beat_interval, beat_latency
+from hwgen.vector_ops import vector_ops
 from hwgen.vector.arithmetic import VecArithmetic
 from hwgen.vector.command import VecCommand
 from hwgen.vector.operands import VecOperands
@@ -69,11 +72,6 @@ MAX_DIFF = 255  # |x - zero point| for int8 x and zero point
 OP_BOUNDS = {VecOp.MAX: MAX_DIFF, VecOp.SUM: MAX_WINDOW * MAX_WINDOW * MAX_DIFF,
              VecOp.ADD: 2 * MAX_DIFF * (2**MULTIPLIER_BITS - 1), VecOp.COPY: MAX_DIFF * (2**MULTIPLIER_BITS - 1)}
 """The largest |accumulated value| of each operation."""
-
-
-def vector_ops(config: AcceleratorConfig) -> frozenset[VecOp]:
-    """The VEC operations the unit implements (`template.vector_ops`)."""
-    return frozenset(VecOp[name.upper()] for name in config.template.vector_ops)
 
 
 def acc_shape(ops: frozenset[VecOp]) -> Shape:

@@ -32,7 +32,7 @@ import numpy as np
 
 from hwgen.config import AcceleratorConfig, DmaSharing, Energy
 from hwgen.layout import ACC_BYTES, PARAM_BYTES
-from hwgen.sequencer import queue_depth
+from hwgen.queue_options import queue_depth
 from hwgen.timing import (DONE_CYCLES, conv_busy_cycles, drain_cycles, fetch_cycles, fetch_state_cycles, group_interval,
                           head_delay)
 from planner.compile.conv import WEIGHT_TILE_LOADS, stride_phases
@@ -206,7 +206,7 @@ def handover_cycles(config: AcceleratorConfig, leaving, new_weight, new_input, n
     """Fewest cycles from a CONV's end to the next CONV's issue, given what happens between them
     (arrays broadcast): the compute queue executes its SIGNALs and WAITs a cycle each; and the
     fetch stage, which stalls during the CONV on the first instruction that finds its queue full
-    (`hwgen.sequencer.queue_depth`: the compute queue, or the store queue held by the WAIT ACC_READY
+    (`hwgen.queue_options.queue_depth`: the compute queue, or the store queue held by the WAIT ACC_READY
     that passes a cycle after the CONV), dispatches the rest up to the next CONV only then, losing
     a STORE's descriptor lookup on the way, and the CONV reaches its queue's head `head_delay` later."""
     depth, store_depth = queue_depth(config.template, "compute"), queue_depth(config.template, "store")

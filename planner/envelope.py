@@ -11,7 +11,7 @@ from hwgen.config import AcceleratorConfig
 from hwgen.isa import Opcode, field_limit
 from common.errors import PlanningError
 from hwgen.layout import PARAM_BYTES
-from hwgen.serial_post import check_shifts, is_serial
+from hwgen.serial_shifts import check_shifts, is_serial
 from planner.compile.memory_map import tensor_bytes
 from planner.compile.vector import check_vector_op, vector_tile
 from planner.ir import COMPUTE_OPS, POOL_OPS, Layer, Network, Op
@@ -77,7 +77,7 @@ def layer_problem(layer: Layer, config: AcceleratorConfig) -> str | None:
 
 def bounds_quantization(config: AcceleratorConfig) -> bool:
     """Whether `config` refuses some requantizations (the serial requantizer's shifts and
-    multipliers, `hwgen.serial_post.check_shifts`): a float network is checked once calibrated."""
+    multipliers, `hwgen.serial_shifts.check_shifts`): a float network is checked once calibrated."""
     return is_serial(config)
 
 

@@ -96,7 +96,9 @@ class LayerQuant:
 
 @dataclass(frozen=True, eq=False)
 class Layer:
-    """One accelerator layer. `weights` are float32 `(O, C/groups, KH, KW)` for conv/fc."""
+    """One accelerator layer. `weights` are float32 `(O, C/groups, KH, KW)` for conv/fc; in a
+    network loaded from shapes alone (`planner.frontend.tensors.shape_only`) `weights` and `bias`
+    are None."""
 
     name: str
     op: Op

@@ -59,12 +59,14 @@ def program_problem(network: Network, plan: NetworkPlan, config: AcceleratorConf
     compiled, elsewhere its descriptor table against the LOAD / STORE `desc` field
     (`planner.compile.descriptor_table`, without compiling). The layer at fault (None: the whole
     program) and the error `hwgen plan` stops with; None when the program fits."""
-    from hwgen.program_walk import ProgramDoesNotFit
     from planner.compile.descriptor_table import descriptor_problem
-    from planner.compile.network import compile_network
 
     schedules = {layer.name: layer.schedule for layer in plan.layers if layer.schedule is not None}
     if config.template.program_memory == ProgramMemory.SPRAM or config.template.dma == DmaSharing.SHARED:
+        # the compiler checks the program against the HDL's tables: imported for these configurations alone
+        from hwgen.program_walk import ProgramDoesNotFit
+        from planner.compile.network import compile_network
+
         try:
             compile_network(stand_ins(network), schedules, config)
         except ProgramDoesNotFit as error:

@@ -3,7 +3,7 @@
 The model replays the sequencer (`hwgen/sequencer.py`) at the level of instructions:
 
 * the fetch stage dispatches one instruction every `hwgen.timing.fetch_cycles(config)` into the
-  load, compute or store queue (`hwgen.sequencer.queue_depth` deep; an instruction is at the head
+  load, compute or store queue (`hwgen.queue_options.queue_depth` deep; an instruction is at the head
   of an empty queue `hwgen.timing.head_delay` cycles later) and stalls while the target queue is
   full;
 * a queue's head WAIT passes once its semaphore is positive, a SIGNAL executes once the unit is
@@ -21,7 +21,7 @@ The model replays the sequencer (`hwgen/sequencer.py`) at the level of instructi
   both wait) and then has it to itself until it ends;
 * with `template.load_command: queue` (`store_command: queue`) a LOAD (STORE) stays at its
   queue's head while it runs and leaves it a cycle before its unit is free (it holds a queue
-  entry until then, `hwgen.sequencer.runs_in_place`);
+  entry until then, `hwgen.queue_options.runs_in_place`);
 * with the SPRAM program memory, a descriptor lookup reads its entry through the fetch's port
   (first), so an instruction being fetched meanwhile arrives an entry's halfwords later. With
   `template.dma_descriptor: reader` the lookup waits for the DMA too (the reader holds the
@@ -41,7 +41,7 @@ from hwgen.dma import Descriptor
 from hwgen.program_walk import Dispatched, ProgramError, check_program, dispatched
 from hwgen.isa import SEMAPHORES, Opcode, Queue
 from hwgen.program import Program
-from hwgen.sequencer import queue_depth, runs_in_place
+from hwgen.queue_options import queue_depth, runs_in_place
 from hwgen.timing import (CONVCFG_CYCLES, DONE_CYCLES, conv_cycles, fetch_cycles, fetch_state_cycles, head_delay,
                           vec_cycles)
 from planner.transfer_work import TransferWork, lookup_halfwords, offer_cycles, transfer_cycles, transfer_work
@@ -79,7 +79,7 @@ class _Flow:
     offer: float = 0.0
     holds: bool = True
     queued: bool = False
-    """It still holds its queue's head (`hwgen.sequencer.runs_in_place`)."""
+    """It still holds its queue's head (`hwgen.queue_options.runs_in_place`)."""
 
     def left(self, rate: float) -> float:
         """Cycles until it ends once it holds the DMA, at `rate` of full speed."""

@@ -35,9 +35,9 @@ import numpy as np
 
 from common.errors import PlanningError
 from hwgen.config import AcceleratorConfig
-from hwgen.conv.params import KERNEL_LIMIT
+from hwgen.conv.kernel_size import KERNEL_LIMIT
 from hwgen.isa import Opcode, VecOp, field_limit
-from hwgen.vector_unit import vector_ops
+from hwgen.vector_ops import vector_ops
 from planner.compile.packing import padded_channels
 from planner.compile.vector import vector_tile
 from planner.ir import COMPUTE_OPS, Activation, Layer, LayerQuant, Network, Op, TensorQuant, ceil_div, conv_output_size

@@ -15,8 +15,6 @@ import numpy as np
 
 from hwgen.config import AcceleratorConfig, DmaDescriptor, DmaSharing, ProgramMemory
 from hwgen.dma import Descriptor
-from hwgen.dma.table import entry_halfwords
-from hwgen.dma.units import descriptor_table_params
 from hwgen.timing import LOAD_START_CYCLES, LOOKUP_CYCLES, OFFER_CYCLES, SHARED_START_SAVING, STORE_START_CYCLES
 
 
@@ -43,6 +41,10 @@ def lookup_halfwords(config: AcceleratorConfig) -> int:
     the descriptor ROM): the fetch stage loses as many cycles to each lookup that overlaps it."""
     if config.template.program_memory != ProgramMemory.SPRAM:
         return 0
+    # the entry's width is its generated layout's (HDL): imported for SPRAM program memories only
+    from hwgen.dma.table import entry_halfwords
+    from hwgen.dma.units import descriptor_table_params
+
     return entry_halfwords(descriptor_table_params(config))
 
 

@@ -1,4 +1,5 @@
-"""The command line answers without loading libraries it does not use (times: bench/bench_cli.py)."""
+"""The command line answers without loading libraries it does not use, `plan` without any HDL (times:
+bench/bench_cli.py, bench/plan_speed.py)."""
 from __future__ import annotations
 
 import json
@@ -22,7 +23,8 @@ print(json.dumps(sorted({{name.split('.')[0] for name in sys.modules}} & set({he
 """
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["inspect", "digits"], ["inspect", "resnet18", "--json"]])
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["inspect", "digits"], ["inspect", "resnet18", "--json"],
+                                  ["plan", "resnet18"]])
 def test_light_commands_import_no_heavy_library(argv):
     result = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv, heavy=HEAVY)], capture_output=True, text=True, check=True)
     assert json.loads(result.stderr.strip().splitlines()[-1]) == []

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hwgen.dma import Descriptor, DescriptorError, Dim, DmaParams
+from hwgen.dma import Descriptor, DescriptorError, Dim
+from hwgen.dma.descriptor import DmaParams
 
 PARAMS = DmaParams(bus_bytes=1, burst_beats=4, buf_word_bytes=1, buf_depth=4096, addr_width=12, count_width=13,
                    coord_width=12, walker="pointer")

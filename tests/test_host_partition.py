@@ -83,6 +83,23 @@ def test_the_graph_is_cut_at_the_sigmoid_and_the_softmax_stays_a_tail():
     assert [step.op for step in tail[0].steps] == [HostOp.SOFTMAX]
 
 
+def test_silu_runs_on_the_host_as_one_part_with_its_mul():
+    """SiLU as exporters write it, `x * Sigmoid(x)`: the Mul reads the tensor before the Sigmoid,
+    so it joins the Sigmoid's host part (before, that tensor 'skipped over' the Sigmoid); the host
+    part computes SiLU (checked in numpy)."""
+    g = GraphBuilder(INPUT, seed=3)
+    x = g.conv(g.input_name, 2, 3)
+    x = g.node("Mul", [x, g.node("Sigmoid", [x])])
+    parts = load_parts(g.model(g.gemm(g.node("Flatten", [g.node("Relu", [g.conv(x, 3, 2, k=1, pad=0)])], axis=1), 18, 4)))
+    assert [part.on_host for part in parts] == [False, True, False]
+    host = parts[1].model
+    assert [node.op_type for node in host.graph.node] == ["Sigmoid", "Mul"]
+    value = np.linspace(-4, 4, 27, dtype=np.float32).reshape(1, 3, 3, 3)
+    session = onnxruntime.InferenceSession(host.SerializeToString(), providers=["CPUExecutionProvider"])
+    (silu,) = session.run(None, {parts[1].input: value})
+    np.testing.assert_allclose(silu, value / (1 + np.exp(-value.astype(np.float64))), rtol=1e-5)
+
+
 def test_a_tensor_skipping_over_a_host_operator_is_one_clear_error():
     g = GraphBuilder(INPUT, seed=2)
     x = g.node("Relu", [g.conv(g.input_name, 2, 2)])

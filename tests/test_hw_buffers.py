@@ -8,7 +8,9 @@ from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
 from hwgen.buffers import DoubleBuffer, bank_shape
-from hwgen.dma import Descriptor, Dim, Dma, DmaParams
+from hwgen.dma import Descriptor, Dim
+from hwgen.dma.descriptor import DmaParams
+from hwgen.dma.controller import Dma
 from sim.memory_model import MemoryModel
 from hw_configs import data_config
 

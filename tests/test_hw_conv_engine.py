@@ -16,7 +16,8 @@ from hwgen.conv_engine import ConvEngine
 from hwgen.isa import Buffer, Instruction, Opcode
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes, input_offset, partial_sums_offset, phase_row_pitch
 from hwgen.program import Program
-from hwgen.serial_post import SHIFTS, SerialPostProcess, is_serial
+from hwgen.serial_post import SerialPostProcess
+from hwgen.serial_shifts import SHIFTS, is_serial
 from hwgen.conv_steps import convcfg_steps
 from hwgen.timing import conv_cycles
 from planner.compile.packing import expand_depthwise, param_block, weight_block
@@ -131,7 +132,7 @@ def check(config: AcceleratorConfig, cases: list[Case]) -> list[int]:
 
 def random_banks(config: AcceleratorConfig, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Random bytes; parameters with shifts < 48 (within the parallel post-processing's range),
-    15..46 with the serial lane (`hwgen.serial_post.SHIFTS`), and partial sums far from the int32
+    15..46 with the serial lane (`hwgen.serial_shifts.SHIFTS`), and partial sums far from the int32
     limits (the post-processing's raw mode wraps, the ISA simulator saturates)."""
     R = config.pe.rows
     records = bank_bytes(config, "param") // PARAM_BYTES

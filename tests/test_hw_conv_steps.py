@@ -7,7 +7,8 @@ from amaranth.sim import Simulator
 
 from hwgen.config import Template
 from hwgen.isa import Instruction, Opcode
-from hwgen.conv_steps import ConvSteps, compiler_fields, convcfg_steps
+from hwgen.conv_steps import ConvSteps, convcfg_steps
+from hwgen.conv_step_fields import compiler_fields
 from hwgen.timing import STEPS_LATENCY
 
 

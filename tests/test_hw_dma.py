@@ -15,7 +15,9 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
 
-from hwgen.dma import Descriptor, DescriptorError, Dim, Dma, DmaParams
+from hwgen.dma import Descriptor, DescriptorError, Dim
+from hwgen.dma.descriptor import DmaParams
+from hwgen.dma.controller import Dma
 from hwgen.dma.queue import BlockRamQueue
 from hwgen.timing import SHARED_START_SAVING
 from sim.dma_model import DmaTraffic, run_descriptor

@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hwgen.postprocess import NARROW_BITS, PostProcess
-from hwgen.serial_post import NORMALIZED_MULTIPLIERS, NORMALIZED_SUM_BITS, SHIFTS, SerialPostProcess
+from hwgen.serial_post import NORMALIZED_SUM_BITS, SerialPostProcess
+from hwgen.serial_shifts import NORMALIZED_MULTIPLIERS, SHIFTS
 from hwgen.timing import serial_interval, serial_latency
 from planner.quant import MAX_SHIFT
 from sim.golden.kernels import requantize

@@ -10,7 +10,8 @@ import pytest
 
 from hwgen.config import Template
 from hwgen.isa import Instruction, Opcode, assemble
-from hwgen.sequencer import Sequencer, opcode_constants, runs_in_place, used_bits
+from hwgen.sequencer import Sequencer, opcode_constants, used_bits
+from hwgen.queue_options import runs_in_place
 from hwgen.sequencer_layouts import QUEUES
 
 

@@ -16,10 +16,12 @@ from hwgen.config import AcceleratorConfig, config_from_dict
 from hwgen.isa import Buffer, Instruction, Opcode, VecOp, field_limit
 from hwgen.layout import PARAM_BYTES, bank_bytes, phase_row_pitch
 from hwgen.program import Program
-from hwgen.serial_post import NORMALIZED_MULTIPLIERS, SHIFTS, SerialPostProcess, is_serial, normalized_multipliers
+from hwgen.serial_post import SerialPostProcess
+from hwgen.serial_shifts import NORMALIZED_MULTIPLIERS, SHIFTS, is_serial, normalized_multipliers
 from hwgen.conv_steps import convcfg_steps
 from hwgen.timing import vec_cycles
-from hwgen.vector_unit import VectorUnit, vector_ops
+from hwgen.vector_unit import VectorUnit
+from hwgen.vector_ops import vector_ops
 from planner.quant import MAX_SHIFT
 from sim.isa_sim import IsaSimulator
 

@@ -6,9 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hwgen.isa import (
-    ENUM_FIELDS, INSTRUCTION_BITS, INSTRUCTION_LAYOUT, PAYLOADS, AssemblyError, Instruction, Opcode, assemble, disassemble,
-)
+from hwgen.isa import ENUM_FIELDS, FIELDS, INSTRUCTION_BITS, AssemblyError, Instruction, Opcode, assemble, disassemble
+from hwgen.isa_layout import INSTRUCTION_LAYOUT, PAYLOADS
 
 
 @st.composite
@@ -48,6 +47,12 @@ def test_fields_do_not_overlap_and_fit():
         spans = sorted((member.offset, member.offset + member.width) for _, member in layout)
         assert all(end <= next_start for (_, end), (next_start, _) in zip(spans, spans[1:])), opcode
     assert INSTRUCTION_LAYOUT.size == INSTRUCTION_BITS
+
+
+def test_rtl_layouts_place_every_field_where_the_isa_says():
+    for opcode, fields in FIELDS.items():
+        assert [(f.name, f.offset, f.width, f.signed) for f in fields] == [
+            (name, member.offset, member.shape.width, member.shape.signed) for name, member in PAYLOADS[opcode]]
 
 
 def test_errors_name_the_field_and_range():

@@ -14,11 +14,12 @@ from soc_helpers import COMPACT, TINY
 
 from common.errors import PlanningError
 from hwgen.accelerator import Accelerator
-from hwgen.conv_steps import unread_fields
+from hwgen.conv_step_fields import unread_fields
 from hwgen.config import config_from_dict
-from hwgen.isa import OPCODE_BITS, PAYLOADS, Opcode
+from hwgen.isa import OPCODE_BITS, Opcode
+from hwgen.isa_layout import PAYLOADS
 from hwgen.sequencer import used_bits
-from hwgen.serial_post import check_shifts
+from hwgen.serial_shifts import check_shifts
 from planner.envelope import check_network, network_problems
 from planner.frontend import load_network
 from planner.pipeline import plan_and_compile

@@ -309,13 +309,33 @@ def test_mobilenetv2_depthwise_and_resnet50_stride_placement() -> None:
     assert strides["layer2.0.conv1"] == [1, 1] and strides["layer2.0.conv2"] == [2, 2]  # v1.5
 
 
+@pytest.mark.parametrize("weights", [True, False], ids=["weights", "shapes"])
 @pytest.mark.parametrize("name", REFERENCE_NETWORKS)
-def test_front_end_counts(name: str) -> None:
-    """The front end folds BN into conv biases: its weight count is the conv / fc weights only."""
+def test_front_end_counts(name: str, weights: bool) -> None:
+    """The front end folds BN into conv biases: its weight count is the conv / fc weights only;
+    built without weights (shapes alone) the network has the same counts and no weight values."""
     tables = {n: v[0] for group in (TORCHVISION, CIFAR, TOPOLOGIES) for n, v in group.items()}
     expected = PUBLISHED_EXACT[name] if name in PUBLISHED_EXACT else tables[name]()[:2]
-    net = load_network(built(name)[0])
+    net = load_network(built(name)[0] if weights else build_reference(name, weights=False), check=weights)
     assert (net.total_macs, net.total_weights) == expected
+    if not weights:
+        assert all(layer.weights is None and layer.bias is None for layer in net.layers)
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_shape_only_network_has_the_layers_of_the_weighted_one(name: str) -> None:
+    """Built without weights, nothing is drawn (only ReLU6's bounds carry values) and the front
+    end gives the same layers, shapes and fusions as for the network with its weights."""
+    shapes = build_reference(name, weights=False)
+    valued = [t.name for t in shapes.graph.initializer if t.raw_data or t.float_data]
+    assert valued == (["relu6.min", "relu6.max"] if name == "mobilenetv2" else [])
+    dims = {t.name: list(t.dims) for t in built(name)[0].graph.initializer}
+    assert {t.name: list(t.dims) for t in shapes.graph.initializer} == dims
+
+    def structure(net):
+        return [(l.name, l.op, l.inputs, l.output, l.in_shapes, l.out_shape, l.kernel, l.stride, l.pads, l.groups,
+                 l.activation, l.pool) for l in net.layers]
+    assert structure(load_network(shapes, check=False)) == structure(load_network(built(name)[0]))
 
 
 @pytest.mark.parametrize("name", SMALL)

@@ -11,10 +11,11 @@ from boards.yosys import SYNTH, cell_counts, family_sources, retype_command, syn
 from hwgen.accelerator import Accelerator, load_dma_params
 from hwgen.buffers import DoubleBuffer
 from hwgen.config import config_from_dict
-from hwgen.dma import Dma
+from hwgen.dma.controller import Dma
 from hwgen.dma.units import descriptor_table_params, dma_params
 from hwgen.program import Program
-from hwgen.spram import SPRAM_BITS, SPRAM_WORDS, SinglePortBank
+from hwgen.spram import SinglePortBank
+from hwgen.spram_size import SPRAM_BITS, SPRAM_WORDS
 from common.errors import HwgenError
 from explore.sweep import resources
 from explore.sweep.resources import (CALIBRATION, DSP_RULES, STRUCTURE, calibration_points, dsp_count, estimate,

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from common.errors import ConfigError, HwgenError, InputError, UnsupportedModelError
-from planner.zoo import BUILTIN_MODELS, DEFAULT_MODEL, builtin_calibration, resolve_model, synthetic_calibration
+from planner.zoo import (BUILTIN_MODELS, DEFAULT_MODEL, builtin_calibration, is_builtin, resolve_model,
+                         synthetic_calibration)
 
 if TYPE_CHECKING:
     from hwgen.config import AcceleratorConfig
@@ -41,11 +42,13 @@ def parse_shape(text: str) -> tuple[int, ...]:
     return shape
 
 
-def load_model(args: argparse.Namespace) -> Network:
-    """The (float or quantized) Network IR of the MODEL argument; absent weights are noted on stderr."""
+def load_model(args: argparse.Namespace, weights: bool = True) -> Network:
+    """The (float or quantized) Network IR of the MODEL argument; absent weights are noted on stderr.
+    Without `weights` a built-in reference network is loaded from its shapes alone (no values)."""
     from planner.frontend import load_network
 
-    net = load_network(resolve_model(args.model), args.input_shape)
+    model = resolve_model(args.model, weights)
+    net = load_network(model, args.input_shape, check=not is_builtin(args.model))
     if net.absent_weights:
         warn(args, f"{args.model} has no weight data for {len(net.absent_weights)} tensor(s) "
              f"({net.absent_weights[0]}, ...): seeded random weights stand in")
@@ -153,7 +156,7 @@ def load_partitioned(args: argparse.Namespace, synthetic: bool = False) -> Parti
     from planner.frontend import load_parts
     from sim.partitioned import partitioned_network, value_dims
 
-    parts = load_parts(resolve_model(args.model), args.input_shape)
+    parts = load_parts(resolve_model(args.model), args.input_shape, check=not is_builtin(args.model))
     if len(parts) == 1:
         return None
     dims = value_dims(parts[0].model, parts[0].input)
@@ -206,17 +209,18 @@ def compiled_for_soc(net: Network, config: AcceleratorConfig, images: int | None
     return scheduled_layout(net, config, count)[1]
 
 
-def model_segments(args: argparse.Namespace) -> tuple[list[Network], tuple[ModelPart, ...]]:
+def model_segments(args: argparse.Namespace, weights: bool = True) -> tuple[list[Network], tuple[ModelPart, ...]]:
     """The MODEL's accelerator segments (float or quantized as stored, for commands that need
-    shapes only) and, for a model with host operators inside, its chain of parts (none when the
-    whole model runs on the accelerator: it is split only if it does not load whole)."""
+    shapes only; without `weights` a built-in network's shapes alone, `load_model`) and, for a
+    model with host operators inside, its chain of parts (none when the whole model runs on the
+    accelerator: it is split only if it does not load whole)."""
     from planner.frontend import load_network, load_parts
 
     try:
-        return [load_model(args)], ()
+        return [load_model(args, weights)], ()
     except UnsupportedModelError as error:
         try:
-            parts = load_parts(resolve_model(args.model), args.input_shape)
+            parts = load_parts(resolve_model(args.model), args.input_shape, check=not is_builtin(args.model))
         except HwgenError:  # it does not split either: the error of the model as a whole names the operator
             raise error from None
         if len(parts) == 1:
@@ -224,10 +228,10 @@ def model_segments(args: argparse.Namespace) -> tuple[list[Network], tuple[Model
     return [load_network(part.model) for part in parts if not part.on_host], parts
 
 
-def shape_segments(args: argparse.Namespace) -> tuple[list[Network], list[dict]]:
+def shape_segments(args: argparse.Namespace, weights: bool = True) -> tuple[list[Network], list[dict]]:
     """`model_segments` with its host parts described: `after_segment` (the index of the segment
     before it, -1 for none) and `ops` (its operators)."""
-    segments, parts = model_segments(args)
+    segments, parts = model_segments(args, weights)
     host_parts, before = [], -1
     for part in parts:
         if part.on_host:

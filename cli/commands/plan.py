@@ -8,6 +8,7 @@ from cli.commands.common import add_calibration_argument, add_model_argument, ch
 from common.errors import InputError
 from common.files import check_output_file
 from hwgen.config import load_config
+from planner.envelope import bounds_quantization
 from planner.objective import Objective
 from planner.pipeline import plan_checked
 from planner.plan import Strategy, save_plan
@@ -78,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         check_output_file(args.output, "--output")
     config = load_config(args.hw)
-    segments, host_parts = shape_segments(args)
+    # planning reads shapes; weights only where the configuration checks a calibrated network
+    segments, host_parts = shape_segments(args, weights=bounds_quantization(config))
     if host_parts:
         return run_segments(args, segments, host_parts, config)
     plan = plan_checked(checkable(segments[0], config, args), config, Objective(args.objective), Strategy(args.strategy))

@@ -33,10 +33,11 @@ from hwgen.buffers import bank_shape
 from hwgen.config import (AcceleratorConfig, AddressSteps, Postprocess, ProgramMemory, SegmentFifos, Template,
                           VectorProducts, config_fields)
 from hwgen.dma.segments import segment_queue_memories as dma_queue_memories
-from hwgen.isa import PAYLOADS, Opcode, VecOp
+from hwgen.isa import Opcode, VecOp, payload_field
 from hwgen.layout import ACC_BYTES, bank_bytes
 from hwgen.postprocess import LOW_BITS
-from hwgen.vector_unit import acc_shape, vector_ops
+from hwgen.vector_unit import acc_shape
+from hwgen.vector_ops import vector_ops
 from common.errors import HwgenError
 from hwgen.config import MULTIPLIER_BITS
 
@@ -108,7 +109,7 @@ def mul2dsp_cells(a: int, b: int, y: int, a_signed: bool, b_signed: bool, rule: 
 
 
 def _field_bits(opcode: Opcode, name: str) -> int:
-    return dict(PAYLOADS[opcode])[name].shape.width
+    return payload_field(opcode, name).width
 
 
 def multipliers(config: AcceleratorConfig) -> tuple[Multiplier, ...]:

@@ -12,7 +12,7 @@ from hwgen.config.options import (FILLED_BUFFERS, SPRAM_BUFFERS, AddressSteps, B
                                   PartialSums, ProgramMemory)
 from hwgen.isa import Opcode, field_limit
 from hwgen.layout import bank_bytes, word_bytes
-from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
+from hwgen.spram_size import SPRAM_BITS, SPRAM_WORDS
 
 if TYPE_CHECKING:
     from hwgen.config.model import AcceleratorConfig
@@ -185,7 +185,7 @@ def _merged_acc_without_partial_sums(config: AcceleratorConfig) -> str | None:
 
 
 STEP_PIXELS = field_limit(Opcode.CONVCFG, "plane_step") + 1
-"""Input-bank pixels the CONVCFG step fields address (`hwgen.conv_steps.FIELD_BITS`)."""
+"""Input-bank pixels the CONVCFG step fields address (`hwgen.conv_step_fields.FIELD_BITS`)."""
 
 
 @rule("template.address_steps", f"`compiler` only with input banks of at most {STEP_PIXELS} pixels "

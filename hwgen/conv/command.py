@@ -7,7 +7,8 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
 from hwgen.conv.params import ConvParams
-from hwgen.isa import PAYLOADS, Opcode
+from hwgen.isa import Opcode
+from hwgen.isa_layout import PAYLOADS
 from hwgen.layout import ACC_BYTES
 from hwgen.shift_add import shift_add
 

@@ -9,7 +9,8 @@ from amaranth.lib.wiring import In, Out
 
 from hwgen.conv.params import ConvParams
 from hwgen.delay_queue import delay_queue
-from hwgen.isa import PAYLOADS, Opcode
+from hwgen.isa import Opcode
+from hwgen.isa_layout import PAYLOADS
 from hwgen.postprocess import SHIFT_BITS
 
 PARAM_RECORD = data.StructLayout({"bias": signed(32), "multiplier": unsigned(16), "shift": unsigned(8), "spare": 8})

@@ -5,8 +5,10 @@ from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hwgen.conv.params import KERNEL_BITS, WRAPS, ConvParams
-from hwgen.isa import PAYLOADS, Opcode
+from hwgen.conv.params import WRAPS, ConvParams
+from hwgen.conv.kernel_size import KERNEL_BITS
+from hwgen.isa import Opcode
+from hwgen.isa_layout import PAYLOADS
 
 
 class ConvLoopEnds(wiring.Component):

@@ -6,12 +6,6 @@ from dataclasses import dataclass
 from amaranth.hdl import Cat, Const, Value
 from amaranth.lib import data
 
-KERNEL_BITS = 4
-"""The engine's kernel counters: kernels up to 15 x 15 (CONVCFG's kernel fields are wider, for the
-vector unit's windows; the engine reads their low bits, `hwgen.program_walk.check_conv_kernels`)."""
-KERNEL_LIMIT = (1 << KERNEL_BITS) - 1
-"""The largest kernel side a CONV runs."""
-
 WRAPS = data.StructLayout({"q": 1, "phase": 1, "kh": 1, "icg": 1, "ocg": 1, "owg": 1, "row": 1, "sub": 1})
 """The loop-end flags: a step's loops (`q`, `phase`, kernel rows `kh`, input channel groups
 `icg`: each at its last iteration) and a group's (oc groups `ocg`, ow groups `owg`, the last

@@ -6,9 +6,11 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from hwgen.conv.params import KERNEL_BITS, WRAPS, ConvParams
+from hwgen.conv.params import WRAPS, ConvParams
+from hwgen.conv.kernel_size import KERNEL_BITS
 from hwgen.conv_steps import steps_layout
-from hwgen.isa import PAYLOADS, Opcode
+from hwgen.isa import Opcode
+from hwgen.isa_layout import PAYLOADS
 
 
 class ConvPointers(wiring.Component):

@@ -10,7 +10,8 @@ from amaranth.lib.wiring import In
 from hwgen.conv.drain import beat_layout
 from hwgen.conv.params import ConvParams
 from hwgen.delay_queue import delay_queue
-from hwgen.isa import PAYLOADS, Opcode
+from hwgen.isa import Opcode
+from hwgen.isa_layout import PAYLOADS
 from hwgen.layout import ACC_BYTES
 
 

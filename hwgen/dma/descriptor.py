@@ -1,9 +1,7 @@
-"""The DMA descriptor: its fields (`Descriptor`), the widths of a DMA (`DmaParams`) and the
-descriptor's encoding in a DMA's generated `descriptor_layout`.
+"""The widths of a DMA (`DmaParams`) and the descriptor's (`hwgen.dma.transfer.Descriptor`)
+encoding in a DMA's generated `descriptor_layout`.
 
-A descriptor describes up to `OUTER_DIMS` nested loops (innermost first) around a *run* of
-`run_bytes` bytes contiguous in DRAM and in the buffer (`hwgen.dma.controller` has the semantics). The
-`levels` walker reads the loops' strides; the `pointer` walker reads per loop the *step* its
+The `levels` walker reads the loops' strides; the `pointer` walker reads per loop the *step* its
 address pointers take when that loop advances (its stride minus the inner loops' full extents),
 which `pointer_dims` precomputes, and per coordinate the one loop that moves it, its stride and
 its rewind (`pointer_coordinates`), so the walker adds one value per pointer and never multiplies.
@@ -16,52 +14,7 @@ from amaranth.hdl import signed, unsigned
 from amaranth.lib import data
 from amaranth.utils import ceil_log2, exact_log2
 
-from common.errors import HwgenError
-
-OUTER_DIMS = 4
-
-FILLED_FIELDS = ("load", "dram_addr", "buf_addr", "y0", "x0")
-"""The descriptor fields a LOAD or STORE fills in from its instruction; the rest comes from the
-descriptor table (`hwgen.dma.table`)."""
-
-
-@dataclass(frozen=True)
-class Dim:
-    """One outer loop of a descriptor."""
-
-    count: int
-    dram_stride: int = 0
-    buf_stride: int = 0
-    dy: int = 0
-    dx: int = 0
-
-
-@dataclass(frozen=True)
-class Descriptor:
-    """A DMA transfer (see the module docstring); `dims` innermost first, at most `OUTER_DIMS`
-    (missing ones have count 1). Counts are >= 1. The default bounds make nothing padding.
-    """
-
-    load: bool
-    dram_addr: int
-    buf_addr: int
-    run_bytes: int
-    dims: tuple[Dim, ...] = ()
-    run_dx: int = 0
-    y0: int = 0
-    x0: int = 0
-    height: int = 1 << 16
-    width: int = 1 << 16
-    fill: int = 0
-
-    def outer(self) -> tuple[Dim, ...]:
-        """The outer dimensions padded to `OUTER_DIMS` with count-1 loops."""
-        assert len(self.dims) <= OUTER_DIMS and self.run_dx in (0, 1) and self.run_bytes >= 1
-        return (*self.dims, *[Dim(1)] * (OUTER_DIMS - len(self.dims)))
-
-
-class DescriptorError(HwgenError):
-    """A descriptor does not fit the descriptor layout of a DMA."""
+from hwgen.dma.transfer import FILLED_FIELDS, OUTER_DIMS, Descriptor, DescriptorError, Dim
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hwgen.dma.descriptor import FILLED_FIELDS, DmaParams
+from hwgen.dma.descriptor import DmaParams
+from hwgen.dma.transfer import FILLED_FIELDS
 
 
 class DmaArbiter(wiring.Component):

@@ -9,11 +9,12 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from hwgen.dma.descriptor import Descriptor, DmaParams
+from hwgen.dma.descriptor import DmaParams
+from hwgen.dma.transfer import Descriptor
 from hwgen.isa import Opcode, field_limit
 from hwgen.sequencer import DESCRIPTOR_BASE
 from hwgen.sequencer_layouts import MEMORY_READ_SIGNATURE
-from hwgen.spram import SPRAM_BITS, SPRAM_WORDS
+from hwgen.spram_size import SPRAM_BITS, SPRAM_WORDS
 
 
 def table_params(all_params: list[DmaParams]) -> DmaParams:

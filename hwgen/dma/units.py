@@ -13,9 +13,11 @@ from amaranth.utils import ceil_log2
 
 from hwgen.buffers import bank_shape
 from hwgen.config import AcceleratorConfig, DmaDescriptor, DmaSharing, PartialSums, ProgramMemory
-from hwgen.dma.descriptor import Descriptor, DmaParams
+from hwgen.dma.descriptor import DmaParams
+from hwgen.dma.transfer import Descriptor
 from hwgen.dma.table import DESCRIPTOR_INDEX, descriptor_capacity, descriptor_rom, table_params
-from hwgen.isa import INSTRUCTION_LAYOUT, PAYLOADS, Buffer, Opcode
+from hwgen.isa import Buffer, Opcode
+from hwgen.isa_layout import INSTRUCTION_LAYOUT, PAYLOADS
 
 LOAD_TARGETS = {Buffer.INPUT: "input", Buffer.WEIGHT: "weight", Buffer.PARAM: "param", Buffer.ACC: "acc"}
 COORD_BITS = dict(PAYLOADS[Opcode.LOAD])["y_offset"].shape.width + 2

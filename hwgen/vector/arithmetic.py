@@ -6,7 +6,8 @@ from amaranth.hdl import Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hwgen.isa import PAYLOADS, Opcode, VecOp
+from hwgen.isa import Opcode, VecOp
+from hwgen.isa_layout import PAYLOADS
 from hwgen.pe import register
 from hwgen.timing import DIGIT_BITS, DIGITS
 from hwgen.shift_add import shift_add

@@ -6,7 +6,8 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from hwgen.conv_steps import steps_layout
-from hwgen.isa import PAYLOADS, Opcode, VecOp
+from hwgen.isa import Opcode, VecOp
+from hwgen.isa_layout import PAYLOADS
 from hwgen.vector.params import VectorParams
 
 

@@ -7,7 +7,8 @@ from amaranth.hdl import Shape, signed, unsigned
 from amaranth.lib import data
 
 from hwgen.config import MULTIPLIER_BITS
-from hwgen.isa import PAYLOADS, Opcode, VecOp
+from hwgen.isa import Opcode, VecOp
+from hwgen.isa_layout import PAYLOADS
 
 LOOPS = ("oh", "ow", "group", "kh", "kw", "operand")
 """The read loops, outermost first."""
@@ -26,7 +27,7 @@ DIFF = signed(9)
 class VectorParams:
     """The vector unit's shape: `simd` lanes (`2**log_simd`), `2**log_cols` pixels per input word,
     `2**log_groups` channel groups per parameter word, pixel addresses of `pixel_bits`, the
-    operations `ops` (`hwgen.vector_unit.vector_ops`) with accumulators of `acc_shape`,
+    operations `ops` (`hwgen.vector_ops.vector_ops`) with accumulators of `acc_shape`,
     `shift_add` coefficient products (`template.vector_products: serial`), output windows at
     least `interval` cycles apart, the read address in a register (`address_register`) and the
     post-processing's `post_latency`."""

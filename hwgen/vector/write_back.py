@@ -8,7 +8,8 @@ from amaranth.lib.memory import ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from hwgen.isa import PAYLOADS, Opcode
+from hwgen.isa import Opcode
+from hwgen.isa_layout import PAYLOADS
 from hwgen.vector.params import CONTROL, PARAM_RECORD, VectorParams
 
 

@@ -17,7 +17,7 @@ from hwgen.config import AcceleratorConfig
 from hwgen.dma import Descriptor, Dim
 from hwgen.isa import Buffer, Opcode
 from hwgen.layout import ACC_BYTES, PARAM_BYTES, bank_bytes, partial_sums_offset, phase_row_pitch
-from hwgen.conv_steps import compiler_fields
+from hwgen.conv_step_fields import compiler_fields
 from planner.compile.queue_sync import Emitter
 from planner.compile.packing import expand_depthwise, padded_channels, param_block, weight_block
 from common.errors import PlanningError

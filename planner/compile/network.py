@@ -9,7 +9,7 @@ from hwgen.config import AcceleratorConfig
 from hwgen.isa import AssemblyError
 from hwgen.program_walk import check_program
 from hwgen.program import Program
-from hwgen.serial_post import check_shifts
+from hwgen.serial_shifts import check_shifts
 from planner.compile.conv import ConvTiling, lower_conv, scratch_bytes, spills, weight_constants
 from planner.compile.queue_sync import Emitter
 from planner.compile.memory_map import MemoryMap, plan_memory

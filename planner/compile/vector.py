@@ -14,8 +14,8 @@ from hwgen.config import AcceleratorConfig
 from hwgen.dma import Descriptor, Dim
 from hwgen.isa import Buffer, Opcode, VecOp, field_limit
 from hwgen.layout import PARAM_BYTES, bank_bytes, param_bank_channels, phase_row_pitch
-from hwgen.conv_steps import compiler_fields
-from hwgen.vector_unit import vector_ops
+from hwgen.conv_step_fields import compiler_fields
+from hwgen.vector_ops import vector_ops
 from planner.compile.conv import InputWindow
 from planner.compile.queue_sync import Emitter
 from planner.compile.memory_map import align

@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 
 from common.errors import QuantizationError, ShapeError, UnsupportedModelError
-from planner.frontend.tensors import TensorTable, int8_weights, quantized_constant
+from planner.frontend.tensors import TensorTable, int8_weights, is_shape_only, quantized_constant
 from planner.frontend.window_attrs import attributes, node_label, parse_window
 from planner.ir import Activation, HostOp, HostStep, HostTail, Layer, Network, Op, Shape, TensorQuant
 
@@ -254,8 +254,7 @@ class NetworkBuilder:
         layer = Layer(
             name=self._layer_name(node), op=Op.CONV, inputs=(x,), output=node.output[0],
             in_shapes=((in_c, in_h, in_w),), out_shape=(out_c, out_h, out_w), kernel=(kh, kw),
-            stride=window.stride, pads=window.pads, groups=groups, weights=weights.astype(np.float32),
-            bias=None if bias is None else bias.astype(np.float32).reshape(-1),
+            stride=window.stride, pads=window.pads, groups=groups, weights=_weights(weights), bias=_bias(bias),
         )
         self._remember_quantized(layer.name, quantized_weights, quantized_bias)
         self._add_layer(layer)
@@ -320,7 +319,7 @@ class NetworkBuilder:
         layer = Layer(
             name=self._layer_name(node), op=Op.FC, inputs=(x,), output=node.output[0],
             in_shapes=(in_shape,), out_shape=(out_features, 1, 1), kernel=(in_shape[1], in_shape[2]),
-            weights=weights.astype(np.float32), bias=None if bias is None else np.asarray(bias, np.float32).reshape(-1),
+            weights=_weights(weights), bias=_bias(bias),
         )
         self._remember_quantized(layer.name, quantized_weights, quantized_bias)
         self._add_layer(layer)
@@ -338,7 +337,8 @@ class NetworkBuilder:
             raise UnsupportedModelError(f"{node_label(node)}: bias of shape {list(bias.shape)} must have one value per output ({weights.shape[0]})")
         if quantized_bias is not None and beta != 1.0:
             raise UnsupportedModelError(f"{node_label(node)}: beta={beta} with a quantized bias is not supported")
-        self._fully_connected(node, node.input[0], weights * alpha, None if bias is None else bias * beta, quantized_weights, quantized_bias)
+        self._fully_connected(node, node.input[0], _scaled(weights, alpha), None if bias is None else _scaled(bias, beta),
+                              quantized_weights, quantized_bias)
 
     def _op_MatMul(self, node: onnx.NodeProto) -> None:
         weights, quantized_weights = self._quantized_operand(node, 1, "weights", transpose=True)
@@ -501,6 +501,9 @@ class NetworkBuilder:
         if attributes(node).get("training_mode", 0):
             raise UnsupportedModelError(f"{node_label(node)}: training_mode=1 is not supported")
         gamma, beta, mean, var = (self._const(node, i, what).astype(np.float64) for i, what in ((1, "scale"), (2, "bias"), (3, "mean"), (4, "var")))
+        if layer.weights is None:  # a shape-only model: nothing to fold
+            self._replace(layer, output=node.output[0])
+            return
         eps = float(attributes(node).get("epsilon", 1e-5))
         factor = gamma / np.sqrt(var + eps)
         bias = np.zeros_like(mean) if layer.bias is None else layer.bias.astype(np.float64)
@@ -552,6 +555,22 @@ class NetworkBuilder:
             layers.append(dataclasses.replace(layer, quant=quant))
         input_quant = quant_of(network.input_name, "network input")
         return dataclasses.replace(network, layers=tuple(layers), input_quant=input_quant)
+
+
+def _weights(array: np.ndarray) -> np.ndarray | None:
+    """A conv / fc layer's float32 weights (a copy): None for a shape-only stand-in
+    (`planner.frontend.tensors.shape_only`)."""
+    return None if is_shape_only(array) else array.astype(np.float32)
+
+
+def _bias(array: np.ndarray | None) -> np.ndarray | None:
+    """A conv / fc layer's float32 bias, flat (a copy): None for none and for a shape-only stand-in."""
+    return None if array is None or is_shape_only(array) else np.asarray(array).astype(np.float32).reshape(-1)
+
+
+def _scaled(array: np.ndarray, factor: float) -> np.ndarray:
+    """`array * factor`: a shape-only stand-in stays one."""
+    return array if is_shape_only(array) else array * factor
 
 
 def _check_finite(layer: Layer) -> None:

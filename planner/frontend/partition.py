@@ -1,7 +1,7 @@
 """An ONNX graph cut into a chain of parts: accelerator segments and host parts.
 
 Operators the accelerator lacks (`HOST_NODE_OPS`: Sigmoid, LRN, Resize, Transpose, ...) run on
-the host; so does a Softmax, LogSoftmax or ArgMax that an accelerator layer follows (a trailing
+the host, and so does SiLU's Mul (`x * Sigmoid(x)`) with its Sigmoid; so does a Softmax, LogSoftmax or ArgMax that an accelerator layer follows (a trailing
 one stays with the last segment, a `planner.ir.HostTail`). Consecutive nodes of one kind form a
 part; each part is a model of its own whose single data input is the previous part's output, so
 the network is a chain of parts. A tensor that skips over a cut is refused with the node it
@@ -40,8 +40,17 @@ def _downstream_layer(graph: onnx.GraphProto, start: int) -> bool:
     return False
 
 
+def _silu_products(graph: onnx.GraphProto) -> set[str]:
+    """The outputs of the Mul nodes of SiLU, `x * Sigmoid(x)`: on the host with their Sigmoid."""
+    sigmoid_of = {node.output[0]: node.input[0] for node in graph.node if node.op_type == "Sigmoid"}
+    return {node.output[0] for node in graph.node if node.op_type == "Mul" and len(node.input) == 2
+            and any(sigmoid_of.get(a) == b for a, b in (node.input, node.input[::-1]))}
+
+
 def _on_host(graph: onnx.GraphProto) -> list[bool]:
-    return [node.op_type in HOST_NODE_OPS or (node.op_type in HOST_TAIL_OPS and _downstream_layer(graph, index))
+    silu = _silu_products(graph)
+    return [node.op_type in HOST_NODE_OPS or node.output[0] in silu
+            or (node.op_type in HOST_TAIL_OPS and _downstream_layer(graph, index))
             for index, node in enumerate(graph.node)]
 
 

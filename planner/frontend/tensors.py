@@ -11,13 +11,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import external_data_helper, helper, numpy_helper
 
 from common.errors import QuantizationError
 from planner.ir import TensorQuant
 
 UINT8_OFFSET = 128
 """uint8 tensors are handled as int8: ``q_int8 = q_uint8 - 128`` with the zero point shifted alike."""
+
+
+def shape_only(tensor: onnx.TensorProto) -> np.ndarray:
+    """An initializer whose external data is not loaded, as its shape alone: zeros with zero
+    strides (no memory, nothing drawn), which `is_shape_only` tells apart from values."""
+    return np.broadcast_to(np.zeros((), helper.tensor_dtype_to_np_dtype(tensor.data_type)), tuple(tensor.dims))
+
+
+def is_shape_only(array: np.ndarray) -> bool:
+    """Whether `array` is a `shape_only` stand-in (more than one element, all strides zero)."""
+    return array.size > 1 and not any(array.strides)
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,7 +65,8 @@ class TensorTable:
     def from_graph(cls, graph: onnx.GraphProto) -> "TensorTable":
         table = cls()
         for init in graph.initializer:
-            table.constants[init.name] = numpy_helper.to_array(init)
+            unloaded = external_data_helper.uses_external_data(init)
+            table.constants[init.name] = shape_only(init) if unloaded else numpy_helper.to_array(init)
         for node in graph.node:
             if node.op_type == "Constant":
                 attr = next((a for a in node.attribute if a.name == "value"), None)

@@ -24,15 +24,16 @@ def is_builtin(spec: str) -> bool:
     return spec in BUILTIN_MODELS and not Path(spec).exists()
 
 
-def resolve_model(spec: str | Path | None) -> str | Path | onnx.ModelProto:
-    """A path, or the ModelProto of a built-in model name (None means the default model)."""
+def resolve_model(spec: str | Path | None, weights: bool = True) -> str | Path | onnx.ModelProto:
+    """A path, or the ModelProto of a built-in model name (None means the default model); without
+    `weights` a reference network's parameters are shapes alone (`build_reference`)."""
     spec = DEFAULT_MODEL if spec is None else spec
     if isinstance(spec, str) and is_builtin(spec):
         if spec == DEFAULT_MODEL:
             from planner.zoo.digits import DIGITS_MODEL_PATH
 
             return DIGITS_MODEL_PATH
-        return build_reference(spec)
+        return build_reference(spec, weights=weights)
     return Path(spec)
 
 

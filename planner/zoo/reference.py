@@ -6,11 +6,14 @@ classification model) and ResNet-20 (He et al., 2016) at 32x32 with 10 classes.
 The graphs have the published layer shapes (float32, opset 17, batch 1, input ``"input"``
 of shape ``(1, 3, H, W)``, output ``"output"`` of shape ``(1, classes)``) and random weights:
 He-scaled convolution / FC weights and sane batch-norm statistics, so activations stay finite.
+Built without weights (`weights=False`, for planning), each such parameter is its shape alone:
+external data that is not loaded, which the front end reads as shape-only.
 Node names follow the usual layer names (``conv1``, ``layer1.0.conv1``, ``features.3.conv.1.0``).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import onnx
@@ -22,6 +25,8 @@ from planner.ir import Shape, conv_output_size
 OPSET = 17
 NUM_CLASSES = 1000
 CIFAR_CLASSES = 10
+NOT_DRAWN = "weights-not-drawn"
+"""The external-data location of a parameter built without its values (`weights=False`)."""
 
 
 def _window_shape(shape: Shape, out_c: int, kernel: int, stride: int, pad: int) -> Shape:
@@ -33,8 +38,8 @@ def _window_shape(shape: Shape, out_c: int, kernel: int, stride: int, pad: int) 
 class _GraphBuilder:
     """Accumulates nodes and initializers while tracking every tensor's `(C, H, W)` shape."""
 
-    def __init__(self, seed: int, input_hw: int) -> None:
-        self.rng = np.random.default_rng(seed)
+    def __init__(self, seed: int, input_hw: int, weights: bool = True) -> None:
+        self.rng = np.random.default_rng(seed) if weights else None
         self.proto = onnx.ModelProto()  # filled in place: no copies of the (large) weights
         self.nodes = self.proto.graph.node
         self.shapes: dict[str, Shape] = {"input": (3, input_hw, input_hw)}
@@ -45,6 +50,16 @@ class _GraphBuilder:
         """Add a float32 (little-endian raw data) initializer."""
         raw = array.astype("<f4", copy=False).tobytes()
         self.proto.graph.initializer.add(name=name, dims=array.shape, data_type=TensorProto.FLOAT, raw_data=raw)
+        return name
+
+    def _drawn(self, name: str, shape: tuple[int, ...], draw: Callable[[], np.ndarray]) -> str:
+        """A parameter of random values (`draw()`), or built without weights (no generator) its
+        shape alone (external data at `NOT_DRAWN`, not loaded: nothing is drawn)."""
+        if self.rng is not None:
+            return self._param(name, draw())
+        tensor = self.proto.graph.initializer.add(name=name, dims=shape, data_type=TensorProto.FLOAT,
+                                                  data_location=TensorProto.EXTERNAL)
+        tensor.external_data.add(key="location", value=NOT_DRAWN)
         return name
 
     def _node(self, op: str, name: str, inputs: list[str], shape: Shape, **attrs: object) -> str:
@@ -87,24 +102,24 @@ class _GraphBuilder:
         """Conv, optionally followed by BatchNormalization named `bn` and activation `(name, kind)`."""
         in_c = self.shapes[x][0]
         fan_in = in_c // groups * kernel * kernel
-        weight = self._normal((out_c, in_c // groups, kernel, kernel), (2.0 / fan_in) ** 0.5)
-        inputs = [x, self._param(f"{name}.weight", weight)]
+        shape = (out_c, in_c // groups, kernel, kernel)
+        inputs = [x, self._drawn(f"{name}.weight", shape, partial(self._normal, shape, (2.0 / fan_in) ** 0.5))]
         if bias:
-            inputs.append(self._param(f"{name}.bias", self._uniform(out_c, -0.05, 0.05)))
+            inputs.append(self._drawn(f"{name}.bias", (out_c,), partial(self._uniform, out_c, -0.05, 0.05)))
         out_shape = _window_shape(self.shapes[x], out_c, kernel, stride, pad)
         y = self._node(
             "Conv", name, inputs, out_shape,
             kernel_shape=[kernel, kernel], strides=[stride, stride], pads=[pad] * 4, group=groups,
         )
         if bn is not None:
-            stats = [
-                self._uniform(out_c, 0.5, 1.0),  # scale (gamma)
-                self._uniform(out_c, -0.1, 0.1),  # bias (beta)
-                self._uniform(out_c, -0.1, 0.1),  # running mean
-                self._uniform(out_c, 0.5, 1.5),  # running variance (> 0)
-            ]
-            fields = ("weight", "bias", "running_mean", "running_var")
-            params = [self._param(f"{bn}.{field}", values) for field, values in zip(fields, stats)]
+            stats = {
+                "weight": (0.5, 1.0),  # scale (gamma)
+                "bias": (-0.1, 0.1),  # beta
+                "running_mean": (-0.1, 0.1),
+                "running_var": (0.5, 1.5),  # > 0
+            }
+            params = [self._drawn(f"{bn}.{field}", (out_c,), partial(self._uniform, out_c, *bounds))
+                      for field, bounds in stats.items()]
             y = self._node("BatchNormalization", bn, [y, *params], out_shape, epsilon=1e-5)
         return y if act is None else self.act(y, *act)
 
@@ -138,9 +153,9 @@ class _GraphBuilder:
     def fc(self, x: str, name: str, out_features: int) -> str:
         """Gemm with torch-layout weights `(out, in)` (``transB=1``) and a bias."""
         in_features = self.shapes[x][0]
-        weight = self._normal((out_features, in_features), (2.0 / in_features) ** 0.5)
-        weight = self._param(f"{name}.weight", weight)
-        bias = self._param(f"{name}.bias", self._uniform(out_features, -0.05, 0.05))
+        shape = (out_features, in_features)
+        weight = self._drawn(f"{name}.weight", shape, partial(self._normal, shape, (2.0 / in_features) ** 0.5))
+        bias = self._drawn(f"{name}.bias", (out_features,), partial(self._uniform, out_features, -0.05, 0.05))
         return self._node("Gemm", name, [x, weight, bias], (out_features, 1, 1), transB=1)
 
     def model(self, graph_name: str, output: str) -> onnx.ModelProto:
@@ -343,12 +358,13 @@ IMAGENET_NETWORKS: tuple[str, ...] = tuple(name for name in _BUILDERS if not nam
 """The reference networks with 1000 classes."""
 
 
-def build_reference(name: str, seed: int = 0, input_hw: int | None = None) -> onnx.ModelProto:
+def build_reference(name: str, seed: int = 0, input_hw: int | None = None, weights: bool = True) -> onnx.ModelProto:
     """Build reference network `name` (one of `REFERENCE_NETWORKS`) with random weights from
-    `seed`, for its published input size or a square `input_hw`."""
+    `seed` (or, without `weights`, the parameters' shapes alone), for its published input size
+    or a square `input_hw`."""
     if name not in _BUILDERS:
         allowed = ", ".join(REFERENCE_NETWORKS)
         raise UnsupportedModelError(f"unknown reference network {name!r}; allowed: {allowed}")
     published_hw, build = _BUILDERS[name]
-    builder = _GraphBuilder(seed, input_hw or published_hw)
+    builder = _GraphBuilder(seed, input_hw or published_hw, weights)
     return builder.model(name, build(builder))
