@@ -25,6 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from boards.measured_fmax import BOARD_FMAX_MHZ  # noqa: E402
 from common.errors import HwgenError  # noqa: E402
 from hwgen.config import load_config  # noqa: E402
 from planner.frontend import load_network  # noqa: E402
@@ -35,7 +36,6 @@ from sim.golden.calibration import quantize_network  # noqa: E402
 from sim.isa_sim import IsaSimulator  # noqa: E402
 
 NETWORKS = ("resnet18", "mobilenetv2", "resnet20-cifar", "resnet8-cifar", "digits")
-BUILD_FMAX_MHZ = {"ulx3s-85f": 74.45, "icebreaker": 24.38, "orangecrab": 97.70}
 """The `sync` Fmax of each shipped board configuration's latest build (docs/boards.md)."""
 
 
@@ -74,12 +74,12 @@ def measure(name: str, config_name: str, fmax_mhz: float, isa: bool) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hw", default="ulx3s-85f", choices=sorted(BUILD_FMAX_MHZ), help="board configuration")
+    parser.add_argument("--hw", default="ulx3s-85f", choices=sorted(BOARD_FMAX_MHZ), help="board configuration")
     parser.add_argument("--networks", nargs="+", default=list(NETWORKS), choices=NETWORKS)
     parser.add_argument("--fmax", type=float, help="MHz: the board build's Fmax (default: the latest build's)")
     parser.add_argument("--no-isa", action="store_true", help="skip the instruction-level simulation")
     args = parser.parse_args()
-    fmax = args.fmax or BUILD_FMAX_MHZ[args.hw]
+    fmax = args.fmax or BOARD_FMAX_MHZ[args.hw]
     config = load_config(args.hw)
     print(f"{args.hw}: {config.pe.rows}x{config.pe.cols}x{config.pe.simd} PEs, dram "
           f"{config.dram.bandwidth_bytes_per_cycle:g} B/cycle; images/s at the {config.clock_mhz:g} MHz clock and "

@@ -18,13 +18,12 @@ from hwgen.spram import SinglePortBank
 from hwgen.spram_size import SPRAM_BITS, SPRAM_WORDS
 from common.errors import HwgenError
 from explore.sweep import resources
-from explore.sweep.resources import (CALIBRATION, DSP_RULES, STRUCTURE, calibration_points, dsp_count, estimate,
-                                     features, fit, memory_counts, mul2dsp_cells)
+from explore.sweep.resources import (CALIBRATION, DSP_RULES, LOGIC_ERROR, STRUCTURE, calibration_points, dsp_count,
+                                     estimate, features, fit, memory_counts, mul2dsp_cells)
 
 DSP_CELL = {"ecp5": "MULT18X18D", "ice40": "SB_MAC16"}
 RAM_CELLS = {"ecp5": ("DP16KD",), "ice40": ("SB_RAM40_4K",)}
 PLATFORM_DEVICE = {"ecp5": "LFE5U-85F", "ice40": "iCE40UP5K"}
-LOGIC_TOLERANCE = 0.25  # leave-one-out relative error allowed for LUTs and flip-flops
 
 
 class Platform:
@@ -163,7 +162,7 @@ def test_logic_estimate_predicts_each_stored_synthesis_from_the_others(family):
         cfg, measured = points[i]
         predicted = fit(points[:i] + points[i + 1:]).predict(features(cfg))
         for name, m, p in zip(("LUT", "FF"), measured, predicted):
-            assert abs(p - m) <= LOGIC_TOLERANCE * m, f"{family} {cfg.name} {name}: measured {m}, predicted {p:.0f}"
+            assert abs(p - m) <= LOGIC_ERROR * m, f"{family} {cfg.name} {name}: measured {m}, predicted {p:.0f}"
 
 
 def test_without_a_vector_unit_the_estimate_drops_as_synthesis_does():
@@ -178,10 +177,10 @@ def test_without_a_vector_unit_the_estimate_drops_as_synthesis_does():
     assert sum(measured_with) - sum(measured_without) >= 300
     estimated_with, estimated_without = estimate(with_unit, "ice40"), estimate(without, "ice40")
     for name, m, p in zip(("LUT", "FF"), measured_without, (estimated_without.lut, estimated_without.ff)):
-        assert abs(p - m) <= LOGIC_TOLERANCE * m, f"{name}: measured {m}, estimated {p}"
+        assert abs(p - m) <= LOGIC_ERROR * m, f"{name}: measured {m}, estimated {p}"
     drop = sum(measured_with) - sum(measured_without)
     estimated_drop = estimated_with.lut + estimated_with.ff - estimated_without.lut - estimated_without.ff
-    assert abs(estimated_drop - drop) <= LOGIC_TOLERANCE * drop, (estimated_drop, drop)
+    assert abs(estimated_drop - drop) <= LOGIC_ERROR * drop, (estimated_drop, drop)
 
 
 def test_a_template_option_no_stored_synthesis_uses_is_refused(monkeypatch):

@@ -1,0 +1,6 @@
+"""nextpnr's Fmax of each shipped board configuration's SoC as last built
+(`hwgen build --board B --hw CFG --json`; the builds' table in docs/boards.md). A configuration
+without an entry has no build that met its clock."""
+from __future__ import annotations
+
+BOARD_FMAX_MHZ: dict[str, float] = {"icebreaker": 24.38, "ulx3s-85f": 74.45, "orangecrab": 97.70, "ulx3s-85f-128": 72.16}
