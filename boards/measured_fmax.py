@@ -3,4 +3,4 @@
 without an entry has no build that met its clock."""
 from __future__ import annotations
 
-BOARD_FMAX_MHZ: dict[str, float] = {"icebreaker": 24.38, "ulx3s-85f": 74.45, "orangecrab": 97.70, "ulx3s-85f-128": 72.16}
+BOARD_FMAX_MHZ: dict[str, float] = {"icebreaker": 26.46, "ulx3s-85f": 74.45, "orangecrab": 97.70, "ulx3s-85f-128": 72.16}

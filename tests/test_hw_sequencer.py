@@ -309,11 +309,11 @@ def test_used_queue_bits_cover_each_units_fields_and_drop_the_rest():
         widths = {q: sum(stop - start for start, stop in used_bits(q, template)) for q in QUEUES}
         assert widths == {"load": opcode_bits["load"] + 85, "store": opcode_bits["store"] + 59,
                           "compute": opcode_bits["compute"] + 91}
-        # compiler pointer steps: CONVCFG's step fields (16 + 16 bits after its first 65) are read,
+        # compiler pointer steps: CONVCFG's step fields (16 + 16 bits after its first 71) are read,
         # in_rows is not (it lies inside VEC's fields anyway)
         compiler = replace(template, address_steps="compiler")
-        assert sum(stop - start for start, stop in used_bits("compute", compiler)) == opcode_bits["compute"] + 65 + 32
+        assert sum(stop - start for start, stop in used_bits("compute", compiler)) == opcode_bits["compute"] + 71 + 32
         # narrowed transfer fields: 15 + 5 + 1 bits fewer in LOAD and in STORE entries
         narrow = {q: sum(stop - start for start, stop in used_bits(q, compiler, NARROW)) for q in QUEUES}
         assert narrow == {"load": opcode_bits["load"] + 85 - 21, "store": opcode_bits["store"] + 59 - 21,
-                          "compute": opcode_bits["compute"] + 65 + 32}
+                          "compute": opcode_bits["compute"] + 71 + 32}
