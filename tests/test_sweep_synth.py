@@ -10,8 +10,7 @@ import yaml
 from boards.devices import device
 from cli.main import main
 from hwgen.config import config_from_dict
-from explore.sweep.resources import dsp_count
-from test_sweep_resources import LOGIC_TOLERANCE
+from explore.sweep.resources import LOGIC_ERROR, dsp_count
 
 BASE = {"name": "tiny", "device": "LFE5U-25F", "board": "none", "clock_mhz": 25,
         "pe": {"rows": 2, "cols": 2, "simd": 2}, "widths": {"activation": 8, "weight": 8, "accumulator": 32},
@@ -37,7 +36,7 @@ def test_synthesized_sweep_measures_the_feasible_point_only(tmp_path, capsys):
     assert small["status"] == "ok", small["reason"]
     assert small["synth_dsp"] == small["est_dsp"] == dsp_count(config_from_dict(small["config"]), "ecp5")
     for name in ("lut", "ff"):  # the calibrated estimate, against place and route
-        assert abs(small[f"est_{name}"] - small[f"synth_{name}"]) <= LOGIC_TOLERANCE * small[f"synth_{name}"]
+        assert abs(small[f"est_{name}"] - small[f"synth_{name}"]) <= LOGIC_ERROR * small[f"synth_{name}"]
     for name in ("lut", "ff", "dsp", "bram"):
         assert 0 < small[f"synth_{name}"] <= getattr(totals, name)
     report = json.loads((out / "synth" / small["key"] / "report.json").read_text())
