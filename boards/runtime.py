@@ -211,8 +211,8 @@ class Runtime:
         configuration (and, from flash, with its constants) and has the memory for its image."""
         info = self.info
         if isinstance(compiled, PipelineLayout):
-            name, expected, what = compiled.stages[0].compilation.network.name.split(":")[0], \
-                wire.pipeline_build_id(compiled), f"as {len(compiled.stages)} instances over {compiled.images} images "
+            name, expected = compiled.network_name, wire.pipeline_build_id(compiled)
+            what = f"as {len(compiled.stages)} instances over {compiled.images} images "
             needed = compiled.size
         else:
             constants = compiled.image[:compiled.memory.constant_bytes].tobytes() if self.flash_constants else None

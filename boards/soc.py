@@ -71,7 +71,7 @@ def check_pipeline_soc(config: AcceleratorConfig, layout: PipelineLayout, memory
                        flash: SpiFlashChip | None) -> None:
     """Pipelined instances need their constants in main memory and the whole layout (every
     instance's image and the slots) within it and within the DRAM addresses."""
-    name = layout.stages[0].compilation.network.name.split(":")[0]
+    name = layout.network_name
     if flash is not None:
         raise ConfigError(f"configuration {config.name!r}: {len(layout.stages)} pipelined instances cannot read their "
                           "constants from the SPI flash; allowed: a board whose main memory holds them")

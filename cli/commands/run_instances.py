@@ -24,7 +24,7 @@ from cli.commands.simulate_instances import show
 from cli.simulation_progress import SimulationProgress, preparing
 from common.errors import InputError
 from hwgen.config import AcceleratorConfig
-from planner.compile.stages import PipelineLayout, predicted_period
+from planner.compile.stages import PipelineLayout, predicted_period, predicted_stream_cycles
 from sim.golden import run_quantized
 
 
@@ -70,7 +70,7 @@ def run_instances(args: argparse.Namespace, chosen: Board, baud: int, config: Ac
     if simulated:
         with preparing():
             transport = simulated_soc(chosen, layout, baud, starts)
-        expected = sum(s.compilation.prediction.cycles for s in layout.stages) + (len(inputs) - 1) * predicted
+        expected = predicted_stream_cycles(layout, len(inputs))
         timeout = args.timeout or SIM_TIMEOUT_FACTOR * expected / transport.soc.clk_hz
     else:
         transport = SerialTransport(args.port, baud)

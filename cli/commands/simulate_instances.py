@@ -16,7 +16,7 @@ from cli.cycle_progress import CycleProgress
 from common.console import make_console
 from common.errors import InputError
 from hwgen.config import AcceleratorConfig
-from planner.compile.stages import predicted_period
+from planner.compile.stages import predicted_period, predicted_stream_cycles
 from planner.ir import Network
 from scheduler.instances import scheduled_layout
 from sim.golden import run_quantized
@@ -59,7 +59,7 @@ def run_instances(args: argparse.Namespace, net: Network, config: AcceleratorCon
     figures, layout = scheduled_layout(net, config, images)
     predicted = predicted_period(layout)
     clock = config.clock_mhz * 1e6
-    expected = sum(s.compilation.prediction.cycles for s in layout.stages) + (images - 1) * predicted
+    expected = predicted_stream_cycles(layout, images)
     with CycleProgress(f"{PIPELINE_ENGINE}: {net.name} on {len(layout.stages)} instances", int(expected)) as progress:
         run = run_pipeline(layout, inputs, max_cycles=max(2_000_000, int(4 * expected)), progress=progress)
     output = layout.stages[-1].compilation.network.outputs[0]

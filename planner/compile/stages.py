@@ -72,6 +72,11 @@ class PipelineLayout:
     def config(self) -> AcceleratorConfig:
         return self.stages[0].compilation.compiled.config
 
+    @property
+    def network_name(self) -> str:
+        """The whole network's name (each stage's is `NAME:stageI`)."""
+        return self.stages[0].compilation.network.name.rsplit(":stage", 1)[0]
+
     def image(self) -> np.ndarray:
         """Main memory before a run, the slots empty: every instance's image at its base."""
         memory = np.zeros(self.size, dtype=np.uint8)
@@ -130,6 +135,12 @@ def pipeline_layout(net: Network, starts: Sequence[int], config: AcceleratorConf
                                 f"the {block}-byte burst block; it cannot hand over through slots")
         layouts.append(StageLayout(compilation, bases[index], *windows))
     return PipelineLayout(tuple(layouts), cursor, images)
+
+
+def predicted_stream_cycles(layout: PipelineLayout, images: int) -> float:
+    """Cycles for `images` images through the pipeline: every stage once (the first image),
+    then a period per further image (`predicted_period`)."""
+    return sum(s.compilation.prediction.cycles for s in layout.stages) + (images - 1) * predicted_period(layout)
 
 
 def predicted_period(layout: PipelineLayout) -> float:
